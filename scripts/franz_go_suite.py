@@ -25,7 +25,6 @@ Exit status 1 when the verdict fails.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime
 import json
@@ -39,11 +38,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import IO, Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from suite_cpu import burners  # noqa: E402  (this script's folder)
 
 from raftlog_bench.kafka_peer import KafkaCluster  # noqa: E402
 from raftlog_client.local_cluster import LocalCluster  # noqa: E402
@@ -128,20 +129,6 @@ def package_dir(go: str) -> str:
         [go, "list", "-f", "{{.Dir}}", PACKAGE], cwd=MODULE, env=go_env(), capture_output=True, text=True,
         timeout=120, check=True,
     ).stdout.strip()  # fmt: skip
-
-
-@contextlib.contextmanager
-def burners(count: int, seconds: float) -> Iterator[None]:
-    """``count`` CPU-bound processes, each ending by itself after ``seconds`` (or when this ends)."""
-    loop = f"import time\nend = time.monotonic() + {seconds:.0f}\nwhile time.monotonic() < end:\n    pass\n"
-    processes = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(30)
 
 
 class Cluster:

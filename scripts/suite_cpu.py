@@ -3,7 +3,10 @@ while sampling every process of the machine each second (``/proc``), and prints 
 processes started meanwhile spent, grouped as node processes, ``raftlog`` commands, JVMs (Kafka, Spark,
 the Java clients), browsers, test workers and the rest, with how many of each started.
 
-    python scripts/suite_cpu.py [--json FILE] -- .venv/bin/python -m pytest -q -n 2 --dist loadfile tests/x
+    python scripts/suite_cpu.py [--json FILE] [--burners N] -- .venv/bin/python -m pytest -q -n 2 tests/x
+
+``--burners N`` runs N CPU-bound processes beside the command, the loaded machine the suite must stay
+green on (their CPU is left out of the table).
 
 A process's CPU is its last sample's: what a process spent after the last sample before it ended is not
 counted (at most a second of each). Processes that were running before the command started are left out.
@@ -13,14 +16,16 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 SAMPLE_S = 1.0
+BURN_MAX_S = 3 * 3600.0  # a burner ends by itself after this, were it left behind
 TICKS = os.sysconf("SC_CLK_TCK")
 KINDS = (  # (kind, a word of its command line), first match wins
     ("node", "raftlog_node"),
@@ -75,22 +80,43 @@ def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
             continue
 
 
+@contextlib.contextmanager
+def burners(count: int, seconds: float = BURN_MAX_S) -> Iterator[list[int]]:
+    """``count`` CPU-bound processes (their pids), each ending by itself after ``seconds``, or when this
+    ends."""
+    loop = f"import time\nend = time.monotonic() + {seconds:.0f}\nwhile time.monotonic() < end:\n    pass\n"
+    processes = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(count)]
+    try:
+        yield [process.pid for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait(30)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write every process's command line and CPU seconds there")
+    parser.add_argument("--burners", type=int, default=0, help="CPU-bound processes beside the command")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args(argv)
     command = [word for word in args.command if word != "--"] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("name the command to run after --")
+    if args.burners < 0:
+        parser.error("--burners is a count of processes, 0 or more")
     since = _boot_ticks()
-    began = time.monotonic()
-    running = subprocess.Popen(command)
     seen: dict[tuple[int, int], list[object]] = {}
-    while running.poll() is None:
-        sample(seen, since)
-        time.sleep(SAMPLE_S)
-    wall = time.monotonic() - began
+    with burners(args.burners) as burning:
+        began = time.monotonic()
+        running = subprocess.Popen(command)
+        while running.poll() is None:
+            sample(seen, since)
+            time.sleep(SAMPLE_S)
+        wall = time.monotonic() - began
+    for key in [key for key in seen if key[0] in burning]:
+        del seen[key]
     totals: dict[str, float] = collections.defaultdict(float)
     counts: collections.Counter[str] = collections.Counter()
     for command_line, cpu in seen.values():
@@ -98,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         totals[kind] += float(str(cpu))
         counts[kind] += 1
     spent = sum(totals.values())
-    print(f"\n{' '.join(command)}: exit {running.returncode}, {wall:.0f} s, {spent:.0f} CPU seconds sampled")
+    beside = f", {args.burners} burners beside it" if args.burners else ""
+    ran = f"exit {running.returncode}, {wall:.0f} s, {spent:.0f} CPU seconds sampled{beside}"
+    print(f"\n{' '.join(command)}: {ran}")
     print(f"{'kind':<18} {'processes':>9} {'CPU s':>8} {'share':>6}")
     for kind, cpu in sorted(totals.items(), key=lambda item: -item[1]):
         print(f"{kind:<18} {counts[kind]:>9} {cpu:>8.0f} {cpu / spent:>6.0%}")

@@ -39,3 +39,15 @@ def test_the_kinds_of_the_suites_processes() -> None:
     assert suite_cpu.kind_of("/usr/lib/jvm/bin/java -cp kafka.jar kafka.Kafka") == "JVM"
     assert suite_cpu.kind_of("/x/python -u -c import sys;exec(eval(sys.stdin.readline()))") == "test worker"
     assert suite_cpu.kind_of("/usr/bin/make test") == "make"
+
+
+def test_burners_run_beside_the_command_and_are_left_out_of_its_table(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "processes.json"
+    busy = [sys.executable, "-c", BUSY]
+    argv = [sys.executable, str(SCRIPT), "--json", str(out), "--burners", "2", "--", *busy]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "2 burners beside it" in done.stdout, done.stdout
+    commands = [p["command"] for p in json.loads(out.read_text())]
+    assert any("process_time" in c for c in commands), commands
+    assert not any("time.monotonic() < end" in c for c in commands), commands  # the burners' loop
