@@ -31,6 +31,7 @@ typecheck: bootstrap
 TEST_ENV = PYTHONDONTWRITEBYTECODE=
 
 # Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
+# (Three took 27.9 minutes against two's 31 and failed two tests on the load: the machine has 2 cores.)
 # The files go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # both workers finish together.
 unit: bootstrap
