@@ -239,6 +239,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (groups.UnknownMember, HttpError(404, UNKNOWN_MEMBER)),
     (groups.InvalidRecordState, HttpError(409, INVALID_RECORD_STATE)),
     (groups.ShareSessionNotFound, HttpError(404, UNKNOWN_MEMBER)),
+    (groups.ShareSessionLimitReached, HttpError(503, 50312, retriable=True)),  # the Kafka door's alone
     (groups.InvalidShareSessionEpoch, HttpError(409, 40929)),
     (groups.ShareGroupsNotFinalized, HttpError(409, 40927)),
     (groups.FencedMemberEpoch, HttpError(409, 40929)),

@@ -121,6 +121,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     # share groups (KIP-932)
     (groups.InvalidRecordState, ErrorCode.invalid_record_state),
     (groups.ShareSessionNotFound, ErrorCode.share_session_not_found),
+    (groups.ShareSessionLimitReached, ErrorCode.share_session_limit_reached),
     (groups.InvalidShareSessionEpoch, ErrorCode.invalid_share_session_epoch),
     (groups.ShareGroupsNotFinalized, ErrorCode.unsupported_version),
     (groups.UnknownGroup, ErrorCode.group_id_not_found),

@@ -372,6 +372,7 @@ class KafkaServer:
 
     def _forget(self, connection: _Connection) -> None:
         self._open.pop(connection.writer, None)
+        connection.door.share_sessions.disconnected(connection.door.session)  # as Kafka's, they end with it
         self._forget_unauthenticated(connection)
         held = self._per_address.get(connection.address)
         if held is not None:

@@ -216,7 +216,7 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         has_acks = any(p.acknowledgement_batches for t in body.topics for p in t.partitions)
         if epoch == OPEN_EPOCH and has_acks:
             raise InvalidGroupRequest("a share fetch opening a session acknowledges nothing")
-        session = door.share_sessions.step(group, member, epoch)
+        session = door.share_sessions.step(group, member, epoch, door.session)
     except Exception as exc:  # the request's answer (kafka_api.errors)
         return failed(code_of(exc), str(exc))
     parts: dict[TopicPartition, _Part] = {}
@@ -369,7 +369,7 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
         epoch = int(body.share_session_epoch)
         if epoch == OPEN_EPOCH:
             raise InvalidGroupRequest("a share acknowledgement cannot open a share session")
-        session = door.share_sessions.step(group, member, epoch)
+        session = door.share_sessions.step(group, member, epoch, door.session)
     except Exception as exc:  # the request's answer (kafka_api.errors)
         return failed(code_of(exc), str(exc))
     parts = []

@@ -11,8 +11,9 @@ not caught up with its partition COORDINATOR_LOAD_IN_PROGRESS.
 Versions are the clients' (Kafka 4.1's Java client, with transaction version 2 once the cluster finalizes
 it, and librdkafka 2.16; ``apis.py`` lists them): AddPartitionsToTxn 0-3 (v4+ is the brokers' own, KIP-890:
 a partition's leader here asks its coordinator with ``TransactionService.verify_partition``), EndTxn 0-5
-(v5, KIP-890's second part, bumps the epoch at every end, an empty abort's too). A producer fenced by a newer epoch is told PRODUCER_FENCED from
-the versions that know it (InitProducerId v4, the others v2), INVALID_PRODUCER_EPOCH before.
+(v5, KIP-890's second part, bumps the epoch at every end, an empty abort's too). A producer fenced by a
+newer epoch is told PRODUCER_FENCED from the versions that know it (InitProducerId v4, the others v2),
+INVALID_PRODUCER_EPOCH before.
 
 With ``serve --enforce-acls`` each API checks what Kafka's does: WRITE on the transactional id for
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),

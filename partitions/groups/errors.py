@@ -236,6 +236,16 @@ class ShareSessionNotFound(GroupError):
 
 
 @with_fields
+class ShareSessionLimitReached(GroupError):
+    """A share fetch opening a session on a node holding as many as it may (Kafka's
+    SHARE_SESSION_LIMIT_REACHED, retriable: a session ends with its connection or its member's last
+    fetch)."""
+
+    limit: int
+    template = "this node holds {limit} share sessions, as many as it may: try again once one ends"
+
+
+@with_fields
 class InvalidShareSessionEpoch(GroupError):
     group: str
     member_id: str
