@@ -66,11 +66,12 @@ class ConsumerInstanceExists(GroupError):
 
 @with_fields
 class GroupFull(GroupError):
-    """The group already has its maximum of members (Kafka's group.max.size)."""
+    """The group already has its maximum of members (Kafka's group.max.size, group.share.max.size for a
+    share group)."""
 
     group: str
     members_max: int
-    template = "consumer group {group!r} already has {members_max} members, its maximum"
+    template = "group {group!r} already has {members_max} members, its maximum"
 
 
 @with_fields

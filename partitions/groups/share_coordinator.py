@@ -36,6 +36,7 @@ from typing import Protocol
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     FencedMemberEpoch,
+    GroupFull,
     InvalidGroupRequest,
     NotConsumerGroup,
     NotCoordinator,
@@ -48,7 +49,7 @@ from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms
-SHARE_MEMBERS_MAX = 1_000  # as the other groups' bound
+SHARE_MEMBERS_MAX = 200  # Kafka's group.share.max.size: a member more is GROUP_MAX_SIZE_REACHED
 SHARE_GROUPS_MAX_DEFAULT = 100  # share groups per coordinator partition (--group-share-max-groups)
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 ASSIGNOR = "simple"
@@ -255,7 +256,7 @@ class ShareGroupCoordinator:
             if epoch != JOIN_EPOCH:
                 raise UnknownMember(name, member_id)
             if len(group.members) >= SHARE_MEMBERS_MAX:
-                raise InvalidGroupRequest(f"share group {name} already has {SHARE_MEMBERS_MAX} members")
+                raise GroupFull(name, SHARE_MEMBERS_MAX)
             member = ShareMember(
                 member_id, 0, rack_id, client_id, client_host, tuple(subscribed or ()), door=door
             )

@@ -15,6 +15,7 @@ from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.errors import (
     FencedMemberEpoch,
+    GroupFull,
     GroupNotEmpty,
     InvalidGroupRequest,
     NotConsumerGroup,
@@ -22,7 +23,7 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.share_coordinator import SHARE_MEMBERS_MAX, ShareGroupCoordinator
 from partitions.groups.state import (
     SHARE_PROTOCOL_TYPE,
     Committed,
@@ -71,6 +72,19 @@ def test_members_join_get_every_subscribed_partition_and_leave() -> None:
     assert list(described.members) == ["a"] and described.state == "Stable"
     assert table.table.groups["g"].protocol_type == SHARE_PROTOCOL_TYPE
     assert table.table.groups["g"].generation == described.group_epoch == 3
+
+
+def test_a_member_past_kafkas_share_group_size_is_refused_and_the_members_go_on() -> None:
+    table = ShareTable(TOPICS)
+    share = ShareGroupCoordinator(table, Clock())
+    for i in range(SHARE_MEMBERS_MAX):
+        last = run(share.heartbeat("g", f"m{i}", 0, ("t",)))
+    with pytest.raises(GroupFull) as refused:  # Kafka's group.share.max.size, 200: GROUP_MAX_SIZE_REACHED
+        run(share.heartbeat("g", "one-more", 0, ("t",)))
+    assert SHARE_MEMBERS_MAX == 200 and "already has 200 members" in str(refused.value)
+    assert run(share.heartbeat("g", "m0", 0, ("t",))).member_epoch == last.member_epoch  # a member rejoins
+    assert run(share.heartbeat("g", "m1", -1, None)).member_epoch == -1
+    assert run(share.heartbeat("g", "one-more", 0, ("t",))).member_epoch > last.member_epoch  # room again
 
 
 def test_a_silent_member_is_removed_after_its_session() -> None:
