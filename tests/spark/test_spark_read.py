@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from spark_cluster import SparkTestCluster
+from spark_queries import again_if_a_worker_did_not_connect
 
 pytestmark = pytest.mark.spark
 
@@ -131,16 +132,24 @@ def test_stream_rate_limit_and_available_now(
     topic = raftlog_cluster.create_topic(2)
     raftlog_cluster.produce(topic, 0, [f"a{i}" for i in range(30)])
     raftlog_cluster.produce(topic, 1, [f"b{i}" for i in range(20)])
-    query = (
-        stream(spark, raftlog_cluster, topic, startingOffsets="earliest", maxOffsetsPerTrigger="20")
-        .selectExpr("partition", "offset")
-        .writeStream.format("memory")
-        .queryName(f"an_{topic}")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    assert query.awaitTermination(120)
+
+    def run() -> Any:
+        query = (
+            stream(spark, raftlog_cluster, topic, startingOffsets="earliest", maxOffsetsPerTrigger="20")
+            .selectExpr("partition", "offset")
+            .writeStream.format("memory")
+            .queryName(f"an_{topic}")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            assert query.awaitTermination(120)
+        finally:
+            query.stop()
+        return query
+
+    query = again_if_a_worker_did_not_connect(run)
     rows = spark.sql(f"select * from an_{topic}").collect()
     assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(30)] + [
         (1, o) for o in range(20)
@@ -160,7 +169,8 @@ def test_stream_restart_from_checkpoint_has_no_gap_and_no_duplicate(
         rows = df.selectExpr("partition", "offset", "CAST(value AS STRING) v").collect()
         seen.extend((r.partition, r.offset, r.v) for r in rows)
 
-    def run(produce: list[tuple[int, int]]) -> None:
+    def started() -> Any:
+        """The query, once its first trigger ran (a run that fails before it has written nothing)."""
         query = (
             stream(spark, raftlog_cluster, topic, maxOffsetsPerTrigger="7")
             .writeStream.foreachBatch(sink)
@@ -169,6 +179,14 @@ def test_stream_restart_from_checkpoint_has_no_gap_and_no_duplicate(
         )
         try:
             query.processAllAvailable()
+        except Exception:
+            query.stop()
+            raise
+        return query
+
+    def run(produce: list[tuple[int, int]]) -> None:
+        query = again_if_a_worker_did_not_connect(started)
+        try:
             for partition, count in produce:
                 raftlog_cluster.produce(topic, partition, [f"p{partition}"] * count)
             query.processAllAvailable()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from spark_cluster import FailingProxy, SparkTestCluster
+from spark_queries import again_if_a_worker_did_not_connect
 
 pytestmark = pytest.mark.spark
 
@@ -155,7 +156,7 @@ def test_stream_write_task_retry_and_replayed_batch_append_once(
     raftlog_cluster.produce(source, 0, [str(i) for i in range(600)])
     checkpoint = tmp_path / "ck"
 
-    def run(servers: str) -> None:
+    def run_once(servers: str) -> None:
         query = (
             spark.readStream.format("raftlog")
             .option("servers", raftlog_cluster.servers)
@@ -171,8 +172,14 @@ def test_stream_write_task_retry_and_replayed_batch_append_once(
             .trigger(availableNow=True)
             .start()
         )
-        assert query.awaitTermination(120)
+        try:
+            assert query.awaitTermination(120)
+        finally:
+            query.stop()
         assert query.exception() is None
+
+    def run(servers: str) -> None:
+        again_if_a_worker_did_not_connect(lambda: run_once(servers))
 
     with FailingProxy(raftlog_cluster.urls[0], fail_at=5) as proxy:
         run(proxy.url)
