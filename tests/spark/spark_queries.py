@@ -9,12 +9,24 @@ such restarts); any other failure fails the test as before."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 WORKER_NOT_CONNECTED = "Python worker failed to connect back"
 RUNS_MAX = 3  # a query's runs, the first one included
+AVAILABLE_NOW_S = 120.0  # how long an availableNow query of these tests may take to end
+
+
+def ended(query: Any) -> Any:
+    """An availableNow query once it ended without an error (raised as Spark raises it, the query
+    stopped)."""
+    try:
+        assert query.awaitTermination(AVAILABLE_NOW_S), f"the query did not end in {AVAILABLE_NOW_S:g} s"
+    finally:
+        query.stop()
+    assert query.exception() is None
+    return query
 
 
 def again_if_a_worker_did_not_connect(run: Callable[[], T]) -> T:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from spark_cluster import SparkTestCluster
-from spark_queries import again_if_a_worker_did_not_connect
+from spark_queries import again_if_a_worker_did_not_connect, ended
 
 pytestmark = pytest.mark.spark
 
@@ -143,11 +143,7 @@ def test_stream_rate_limit_and_available_now(
             .trigger(availableNow=True)
             .start()
         )
-        try:
-            assert query.awaitTermination(120)
-        finally:
-            query.stop()
-        return query
+        return ended(query)
 
     query = again_if_a_worker_did_not_connect(run)
     rows = spark.sql(f"select * from an_{topic}").collect()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from spark_cluster import FailingProxy, SparkTestCluster
-from spark_queries import again_if_a_worker_did_not_connect
+from spark_queries import again_if_a_worker_did_not_connect, ended
 
 pytestmark = pytest.mark.spark
 
@@ -172,11 +172,7 @@ def test_stream_write_task_retry_and_replayed_batch_append_once(
             .trigger(availableNow=True)
             .start()
         )
-        try:
-            assert query.awaitTermination(120)
-        finally:
-            query.stop()
-        assert query.exception() is None
+        ended(query)
 
     def run(servers: str) -> None:
         again_if_a_worker_did_not_connect(lambda: run_once(servers))
