@@ -28,26 +28,30 @@ class ShareSession:
 
 @dataclass
 class ShareSessions:
-    """This listener's share sessions, (group, member) -> session."""
+    """This listener's share sessions, (group, member) -> session, and the keys each connection opened
+    (by the id of what stands for it, held alive by its sessions: an id is never another's while one is
+    there), so a connection's close ends its own without a walk over every session."""
 
     sessions: dict[tuple[str, str], ShareSession] = field(default_factory=dict)
     sessions_max: int = SESSIONS_MAX
+    _opened_on: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
 
     def step(self, group: str, member: str, epoch: int, connection: object) -> ShareSession:
         """The member's session after a request of ``epoch`` on ``connection``."""
         key = (group, member)
         if epoch == OPEN_EPOCH:
-            self.sessions.pop(key, None)  # a member opening again replaces its own
+            self._end(key)  # a member opening again replaces its own
             if len(self.sessions) >= self.sessions_max:
                 raise ShareSessionLimitReached(self.sessions_max)
             session = self.sessions[key] = ShareSession(1, connection)
+            self._opened_on.setdefault(id(connection), set()).add(key)
             return session
         found = self.sessions.get(key)
         if found is None:
             raise ShareSessionNotFound(group, member)
         session = found
         if epoch == CLOSE_EPOCH:
-            del self.sessions[key]
+            self._end(key)
             return session
         if epoch != session.epoch:
             raise InvalidShareSessionEpoch(group, member, epoch, session.epoch)
@@ -57,7 +61,16 @@ class ShareSessions:
     def disconnected(self, connection: object) -> int:
         """End the sessions ``connection`` opened (a session another connection opened again since is
         that one's); how many ended."""
-        ended = [key for key, session in self.sessions.items() if session.connection is connection]
-        for key in ended:
+        keys = self._opened_on.pop(id(connection), set())
+        for key in keys:
             del self.sessions[key]
-        return len(ended)
+        return len(keys)
+
+    def _end(self, key: tuple[str, str]) -> None:
+        session = self.sessions.pop(key, None)
+        if session is None:
+            return
+        keys = self._opened_on[id(session.connection)]
+        keys.discard(key)
+        if not keys:
+            del self._opened_on[id(session.connection)]

@@ -54,3 +54,13 @@ def test_a_session_ends_with_the_connection_that_opened_it_not_with_an_earlier_o
     with pytest.raises(ShareSessionNotFound):
         sessions.step("g", "other", 1, second)
     assert sessions.disconnected(second) == 1 and sessions.sessions == {}
+
+
+def test_what_a_connection_opened_is_forgotten_with_its_last_session() -> None:
+    sessions, connection = ShareSessions(), object()
+    for member in ("a", "b"):
+        sessions.step("g", member, OPEN_EPOCH, connection)
+    sessions.step("g", "a", CLOSE_EPOCH, connection)
+    sessions.step("g", "b", OPEN_EPOCH, object())  # opened again elsewhere
+    assert sessions._opened_on.get(id(connection)) is None  # nothing left of the first connection
+    assert sessions.disconnected(connection) == 0 and list(sessions.sessions) == [("g", "b")]
