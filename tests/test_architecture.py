@@ -51,6 +51,22 @@ PROJECT_PACKAGES = set(ALLOWED)
 MODULE_EXCEPTIONS = {"jepsen/marker_fault.py": {"partitions"}}
 
 
+@functools.cache
+def _parse(text: str, filename: str) -> tuple[ast.Module, tuple[ast.AST, ...]]:
+    """A source's tree and its nodes, once: the rules below read the same files again and again."""
+    tree = ast.parse(text, filename=filename)
+    return tree, tuple(ast.walk(tree))
+
+
+def _parsed(path: pathlib.Path) -> ast.Module:
+    return _parse(path.read_text(encoding="utf-8"), str(path))[0]
+
+
+def _walked(path: pathlib.Path) -> tuple[ast.AST, ...]:
+    """``ast.walk`` of the file's tree, kept."""
+    return _parse(path.read_text(encoding="utf-8"), str(path))[1]
+
+
 def _module_name(path: pathlib.Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -90,9 +106,8 @@ def _imports(path: pathlib.Path) -> list[tuple[str, tuple[str, ...]]]:
     """Every import of ``path`` anywhere in it (TYPE_CHECKING blocks and function bodies included) as
     (absolute module, the names taken from it: empty for ``import m``). A relative import is resolved
     against the file's own package, so it cannot slip past a rule."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: list[tuple[str, tuple[str, ...]]] = []
-    for node in ast.walk(tree):
+    for node in _walked(path):
         if isinstance(node, ast.Import):
             found += [(alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -327,11 +342,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def _strings(path: pathlib.Path) -> list[str]:
     """Every string and bytes constant of ``path`` but its docstrings; an f-string's literal parts each
     count, so a path spelled around a placeholder is found too."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parsed(path)
     docstrings = _docstrings(tree)
     return [
         node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-        for node in ast.walk(tree)
+        for node in _walked(path)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str | bytes)
         and id(node) not in docstrings
@@ -501,9 +516,8 @@ GROUP_PROTOCOL_STEPS = {"join", "sync", "heartbeat", "leave", "tick", "expire_du
 
 
 def _group_state_machines(path: pathlib.Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found = []
-    for node in ast.walk(tree):
+    for node in _walked(path):
         if isinstance(node, ast.ClassDef):
             steps = {
                 f.name for f in node.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -544,10 +558,9 @@ def test_the_group_state_machine_rule_catches_one(tmp_path: pathlib.Path) -> Non
 
 def _second_writes(path: pathlib.Path) -> list[str]:
     """Methods that append records beside ``produce_batch``: a ``produce`` (or ``produce_*``) of a class."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     return [
         f"{node.name}.{f.name}"
-        for node in ast.walk(tree)
+        for node in _walked(path)
         if isinstance(node, ast.ClassDef)
         for f in node.body
         if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -580,8 +593,7 @@ def test_the_one_write_rule_catches_a_second(tmp_path: pathlib.Path) -> None:
 
 
 def _names_the_pickling_transport(path: pathlib.Path) -> bool:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in ast.walk(tree):
+    for node in _walked(path):
         imported = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pysyncobj")
         if imported and any(alias.name == "TCPTransport" for alias in node.names):  # type: ignore[attr-defined]
             return True
@@ -689,10 +701,9 @@ def test_the_room_rule_catches_an_import_from_above() -> None:
 
 def _re_exports(path: pathlib.Path) -> list[str]:
     """``from m import name as name``: the idiom that re-exports a name for others to import from here."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     return [
         f"{node.module}.{alias.name}"
-        for node in ast.walk(tree)
+        for node in _walked(path)
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
         if alias.asname == alias.name
@@ -723,9 +734,8 @@ METHODS_MAX_EXEMPT = {"raftlog.consensus.core.RaftCore"}
 
 
 def _large_classes(path: pathlib.Path, module: str) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found = []
-    for node in ast.walk(tree):
+    for node in _walked(path):
         if isinstance(node, ast.ClassDef) and f"{module}.{node.name}" not in METHODS_MAX_EXEMPT:
             methods = [f for f in node.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
             if len(methods) > METHODS_MAX:
