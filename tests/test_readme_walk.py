@@ -373,6 +373,10 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
             (directory / name).symlink_to(ROOT / name)
     env = {**os.environ, "RAFTLOG_SERVER": cluster.servers[0], "PYTHONPATH": str(ROOT)}
     env.pop("RAFTLOG_ADMIN_TOKEN", None)
+    # The drivers' JVMs (spark-submit reads SPARK_SUBMIT_OPTS) with the JIT's first tier and the serial
+    # collector, as the Spark tests' session (tests/spark/conftest.py): the examples' data is small, and
+    # the optimizing compiler's and G1's threads would spend about half their CPU.
+    env["SPARK_SUBMIT_OPTS"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     for chosen in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):  # importing raftlog_spark sets the first,
         env.pop(chosen, None)  # as the README says
     imports = (
