@@ -148,11 +148,8 @@ class KafkaCluster:
     def pids(self) -> dict[str, int]:
         return {f"kafka{i + 1}": p.pid for i, p in enumerate(self._processes)}
 
-    def _java(self, main: str, *args: str, logs: str | None = None, tool: bool = False) -> list[str]:
-        # A one-shot tool (the storage format) needs neither the optimizing compiler nor G1: with them it
-        # spent ~2.4 s of CPU, most of it in their threads; a broker keeps Kafka's own settings.
-        flags = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"] if tool else ["-XX:+UseG1GC"]
-        argv = ["java", *HEAP, *flags, "-Djava.awt.headless=true"]
+    def _java(self, main: str, *args: str, logs: str | None = None) -> list[str]:
+        argv = ["java", *HEAP, "-XX:+UseG1GC", "-Djava.awt.headless=true"]
         if logs is not None:
             argv.append(f"-Dlog4j2.configurationFile={logs}")
         return [*argv, "-cp", f"{self._libs}/*", main, *args]
@@ -194,7 +191,6 @@ class KafkaCluster:
                     "--feature",
                     "share.version=1",  # share groups (KIP-932, a preview in Kafka 4.1)
                     logs=logs,
-                    tool=True,
                 ),
                 check=True,
                 stdout=subprocess.DEVNULL,
