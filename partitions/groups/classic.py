@@ -6,12 +6,16 @@ A group runs in this node's memory while the node leads the group's ``__consumer
 leader, the same ones the HTTP API shows (``kafka_api.group_apis``). As Kafka writes a group's metadata
 to ``__consumer_offsets``, the group is written to that partition's replicated group table
 (``GroupRecords``, the node's group coordinator) when a rebalance completes (the leader's SyncGroup: the
-members learn their assignments once it is written; a failed write answers them an error they rejoin on)
-and when the group empties: protocol type, protocol, generation, leader and every member with its
-subscription and assignment. A coordinator taking over (a failover, a restart) loads the group from
-there, for the leader term it now leads the partition in: Stable with its members, each member's session
-starting afresh, so their heartbeats, commits and syncs go on in their generation and a rejoin with a
-known member id is a normal rebalance. The same coordinator lists, describes and deletes these groups
+members learn their assignments once it is written; a failed write answers them an error they rejoin on),
+when the group empties, and when members leave or their sessions expire: protocol type, protocol,
+generation, leader and every member with its subscription and assignment. A coordinator taking over (a
+failover, a restart, the leader balancer) loads the group from there, for the leader term it now leads the
+partition in: Stable with its members, each member's session starting afresh, so their heartbeats,
+commits and syncs go on in their generation and a rejoin with a known member id is a normal rebalance.
+A group written while it collected joins after losing members is loaded collecting them again: its
+members' next heartbeat asks them to rejoin. Kafka writes neither the loss nor the rebalance, so its new
+coordinator waits out the session of a member that left (45 s for many clients) before the others take
+its partitions. The same coordinator lists, describes and deletes these groups
 with the HTTP door's (``LiveGroups``).
 
 Static members (KIP-345: a ``group.instance.id``) keep their place across a restart: one that joins again
@@ -86,6 +90,7 @@ class GroupRecords(Protocol):
         generation: int,
         leader: str | None,
         members: Sequence[ClassicMember],
+        rebalancing: bool = False,
     ) -> None: ...
 
 
@@ -106,6 +111,7 @@ class Unrecorded:
         generation: int,
         leader: str | None,
         members: Sequence[ClassicMember],
+        rebalancing: bool = False,
     ) -> None:
         return None
 
@@ -153,10 +159,11 @@ class ClassicGroups:
         group = self.groups[name] = _loaded(name, recorded, now_ms)
         if group.members:
             log.info(
-                "group %s: loaded at generation %d with %d member(s)",
+                "group %s: loaded at generation %d with %d member(s)%s",
                 name,
                 group.generation,
                 len(group.members),
+                ", collecting their joins again" if group.state is GroupState.PREPARING_REBALANCE else "",
             )
         return group
 
@@ -179,6 +186,7 @@ class ClassicGroups:
         next rebalance writes again."""
         name, generation = group.name, group.generation
         protocol_type, protocol, leader = group.protocol_type or "", group.protocol or "", group.leader
+        rebalancing = group.state is GroupState.PREPARING_REBALANCE and bool(group.members)
         members = [
             ClassicMember(
                 m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
@@ -190,7 +198,9 @@ class ClassicGroups:
         async def write() -> None:
             refusal = None
             try:
-                await self._records.record_classic(name, protocol_type, protocol, generation, leader, members)
+                await self._records.record_classic(
+                    name, protocol_type, protocol, generation, leader, members, rebalancing
+                )
             except RaftlogError as exc:
                 log.info("group %s: generation %d not written: %s", name, generation, exc)
                 refusal = _not_written(exc)
@@ -552,6 +562,11 @@ class ClassicGroups:
                 group.state, group.leader, group.protocol = GroupState.EMPTY, None, None
                 group.generation += 1
                 self._write(group)
+        if group.state is GroupState.PREPARING_REBALANCE and group.members and group.generation > 0:
+            # Who is left, and that a rebalance is under way, outlive this coordinator: Kafka writes
+            # neither, so a coordinator taking over there runs the old generation with the member that
+            # left, and the others wait out its session before they rebalance.
+            self._write(group)
         self._maybe_complete(group, now_ms)
 
     def check_commit(
@@ -669,8 +684,9 @@ class ClassicGroups:
 
 def _loaded(name: str, recorded: Recorded, now_ms: int) -> Group:
     """A group as the table holds it, run in ``recorded.term``: Stable with the members written at its
-    last rebalance (each knowing only the protocol chosen, its sessions starting at ``now_ms``), or
-    Empty at its generation."""
+    last rebalance (each knowing only the protocol chosen, its sessions starting at ``now_ms``),
+    PreparingRebalance with those left when it was written collecting joins after a loss, or Empty at
+    its generation."""
     held = recorded.group
     if held is None:
         return Group(name, term=recorded.term)
@@ -687,7 +703,7 @@ def _loaded(name: str, recorded: Recorded, now_ms: int) -> Group:
         for m in held.classic_members
     }  # fmt: skip
     leader = held.classic_leader if held.classic_leader in members else next(iter(members))
-    return Group(
+    group = Group(
         name,
         GroupState.STABLE,
         held.generation,
@@ -697,6 +713,10 @@ def _loaded(name: str, recorded: Recorded, now_ms: int) -> Group:
         members,
         term=recorded.term,
     )
+    if held.classic_rebalancing:  # members had left: the members' next calls are asked to rejoin
+        group.state = GroupState.PREPARING_REBALANCE
+        group.rebalance_deadline_ms = now_ms + max(m.rebalance_timeout_ms for m in members.values())
+    return group
 
 
 def _not_written(exc: RaftlogError) -> GroupRefusal:

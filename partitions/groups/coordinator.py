@@ -431,16 +431,18 @@ class GroupCoordinator:
         generation: int,
         leader: str | None,
         members: Sequence[ClassicMember],
+        rebalancing: bool = False,
     ) -> None:
-        """A group of Kafka clients completed a rebalance (or emptied): its metadata, members and
-        assignments outlive its coordinator. RecordTooLarge past the table's bounds; NotLeader, no
-        quorum... when not written. Not written while the cluster's feature level predates kind 9 (release
-        0.1.0 cannot read it): a coordinator failover then loses the members, as in 0.1.0."""
+        """A group of Kafka clients completed a rebalance (or emptied), or lost members and collects
+        joins again (``rebalancing``): its metadata, members and assignments outlive its coordinator.
+        RecordTooLarge past the table's bounds; NotLeader, no quorum... when not written. Not written
+        while the cluster's feature level predates kind 9 (release 0.1.0 cannot read it): a coordinator
+        failover then loses the members, as in 0.1.0."""
         if self._features is not None and not self._features.allows(CLASSIC_GROUP_METADATA):
             return
         partition, _, _ = self._read(group)
         command = ClassicGroupMetadata(
-            group, protocol_type, protocol, generation, leader, tuple(members), self._wall()
+            group, protocol_type, protocol, generation, leader, tuple(members), self._wall(), rebalancing
         )
         excess = command.excess()
         if excess is not None:

@@ -214,6 +214,9 @@ class Group:
     classic_members: tuple[ClassicMember, ...] = ()
     # a consumer protocol group (KIP-848) as its coordinator last wrote it (``ConsumerGroupRecord``)
     consumer: ConsumerGroup | None = None
+    # the classic members were written while their coordinator collected joins again (members had left
+    # or their sessions expired): a coordinator taking over goes on with that rebalance
+    classic_rebalancing: bool = False
 
     def owner(self, tp: TopicPartition) -> str | None:
         for member, tps in self.assignment.items():
@@ -306,6 +309,11 @@ class ClassicGroupMetadata:
     leader: str | None
     members: tuple[ClassicMember, ...]
     now_ms: int
+    # written when members left (or their sessions expired) and the coordinator collects joins again: the
+    # members still in the group, their assignments of ``generation``; a coordinator taking over goes on
+    # with the rebalance instead of waiting out the sessions of members that are gone. Not in records
+    # written before it (a tenth field: a reader of version 0 takes the first nine)
+    rebalancing: bool = False
 
     def excess(self) -> tuple[int, int] | None:
         """(bytes, bound) of the first bytes bound its members pass; None within them."""
@@ -400,7 +408,7 @@ def encode(command: GroupCommand) -> bytes:
         fields = [
             _CLASSIC_METADATA, CLASSIC_METADATA_VERSION, command.group, command.protocol_type,
             command.protocol, command.generation, command.leader, [m.to_row() for m in command.members],
-            command.now_ms,
+            command.now_ms, command.rebalancing,
         ]  # fmt: skip
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
@@ -443,10 +451,11 @@ def decode(data: bytes) -> GroupCommand:
             return KafkaGeneration(group, str(protocol_type), str(protocol), int(generation), int(now_ms))
         if kind == _CLASSIC_METADATA:  # version 0's fields; a later version's extra ones are not ours
             _, _version, group, protocol_type, protocol, generation, leader, members, now_ms = fields[:9]
+            rebalancing = bool(fields[9]) if len(fields) > 9 else False  # records before it: nine fields
             return ClassicGroupMetadata(
                 str(group), str(protocol_type), str(protocol), int(generation),
                 None if leader is None else str(leader), tuple(ClassicMember.from_row(m) for m in members),
-                int(now_ms),
+                int(now_ms), rebalancing,
             )  # fmt: skip
         if kind == _CONSUMER_GROUP:
             _, group, row, now_ms = fields[:4]
@@ -665,6 +674,7 @@ class GroupTable:
                     existing.committed_topics if existing is not None else (),
                     command.leader if command.members else None,
                     command.members,
+                    classic_rebalancing=command.rebalancing and bool(command.members),
                 ),
             )
         return self._store(
@@ -727,7 +737,7 @@ class GroupTable:
             name, assignor, generation, members, assignment, counts, changed_ms = row[:7]
             protocol_type = row[7] if len(row) > 7 else None
             committed = tuple(row[8]) if len(row) > 8 else ()
-            leader, classic = _classic_from_row(row[9] if len(row) > 9 else None)
+            leader, classic, rebalancing = _classic_from_row(row[9] if len(row) > 9 else None)
             consumer_row = row[10] if len(row) > 10 else None  # rows before consumer groups: ten fields
             consumer = None if consumer_row is None else ConsumerGroup.from_row(name, consumer_row)
             group_members = {row[0]: _member_from_row(row) for row in members}
@@ -747,6 +757,7 @@ class GroupTable:
                 leader,
                 classic,
                 consumer,
+                rebalancing,
             )
         return cls(MappingProxyType(groups))
 
@@ -776,17 +787,23 @@ def _consumer_group(command: ConsumerGroupRecord, existing: Group | None) -> Gro
 
 
 def _classic_row(g: Group) -> list[Any] | None:
-    """A group's classic members in a snapshot row: [version, leader, members], None without members."""
+    """A group's classic members in a snapshot row: [version, leader, members, rebalancing], None
+    without members."""
     if not g.classic_members:
         return None
-    return [CLASSIC_METADATA_VERSION, g.classic_leader, [m.to_row() for m in g.classic_members]]
+    members = [m.to_row() for m in g.classic_members]
+    return [CLASSIC_METADATA_VERSION, g.classic_leader, members, g.classic_rebalancing]
 
 
-def _classic_from_row(row: list[Any] | None) -> tuple[str | None, tuple[ClassicMember, ...]]:
+def _classic_from_row(row: list[Any] | None) -> tuple[str | None, tuple[ClassicMember, ...], bool]:
+    """(leader, members, rebalancing) of a snapshot's classic row; rows written before ``rebalancing``
+    have three fields."""
     if not row:
-        return None, ()
+        return None, (), False
     _version, leader, members = row[:3]
-    return (None if leader is None else str(leader)), tuple(ClassicMember.from_row(m) for m in members)
+    rebalancing = bool(row[3]) if len(row) > 3 else False
+    classic = tuple(ClassicMember.from_row(m) for m in members)
+    return (None if leader is None else str(leader)), classic, rebalancing
 
 
 def _member_row(m: Member) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -31,7 +32,12 @@ class Member(threading.Thread):
     """A consumer that commits after each batch and notes every assignment change its client sees."""
 
     def __init__(
-        self, cluster: LocalCluster, name: str, instance: str | None, protocol: str = "classic"
+        self,
+        cluster: LocalCluster,
+        name: str,
+        instance: str | None,
+        protocol: str = "classic",
+        session_timeout_ms: int = 45_000,  # Kafka's default: longer than a failover under load
     ) -> None:
         super().__init__(daemon=True)
         config: dict[str, Any] = {
@@ -45,7 +51,7 @@ class Member(threading.Thread):
             config.update({"group.protocol": "consumer", "group.remote.assignor": "range"})
         else:
             config.update({
-                "session.timeout.ms": 45_000,  # Kafka's default: longer than a failover under load
+                "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": 500,
                 "partition.assignment.strategy": "range",
             })  # fmt: skip
@@ -130,6 +136,29 @@ def _generation(url: str, group: str) -> int | None:
     with urllib.request.urlopen(f"{url}/v1/consumer-groups", timeout=15) as answer:
         groups = json.load(answer)["groups"]
     return next((int(g["generation"]) for g in groups if g["group"] == group), None)
+
+
+def _describe(admin: AdminClient, group: str, into: list[Any]) -> bool:
+    """The group described into ``into``; False (to ask again) while its coordinator is being found
+    again (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS: librdkafka's admin client does not retry)."""
+    try:
+        into.append(admin.describe_consumer_groups([group])[group].result(timeout=30))
+    except KafkaException as exc:
+        if "COORDINATOR" not in str(exc):
+            raise
+        return False
+    return True
+
+
+def _transferred(request: urllib.request.Request) -> bool:
+    """The transfer asked; False (to ask again) while the partition's leader cannot hand it over yet."""
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return bool(answer.status == 200)
+    except urllib.error.HTTPError as error:
+        if error.code in (409, 503):  # a move or an election under way: asked again
+            return False
+        raise
 
 
 def _committed(url: str, group: str, partition: int) -> int:
@@ -267,3 +296,53 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
             group.stop()
         if victim is not None:  # back, for the module's next test
             kafka_cluster.control("start", victim)
+
+
+SESSION_LONG_MS = 120_000  # what the member that left would be waited for, were its leave lost
+
+
+@pytest.mark.timeout(600)
+def test_a_member_that_left_is_not_waited_for_when_the_coordinator_moves(kafka_cluster: LocalCluster) -> None:
+    """Two classic members hold two partitions each; one closes (LeaveGroup) and the group's coordinator
+    partition is handed to another node at once, as the leader balancer does. The new coordinator goes on
+    with the rebalance the leave began, so the member left takes all four partitions at its next
+    heartbeat. (Kafka's new coordinator loads the group as of its last generation, with the member that
+    left, and waits out that member's session, here two minutes.)"""
+    name = next(
+        n
+        for n in (f"moved-{i}" for i in range(1000))
+        if partition_for_key(n.encode(), GROUP_PARTITIONS_DEFAULT) == 1
+    )
+    with http_client(kafka_cluster) as client:
+        client.create_topic(name, PARTITIONS, 3)
+    _produce(kafka_cluster, name, 0, BEFORE)
+    members = [Member(kafka_cluster, name, None, session_timeout_ms=SESSION_LONG_MS) for _ in range(2)]
+    try:
+        for member in members:
+            member.start()
+        _wait(lambda: all(len(m.assigned()) == PARTITIONS // 2 for m in members), "both members assigned")
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        before = admin.describe_consumer_groups([name])[name].result(timeout=30).coordinator.id
+        target = next(node for node in kafka_cluster.urls if node != f"n{before}")
+        leaving, staying = members
+        leaving.stop.set()
+        leaving.join(60)  # closed: its LeaveGroup answered
+        moved = time.monotonic()
+        request = urllib.request.Request(
+            f"{kafka_cluster.urls[target]}/v1/partitions/__consumer_groups/1/transfer_leadership?target={target}",
+            method="POST",
+        )
+        _wait(lambda: _transferred(request), f"__consumer_groups/1 handed to {target}")
+        _wait(lambda: staying.assigned() == tuple(range(PARTITIONS)), "the member left holds every partition")
+        took_s = time.monotonic() - moved
+        described: list[Any] = []
+        _wait(lambda: _describe(admin, name, described), "the group described by its new coordinator")
+        after = described[-1]  # (the leader balancer may have moved the coordinator on since)
+        assert [m.member_id for m in after.members] == [staying.member_ids[-1][1]]
+        assert took_s < SESSION_LONG_MS / 1000, f"{took_s:.1f} s: the member that left was waited for"
+        print(f"{name}: the member left held every partition {took_s:.1f} s after the coordinator moved")
+    finally:
+        for member in members:
+            member.stop.set()
+        for member in members:
+            member.join(30)

@@ -197,6 +197,65 @@ async def test_members_silent_after_a_failover_expire_on_the_new_coordinator_and
     assert (group.generation, group.classic_members, group.assignor) == (3, (), "")
 
 
+@pytest.mark.parametrize("loss", ["leave", "session expiry"])
+async def test_a_member_lost_before_a_failover_is_not_waited_for_by_the_new_coordinator(loss: str) -> None:
+    """b leaves (or its session expires) and the coordinator dies before a rejoins: what is left, and
+    that a rebalance is under way, was written, so the new coordinator asks a to rejoin at its first
+    heartbeat and a takes b's partitions at once. (Kafka's new coordinator loads b back, Stable, and a
+    waits out b's session before anything moves.)"""
+    shared = Replicated()
+    first = _node(shared, "n1")
+    a, b = await _stable_pair(first)
+    if loss == "leave":
+        assert first.leave("g", [(b.member_id, None)], 100) == [GroupCode.none]
+    else:
+        first.heartbeat("g", a.member_id, 1, SESSION_MS)
+        first.tick(SESSION_MS + 3)  # b's session ran out; a's did not
+    for _ in range(5):
+        await asyncio.sleep(0)  # the write
+    recorded = shared.tables[0].groups["g"]
+    assert recorded.classic_rebalancing and [m.member_id for m in recorded.classic_members] == [a.member_id]
+    assert recorded.generation == 1 and recorded.classic_members[0].assignment == b"A"
+    shared.failover("n2")
+    second = _node(shared, "n2")
+    second.tick(10_000)
+    group = second.groups["g"]
+    assert (group.state, group.generation, set(group.members)) == (
+        GroupState.PREPARING_REBALANCE,
+        1,
+        {a.member_id},
+    )
+    with pytest.raises(GroupRefusal) as told:
+        second.heartbeat("g", a.member_id, 1, 10_100)
+    assert told.value.code is GroupCode.rebalance_in_progress
+    alone = await _join(second, a.member_id, 10_200)  # the only member rejoined: done, no session waited
+    assert (alone.generation, alone.leader) == (2, a.member_id)
+    await second.sync("g", a.member_id, 2, {a.member_id: b"AB"}, 10_300)
+    assert _recorded(shared) == (2, {a.member_id: b"AB"})
+    assert not shared.tables[0].groups["g"].classic_rebalancing
+
+
+async def test_a_member_that_never_rejoins_a_loaded_rebalance_is_dropped_at_its_rebalance_timeout() -> None:
+    """The group was written rebalancing with a alone, and a does not rejoin on the new coordinator
+    either: the rebalance ends at the members' rebalance timeout without it, as Kafka ends one."""
+    shared = Replicated()
+    first = _node(shared, "n1")
+    _a, b = await _stable_pair(first)
+    first.leave("g", [(b.member_id, None)], 100)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    shared.failover("n2")
+    second = _node(shared, "n2")
+    second.tick(10_000)
+    assert second.groups["g"].rebalance_deadline_ms == 10_000 + 5000  # the members' rebalance timeout
+    second.tick(10_000 + 5000)  # nobody rejoined: a is dropped, the group empties, and that is written
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert second.groups["g"].state is GroupState.EMPTY
+    group = shared.tables[0].groups["g"]
+    assert (group.generation, group.classic_members, group.classic_rebalancing) == (2, (), False)
+
+
 async def test_members_learn_their_assignment_only_once_it_is_written() -> None:
     shared = Replicated()
     groups = _node(shared, "n1")

@@ -165,6 +165,30 @@ def test_a_classic_groups_metadata_survives_its_codec_and_snapshots_and_older_sn
         decode(msgpack.packb([9, 0, "g", "consumer"], use_bin_type=True))
 
 
+def test_a_classic_groups_rebalance_under_way_survives_its_codec_and_snapshots() -> None:
+    """``rebalancing``: the tenth field of the record and the fourth of the snapshot's classic row;
+    records and rows written before it read as not rebalancing."""
+    command = ClassicGroupMetadata("g", "consumer", "range", 3, "a", (A,), 50, rebalancing=True)
+    assert decode(encode(command)) == command
+    nine = msgpack.unpackb(encode(command), raw=False)[:9]  # a record written before it
+    assert decode(msgpack.packb(nine, use_bin_type=True)).rebalancing is False
+    table = GroupTable()
+    _apply(table, _classic(3, A, B))
+    _apply(table, command)  # b left: the same generation, written again
+    group = table.groups["g"]
+    assert (group.generation, group.classic_members, group.classic_rebalancing) == (3, (A,), True)
+    again = GroupTable.from_rows(msgpack.unpackb(msgpack.packb(table.to_rows(), use_bin_type=True)))
+    assert again.groups == table.groups
+    rows = table.to_rows()
+    rows[0][9] = rows[0][9][:3]  # the classic row as written before it
+    assert GroupTable.from_rows(rows).groups["g"].classic_rebalancing is False
+    _apply(table, _classic(4, A))  # the rebalance completed
+    assert table.groups["g"].classic_rebalancing is False
+    emptied = ClassicGroupMetadata("g", "consumer", "", 5, None, (), 60, rebalancing=True)
+    _apply(table, emptied)
+    assert table.groups["g"].classic_rebalancing is False  # nobody left to rebalance
+
+
 def test_the_previous_releases_kafka_generation_bytes_still_decode_and_apply() -> None:
     old = msgpack.packb([7, "g", "consumer", "range", 4, 1_000], use_bin_type=True)
     assert decode(old) == KafkaGeneration("g", "consumer", "range", 4, 1_000)
