@@ -10,10 +10,12 @@ from __future__ import annotations
 import ssl as ssl_module
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import aiohttp
+from typing import TYPE_CHECKING
 
 from raftlog_client.errors import ClientError
+
+if TYPE_CHECKING:
+    import aiohttp
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,11 @@ class Session:
         timeout_s: float,
     ) -> Answer:
         """One request to ``url`` and its whole answer; raises ``NotSent`` or ``NoAnswer``."""
+        # imported at the first request, not with the package: aiohttp's import (with the TLS context its
+        # connector module makes) is ~0.5 s of CPU, which every command line that never sends a request
+        # (``raftlog dev``, ``--help``, the local ``log`` commands) would pay
+        import aiohttp
+
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.limit, ssl=True if self.ssl is None else self.ssl)
             self._session = aiohttp.ClientSession(connector=connector)

@@ -10,11 +10,11 @@ import datetime
 import ipaddress
 import os
 from dataclasses import astuple, dataclass
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+if TYPE_CHECKING:  # imported where certificates are made: every dev command without TLS starts sooner
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 VALID_DAYS = 825  # what browsers and most clients accept for a leaf certificate
 
@@ -36,18 +36,27 @@ def _write(path: str, data: bytes, private: bool) -> None:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
 def _name(common_name: str) -> x509.Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "raftlog dev"),
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])  # fmt: skip
 
 
 def make_ca(directory: str) -> tuple[str, str]:
     """A new CA in ``directory``: (ca.pem, ca.key)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     cert = (
@@ -82,6 +91,11 @@ def issue(
 ) -> tuple[str, str]:
     """A certificate signed by the CA: ``prefix``.pem and ``prefix``.key. ``server``: also for 127.0.0.1
     and localhost as a TLS server (every one is usable as a client)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
     with open(ca_cert_path, "rb") as f:
         ca_cert = x509.load_pem_x509_certificate(f.read())
     with open(ca_key_path, "rb") as f:
