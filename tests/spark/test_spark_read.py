@@ -133,13 +133,18 @@ def test_stream_rate_limit_and_available_now(
     raftlog_cluster.produce(topic, 0, [f"a{i}" for i in range(30)])
     raftlog_cluster.produce(topic, 1, [f"b{i}" for i in range(20)])
 
+    runs: list[int] = []
+
     def run() -> Any:
+        # A memory sink's query cannot go on from its checkpoint, and the batch sizes below are a whole
+        # run's: a run after one whose Python worker did not connect back starts afresh.
+        runs.append(len(runs))
         query = (
             stream(spark, raftlog_cluster, topic, startingOffsets="earliest", maxOffsetsPerTrigger="20")
             .selectExpr("partition", "offset")
             .writeStream.format("memory")
             .queryName(f"an_{topic}")
-            .option("checkpointLocation", str(tmp_path / "ck"))
+            .option("checkpointLocation", str(tmp_path / f"ck{runs[-1]}"))
             .trigger(availableNow=True)
             .start()
         )
