@@ -298,9 +298,10 @@ class KafkaGeneration:
 @dataclass(frozen=True, slots=True)
 class ClassicGroupMetadata:
     """A group of Kafka clients as its coordinator writes it when a rebalance completes (the leader's
-    SyncGroup: every member with its assignment) or the group empties (no members): Kafka's group
-    metadata record. Applied unless an HTTP member holds the group or a later generation was written;
-    refused past ``CLASSIC_MEMBER_BYTES_MAX``, ``CLASSIC_GROUP_BYTES_MAX`` or ``GROUP_MEMBERS_MAX``."""
+    SyncGroup: every member with its assignment), when the group empties (no members), and when members
+    leave or expire (``rebalancing``): Kafka's group metadata record, and more. Applied unless an HTTP
+    member holds the group or a later generation was written; refused past ``CLASSIC_MEMBER_BYTES_MAX``,
+    ``CLASSIC_GROUP_BYTES_MAX`` or ``GROUP_MEMBERS_MAX``."""
 
     group: str
     protocol_type: str
