@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import pathlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from list_machine import ListMachine
+from pysyncobj import FAIL_REASON
 from pysyncobj.node import Node
 
 from raftlog.consensus.config import CoreConfig
@@ -74,35 +76,97 @@ def wait_leader(cores: list[RaftCore], timeout_s: float = 60.0) -> RaftCore:
     raise AssertionError(f"no single leader within {timeout_s} s")
 
 
-def propose_many(core: RaftCore, commands: list[bytes], timeout_s: float = 60.0) -> list[int]:
-    done = threading.Semaphore(0)
-    errors: list[int] = []
-    for command in commands:
-        core.submit(command, lambda result, error: (errors.append(error) if error else None, done.release()))
-    for _ in commands:
-        if not done.acquire(timeout=timeout_s):
-            raise AssertionError(f"proposals not answered within {timeout_s} s")
-    return errors
+class Answers:
+    """Proposals submitted, in order, to one core, and the answers it gives them."""
+
+    def __init__(self, core: RaftCore, commands: list[bytes]) -> None:
+        self._done = threading.Semaphore(0)
+        self._count = len(commands)
+        self._refused: list[tuple[bytes, int]] = []
+        for command in commands:
+            core.submit(command, self._answer(command))
+
+    def _answer(self, command: bytes) -> Callable[[object, int], None]:
+        def answered(result: object, error: int) -> None:
+            if error:
+                self._refused.append((command, error))
+            self._done.release()
+
+        return answered
+
+    def refused(self, timeout_s: float = 60.0) -> list[tuple[bytes, int]]:
+        """Each refused command with its fail reason, once every proposal is answered."""
+        for _ in range(self._count):
+            if not self._done.acquire(timeout=timeout_s):
+                raise AssertionError(f"proposals not answered within {timeout_s} s")
+        return self._refused
+
+
+NEVER_APPENDED = {FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER, FAIL_REASON.QUEUE_FULL}
+
+
+def settle(cores: list[RaftCore], refused: list[tuple[bytes, int]], timeout_s: float = 120.0) -> set[bytes]:
+    """What a client does with refusals: proposes again, on whichever core leads, what was refused without
+    being appended. Returns the commands whose outcome is unknown (appended, then the leader changed):
+    applied once or never, never proposed again."""
+    deadline = time.monotonic() + timeout_s
+    unknown: set[bytes] = set()
+    while True:
+        unknown |= {command for command, reason in refused if reason not in NEVER_APPENDED}
+        again = [command for command, reason in refused if reason in NEVER_APPENDED]
+        if not again:
+            return unknown
+        assert time.monotonic() < deadline, f"{len(again)} commands not committed within {timeout_s} s"
+        refused = Answers(wait_leader(cores), again).refused()
+
+
+def commit_all(cores: list[RaftCore], commands: list[bytes]) -> set[bytes]:
+    """Proposes ``commands`` on the leader and settles the refusals; returns those of unknown outcome."""
+    return settle(cores, Answers(wait_leader(cores), commands).refused())
+
+
+def applied_as_proposed(applied: list[bytes], commands: list[bytes], unknown: set[bytes]) -> bool:
+    """Every command applied once, in proposal order; those of unknown outcome at most once."""
+    if len(set(applied)) != len(applied) or not set(applied) <= set(commands):
+        return False
+    position = {command: i for i, command in enumerate(commands)}
+    in_order = all(position[a] < position[b] for a, b in itertools.pairwise(applied))
+    return in_order and set(commands) - set(applied) <= unknown
 
 
 def test_core_commits_over_mux_and_survives_leader_stop(
     mux_cluster: tuple[list[RaftCore], list[ListMachine]],
 ) -> None:
+    """Commands committed on a majority are applied by every replica, each once and in the order the leader
+    took them, through a leadership change mid-burst, and stay there when the leader stops and another is
+    elected."""
     cores, machines = mux_cluster
-    leader = wait_leader(cores)
     commands = [b"m%d" % i for i in range(2000)]
-    assert propose_many(leader, commands) == []
+    # leadership moves mid-burst, as a loaded machine's late heartbeats or the leader balancer move it: the
+    # leader holds what it has not appended, then refuses it (NOT_LEADER) when the target takes over
+    leader = wait_leader(cores)
+    target = next(core for core in cores if core is not leader)
+    first = Answers(leader, commands[:1000])
+    transferred = threading.Event()
+    leader.request_transfer(target.node_id, lambda result, error: transferred.set())
+    assert transferred.wait(60), "the transfer was not answered within 60 s"  # TimeoutNow sent, or denied
+    second = Answers(leader, commands[1000:])
+    unknown = settle(cores, first.refused() + second.refused())
     deadline = time.monotonic() + 60  # 2000 commands to every replica: long on a loaded machine
-    while any(machine.commands != commands for machine in machines):
+    while any(machine.commands != machines[0].commands for machine in machines) or not applied_as_proposed(
+        machines[0].commands, commands, unknown
+    ):
         assert time.monotonic() < deadline, [len(m.commands) for m in machines]
         time.sleep(0.02)
+    applied = list(machines[0].commands)
 
+    leader = wait_leader(cores)
     leader._SyncObj__transport.send = lambda *args, **kwargs: False
     leader.destroy()
     survivors = [core for core in cores if core is not leader]
     new_leader = wait_leader(survivors)
-    assert propose_many(new_leader, [b"after"]) == []
-    assert machines[cores.index(new_leader)].commands == [*commands, b"after"]
+    assert commit_all(survivors, [b"after"]) == set()
+    assert machines[cores.index(new_leader)].commands == [*applied, b"after"]
 
 
 class WatchedJournal(FileJournal):
