@@ -61,6 +61,7 @@ from partitions.groups.errors import (
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
+from raftlog.consensus.errors import ConsensusError, NotLeader
 from raftlog.errors import RaftlogError
 
 GROUP_KEY = 0
@@ -401,11 +402,18 @@ async def _fetch_group(
     """One group's committed offsets (its topics' answers, its error code)."""
     view, offsets = door.node.metadata, door.node.cluster.offsets
     group_refused = not door.allows(DESCRIBE, GROUP, group)
-    if asked_topics is None:  # every partition of every topic the group committed an offset for
+    if asked_topics is None:  # every partition of every topic the group read or committed an offset of
+        try:
+            named = [] if group_refused else door.coordinator.offset_topics(group)
+        except NotLeader:  # another node coordinates the group: the client finds it and asks there
+            return (), ErrorCode.not_coordinator
+        except ConsensusError:  # its coordinator is elected or loads the group's table: asked again
+            return (), LOAD_IN_PROGRESS
+        existing = set(view.topics())  # a topic deleted since has no offsets left
         asked = [
             (t, list(range(view.topic(t).partitions)))
-            for t in view.topics()
-            if not t.startswith("__") and not group_refused and door.allows(DESCRIBE, TOPIC, t)
+            for t in named
+            if t in existing and door.allows(DESCRIBE, TOPIC, t)
         ]
         only_committed = True
     else:

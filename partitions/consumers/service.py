@@ -318,7 +318,7 @@ class ConsumerService:
                 MemberDescription(sm.member_id, sm.subscribed, tuple(rows), sm.client_id, sm.client_host)
             )
         unassigned = []
-        for topic in _read_topics(current):  # the topics it read or committed, no member holds now
+        for topic in current.offset_topics():  # the topics it read or committed, no member holds now
             for tp in (TopicPartition(topic, p) for p in range(self._groups.partition_count(topic))):
                 if tp not in assigned:
                     with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
@@ -411,7 +411,7 @@ class ConsumerService:
         current = self._groups.check_empty(group)
         offsets = self._offsets()
         deleted = 0
-        for topic in _read_topics(current):
+        for topic in current.offset_topics():
             for partition in range(self._groups.partition_count(topic)):
                 with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
                     deleted += await offsets.delete(group, topic, partition)
@@ -436,11 +436,6 @@ class ConsumerService:
             return self._groups.partitions()
         except UnknownTopic:
             return 0
-
-
-def _read_topics(group: Group) -> list[str]:
-    """The topics a group read (subscribed to) or committed offsets of."""
-    return sorted(set(group.partition_counts) | set(group.committed_topics))
 
 
 async def _all(work: list[Awaitable[None]]) -> None:

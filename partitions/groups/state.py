@@ -227,6 +227,12 @@ class Group:
     def topics(self) -> list[str]:
         return sorted({t for m in self.members.values() for t in m.topics})
 
+    def offset_topics(self) -> list[str]:
+        """The topics whose partitions may hold the group's committed offsets: those it read (subscribed
+        to as of its last rebalance) or committed an offset of. Every commit, at either door, records its
+        topics before it stores an offset (``GroupCoordinator.record_commit``)."""
+        return sorted(set(self.partition_counts) | set(self.committed_topics))
+
 
 # -- commands ------------------------------------------------------------------------------------------
 

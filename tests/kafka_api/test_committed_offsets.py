@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from go_client import build_go_client
 from java_client import JavaClient, JavaRun
@@ -399,3 +399,39 @@ def test_a_committed_offset_keeps_its_leader_epoch_committed_or_in_a_transaction
         assert committed() == (11, 4)
     finally:
         consumer.close()
+
+
+def test_an_offset_fetch_of_every_topic_reads_only_the_groups_own_topics(
+    kafka_cluster: LocalCluster, topics: Callable[[str], str]
+) -> None:
+    """An OffsetFetch of all topics (``topics`` null: franz-go's kadm.FetchOffsets, ``kafka-consumer-groups
+    --describe``, the Admin clients' listConsumerGroupOffsets) reads the partitions of the topics the group
+    subscribed to or committed an offset of, so a node down with the only replica of another topic's
+    partition does not hold it up. (It had read every topic's partitions and answered
+    COORDINATOR_LOAD_IN_PROGRESS until that node came back: franz-go's reads gave up after 30 s.)"""
+    topic, lone = topics("fetch-all"), "fetch-all-lone"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(lone, 1, 1)
+    holder = _leader(AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers}), lone)
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "fetch-all",
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+    finally:
+        consumer.close()
+    kafka_cluster.control("stop", holder, kill=True)
+    try:
+
+        def fetched() -> list[tuple[str, int, int]] | None:
+            # a client of its own each time: none still dialling the node killed
+            admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+            asked = [ConsumerGroupTopicPartitions("fetch-all")]
+            try:
+                found = admin.list_consumer_group_offsets(asked, request_timeout=15)["fetch-all"].result()
+            except KafkaException:  # the group's coordinator moving off the node killed: asked again
+                return None
+            return [(tp.topic, tp.partition, tp.offset) for tp in found.topic_partitions]
+
+        assert wait_for(fetched, "the group's offsets of every topic", PROGRESS_TIMEOUT_S) == [(topic, 0, 5)]
+    finally:
+        kafka_cluster.control("start", holder)
