@@ -39,11 +39,6 @@ class Coordinator(GroupRecords, Protocol):
 
     async def record_commit(self, group: str, topics: Sequence[str]) -> None: ...
 
-    def offset_topics(self, group: str) -> list[str]:
-        """The topics whose partitions may hold the group's committed offsets (NotLeader / NoLeader
-        where this node may not read the group's table)."""
-        ...
-
     def http_members(self, group: str) -> int:
         """How many HTTP consumer instances the group has (0 when not coordinated here)."""
         ...

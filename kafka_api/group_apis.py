@@ -61,7 +61,6 @@ from partitions.groups.errors import (
 from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
-from raftlog.consensus.errors import ConsensusError, NotLeader
 from raftlog.errors import RaftlogError
 
 GROUP_KEY = 0
@@ -403,12 +402,12 @@ async def _fetch_group(
     view, offsets = door.node.metadata, door.node.cluster.offsets
     group_refused = not door.allows(DESCRIBE, GROUP, group)
     if asked_topics is None:  # every partition of every topic the group read or committed an offset of
-        try:
-            named = [] if group_refused else door.coordinator.offset_topics(group)
-        except NotLeader:  # another node coordinates the group: the client finds it and asks there
-            return (), ErrorCode.not_coordinator
-        except ConsensusError:  # its coordinator is elected or loads the group's table: asked again
-            return (), LOAD_IN_PROGRESS
+        recorded = None if group_refused else door.coordinator.recorded(group)
+        if recorded is None and not group_refused:
+            if coordinator_of(door, group) != door.node.node_id:  # the client finds it and asks there
+                return (), ErrorCode.not_coordinator
+            return (), LOAD_IN_PROGRESS  # led here, its table not readable yet: asked again
+        named = [] if recorded is None or recorded.group is None else recorded.group.offset_topics()
         existing = set(view.topics())  # a topic deleted since has no offsets left
         asked = [
             (t, list(range(view.topic(t).partitions)))

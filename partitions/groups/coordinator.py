@@ -563,18 +563,6 @@ class GroupCoordinator:
         }
         return current, positions
 
-    def offset_topics(self, group: str) -> list[str]:
-        """The topics whose partitions may hold ``group``'s committed offsets (``Group.offset_topics``),
-        from the table of the coordinator partition led here; none for a group the table does not hold.
-        Raises NotLeader where another node coordinates the group, NoLeader while the table may not be
-        read yet (a leader just elected)."""
-        try:
-            _, table, _ = self._read(group)
-        except UnknownConsumerInstance:  # no __consumer_groups yet: no group committed anything
-            return []
-        current = table.groups.get(group)
-        return [] if current is None else current.offset_topics()
-
     def groups_of(self, partition: int) -> list[Group]:
         """Every group a coordinator partition led here holds (NotLeader otherwise)."""
         table, _ = self._log.table(partition)
