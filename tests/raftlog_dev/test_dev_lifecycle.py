@@ -117,6 +117,9 @@ def test_closing_the_terminal_stops_every_node(tmp_path: pathlib.Path) -> None:
     argv += ["--base-port", str(layout.free_base_port(2))]
     pid, terminal = pty.fork()
     if pid == 0:  # the child: raftlog dev with the pty as its controlling terminal
+        # as in a user's terminal, not as in a run under nohup (SIGHUP ignored, and kept so across exec:
+        # raftlog dev then leaves it ignored, as nohup asks)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         os.execve(sys.executable, argv, ENV)
     try:
         _read_until(terminal, "up; cluster.json", 90)
