@@ -402,12 +402,14 @@ async def _fetch_group(
     view, offsets = door.node.metadata, door.node.cluster.offsets
     group_refused = not door.allows(DESCRIBE, GROUP, group)
     if asked_topics is None:  # every partition of every topic the group read or committed an offset of
-        recorded = None if group_refused else door.coordinator.recorded(group)
-        if recorded is None and not group_refused:
-            if coordinator_of(door, group) != door.node.node_id:  # the client finds it and asks there
-                return (), ErrorCode.not_coordinator
-            return (), LOAD_IN_PROGRESS  # led here, its table not readable yet: asked again
-        named = [] if recorded is None or recorded.group is None else recorded.group.offset_topics()
+        named: list[str] = []
+        if not group_refused:
+            recorded = door.coordinator.recorded(group)
+            if recorded is None:  # this node may not read the group's table
+                if coordinator_of(door, group) != door.node.node_id:  # the client finds it, asks there
+                    return (), ErrorCode.not_coordinator
+                return (), LOAD_IN_PROGRESS  # led here, its table not readable yet: asked again
+            named = [] if recorded.group is None else recorded.group.offset_topics()
         existing = set(view.topics())  # a topic deleted since has no offsets left
         asked = [
             (t, list(range(view.topic(t).partitions)))
