@@ -9,10 +9,10 @@ import asyncio
 import os
 import pathlib
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from in_process import until
 
 from partitions.replicas.raft_host import RAFT_DIR, RaftHost
 from raftlog.consensus.config import CoreConfig
@@ -74,20 +74,13 @@ def introduce(hosts: list[RaftHost]) -> None:
                 one.learn_peer(other.node_id, other.hub.address)
 
 
-async def eventually(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {WAIT_S} s: {what}"
-        await asyncio.sleep(0.02)
-
-
 def leader(groups: list[ReplicaGroup]) -> ReplicaGroup | None:
     leaders = [g for g in groups if g.status().role is Role.LEADER]
     return leaders[0] if len(leaders) == 1 else None
 
 
 async def commit(groups: list[ReplicaGroup], command: bytes) -> None:
-    await eventually(lambda: leader(groups) is not None, "a leader")
+    await until(lambda: leader(groups) is not None, WAIT_S, "a leader")
     chosen = leader(groups)
     assert chosen is not None
     await chosen.propose(command, timeout_ms=int(WAIT_S * 1000))
@@ -121,7 +114,7 @@ async def test_a_group_opened_on_hosts_commits_over_their_hubs_and_applies_on_th
     commands = [b"c%d" % i for i in range(20)]
     for command in commands:
         await commit(groups, command)
-    await eventually(lambda: all(m.commands == commands for m in machines), "every replica applied all")
+    await until(lambda: all(m.commands == commands for m in machines), WAIT_S, "every replica applied all")
     for one, machine in zip(hosts, machines, strict=True):
         assert machine.threads == {f"raft-{one.node_id}"}  # the host's one driver thread applies
         journal = pathlib.Path(one.group_dir(GROUP))
@@ -175,7 +168,7 @@ async def test_a_peer_that_moves_is_reached_at_its_new_address(tmp_path: pathlib
         hosts[0].learn_peer("n2", hosts[1].hub.address)
         assert hosts[0].hub.peers.addresses()["n2"] == hosts[1].hub.address
         await commit(groups, b"after the move")
-        await eventually(lambda: all(m.commands == [b"after the move"] for m in machines), "both applied")
+        await until(lambda: all(m.commands == [b"after the move"] for m in machines), WAIT_S, "both applied")
     finally:
         await shut(groups, hosts)
 
@@ -195,7 +188,7 @@ async def test_a_group_reopened_on_a_restarted_host_rejoins_on_its_journal(tmp_p
         commands = [b"kept%d" % i for i in range(5)]
         for command in commands:
             await commit(groups, command)
-        await eventually(lambda: all(m.commands == commands for m in machines), "every replica applied all")
+        await until(lambda: all(m.commands == commands for m in machines), WAIT_S, "all applied")
 
         # n3 stops: its group closed, its host stopped; a new host on the same data directory
         groups[2].close()
@@ -208,7 +201,7 @@ async def test_a_group_reopened_on_a_restarted_host_rejoins_on_its_journal(tmp_p
         groups[2] = await hosts[2].open(GROUP, voters, machines[2])
         await commit(groups, b"after the restart")
         expected = [*commands, b"after the restart"]
-        await eventually(lambda: machines[2].commands == expected, "the restarted replica replayed all")
+        await until(lambda: machines[2].commands == expected, WAIT_S, "the restarted replica replayed all")
         assert os.path.isdir(hosts[2].group_dir(GROUP))
     finally:
         await shut(groups, hosts)
