@@ -14,6 +14,7 @@ from typing import Any
 
 import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
 import pytest
+from hang_report import pytest_runtest_protocol  # noqa: F401  (a hook: what a hung test awaits)
 
 from raftlog_dev import layout
 
