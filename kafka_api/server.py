@@ -661,7 +661,8 @@ class KafkaServer:
                 return "failed"
             try:
                 writer.writelines(frame)
-                await asyncio.wait_for(writer.drain(), self.limits.send_timeout_s)
+                async with asyncio.timeout(self.limits.send_timeout_s):
+                    await writer.drain()
             except TimeoutError:
                 log.info("Kafka: closing a connection whose client does not read its answers")
                 return "stalled"

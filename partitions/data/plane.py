@@ -555,7 +555,8 @@ class DataPlane:
                 if remaining <= 0:
                     return replica, high_watermark, end
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), remaining)
+                    async with asyncio.timeout(remaining):
+                        await changed.wait()
             finally:
                 replica.waiters -= 1
             replica = await self._reading_leader(topic, partition)

@@ -298,8 +298,9 @@ class ReplicaGroup:
             raise GroupClosed(self.group_id, error)
 
     async def _wait(self, future: asyncio.Future[object], timeout_ms: int, request: str) -> object:
-        try:
-            return await asyncio.wait_for(future, timeout_ms / 1000)
+        try:  # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that meets the result
+            async with asyncio.timeout(timeout_ms / 1000):
+                return await future
         except TimeoutError:
             self._bridge.forget(future)
             raise timeout_error(self.group_id, timeout_ms, request) from None

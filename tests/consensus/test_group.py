@@ -383,3 +383,16 @@ async def test_a_replica_whose_apply_raises_stops_leading_and_says_why(cluster: 
     assert late.is_set()
     with pytest.raises(GroupClosed):
         await leader.group.propose(b"y", timeout_ms=200)
+
+
+async def test_a_cancel_that_meets_a_proposals_result_still_cancels_the_waiter() -> None:
+    """A background loop proposing when its node closes: the result lands in the same loop iteration as
+    the close's cancel. The cancel must win, or the loop runs on and the close waits for it forever
+    (``asyncio.wait_for`` on Python 3.11 returns the result and drops the cancel)."""
+    future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    waiting = asyncio.get_running_loop().create_task(ReplicaGroup._wait(None, future, 5_000, "proposal"))  # type: ignore[arg-type]
+    await asyncio.sleep(0)  # the waiter is suspended on the proposal's future
+    future.set_result("applied")
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
