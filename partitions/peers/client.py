@@ -113,8 +113,11 @@ class PeerClient:
         self._address = address
         self._timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
     async def close(self) -> None:
+        """Later calls are refused ``PeerUnreachable``: a session opened after this would never close."""
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -127,6 +130,8 @@ class PeerClient:
 
     async def call(self, node_id: str, op: PeerOp, arguments: dict[str, Any]) -> object:
         """Run ``op`` on ``node_id``; its result, or its typed error raised here."""
+        if self._closed:
+            raise PeerUnreachable(node_id, f"{op.name}: this node is closing")
         base = self._address(node_id)
         if not base:
             raise PeerUnreachable(node_id, "no address known")

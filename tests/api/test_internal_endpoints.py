@@ -121,6 +121,9 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
         assert same.snapshot is None, "the caller already holds that index"
     finally:
         await peer.close()
+    with pytest.raises(PeerUnreachable, match="closing"):  # a closed client opens no session again
+        await remote_admin(peer, "n1").topic("t")
+    assert peer._session is None
 
 
 async def test_a_node_catching_up_answers_a_topic_it_does_not_know_as_no_leader(
