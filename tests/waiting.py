@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 
@@ -18,6 +19,19 @@ def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0, e
         if value:
             return value
         time.sleep(every_s)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[Any]], what: str, timeout_s: float = 60.0, every_s: float = 0.2
+) -> Any:
+    """``wait_for`` on an event loop: ``await check()``'s first true value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = await check()
+        if value:
+            return value
+        await asyncio.sleep(every_s)
     raise AssertionError(f"not within {timeout_s} s: {what}")
 
 

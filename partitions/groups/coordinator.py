@@ -54,6 +54,7 @@ from partitions.groups.errors import (
 )
 from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
 from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.share_group import ShareMember
 from partitions.groups.state import (
     DEFAULT_INSTANCE,
     EMPTY_GROUP_RETENTION_MS,
@@ -480,6 +481,9 @@ class GroupCoordinator:
         kafka = _kafka_members(self.live(group), current)
         if kafka:
             raise GroupNotEmpty(group, kafka, "the Kafka protocol")
+        share = self.share.members_of(group)
+        if share is not None and share.members:
+            raise GroupNotEmpty(group, len(share.members), "the share group protocol (KIP-932)")
         return current
 
     async def forget(self, group: str) -> None:
@@ -496,7 +500,7 @@ class GroupCoordinator:
         now = self._monotonic()
         for partition, session, name, group in self._led_groups():
             if not group.members:  # empty: forgotten once it stayed so for the retention
-                if self.live(name) is not None or _kafka_members(None, group):  # Kafka members hold it
+                if self.live(name) is not None or _kafka_members(None, group) or group.share_members:
                     continue
                 if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
                     log.info(
@@ -622,6 +626,13 @@ class _ConsumerTable:
     def topics(self) -> list[str]:
         return self._groups.topics()
 
+    def led_share_groups(self) -> list[tuple[str, int, Group]]:
+        return [
+            (name, session.term, group)
+            for _, session, name, group in self._groups._led_groups()
+            if group.share_members
+        ]
+
     def led_consumer_groups(self) -> list[tuple[str, int, ConsumerGroup]]:
         return [
             (name, session.term, group.consumer)
@@ -633,13 +644,20 @@ class _ConsumerTable:
         _, table, _ = self._groups._read(group)
         return table.share_groups()
 
-    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
+    async def record_share(
+        self,
+        group: str,
+        epoch: int,
+        groups_max: int,
+        members: tuple[ShareMember, ...],
+        counts: dict[str, int],
+    ) -> None:
         """Refused (ShareGroupsNotFinalized) while the cluster's feature level predates kind 11."""
         gate = self._groups._features
         if gate is not None and not gate.allows(SHARE_GROUPS):
             raise ShareGroupsNotFinalized(group)
         partition, _, _ = self._groups._read(group)
-        command = ShareGroupRecord(group, epoch, self._groups._wall(), groups_max)
+        command = ShareGroupRecord(group, epoch, self._groups._wall(), groups_max, members, counts)
         await self._groups._propose(partition, command)
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:

@@ -8,15 +8,17 @@ Share groups have no partition ownership to hand over (records, not partitions, 
 assignment is the simple one: every partition of each topic a member subscribes to (Kafka's
 ``SimpleAssignor`` when there are more members than partitions) and nothing is revoked first.
 
-What must survive a failover is below, in the data partitions: every record's acquisition, lock and
-acknowledgement (``share_partition``, replicated by the partition's Raft group). The membership is the
-coordinator's soft state, per leader term of the group's partition (as the consumer group protocol's
-timers): a coordinator taking over answers a member UNKNOWN_MEMBER_ID and the member joins again with
-epoch 0, as Kafka's share consumer does, and loses nothing it acquired. The group itself and its epoch
-are written to the group table (``ShareGroupRecord``) at each new epoch before a member is answered,
-so the group is listed, and its epoch goes on from there, after a failover. Sessions time out after
-``session_timeout_ms`` (Kafka's ``group.share.session.timeout.ms``, 45 s) without a heartbeat. One group,
-one protocol: a group held by classic, consumer protocol or HTTP members is not a share group.
+Every record's acquisition, lock and acknowledgement is below, in the data partitions (``share_partition``,
+replicated by the partition's Raft group). The group, its epoch, its members and the partition counts of
+their topics are written to the group table (``ShareGroupRecord``) at each new epoch, before a member is
+answered, as Kafka writes a share group's member and assignment records: a coordinator taking over (a
+leadership move, a failover, a restart) goes on with the same members and epoch. A member's epoch that
+moved up to the group's without a new group epoch is not written; so a member restored from the table
+is taken at any epoch from its recorded one up to the group's, once, and then held to it. Sessions are
+the coordinator's soft state, per leader term of the group's partition (as the consumer group protocol's
+timers): they start afresh in a new term, and time out after ``session_timeout_ms`` (Kafka's
+``group.share.session.timeout.ms``, 45 s) without a heartbeat. One group, one protocol: a group held by
+classic, consumer protocol or HTTP members is not a share group.
 
 Each coordinator partition holds at most ``groups_max`` share groups (``--group-share-max-groups``, the
 name of Kafka 4.0's ``group.share.max.groups``, which Kafka never enforced and removed in 4.1): a join
@@ -29,8 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
@@ -45,11 +47,11 @@ from partitions.groups.errors import (
     UnknownMember,
 )
 from partitions.groups.live import LiveGroup
+from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember, assignment
 from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms
-SHARE_MEMBERS_MAX = 200  # Kafka's group.share.max.size: a member more is GROUP_MAX_SIZE_REACHED
 SHARE_GROUPS_MAX_DEFAULT = 100  # share groups per coordinator partition (--group-share-max-groups)
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 ASSIGNOR = "simple"
@@ -71,22 +73,22 @@ class ShareRecords(Protocol):
         """How many share groups the table of the group's coordinator partition holds."""
         ...
 
-    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
-        """The group and its epoch written to the group table (``ShareGroupRecord``); a group it would
-        create past ``groups_max`` share groups is refused (``ShareGroupLimitReached``)."""
+    def led_share_groups(self) -> Iterable[tuple[str, int, Group]]:
+        """(name, term, the table's group) of every share group with members in a partition led here."""
         ...
 
-
-@dataclass(frozen=True, slots=True)
-class ShareMember:
-    member_id: str
-    epoch: int
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed: tuple[str, ...]
-    assigned: frozenset[TopicPartition] = frozenset()
-    door: str = "kafka"  # the door its requests come through: "kafka" or "http"
+    async def record_share(
+        self,
+        group: str,
+        epoch: int,
+        groups_max: int,
+        members: tuple[ShareMember, ...],
+        counts: dict[str, int],
+    ) -> None:
+        """The group, its epoch, members and partition counts written to the group table
+        (``ShareGroupRecord``); a group it would create past ``groups_max`` share groups is refused
+        (``ShareGroupLimitReached``)."""
+        ...
 
 
 @dataclass
@@ -99,6 +101,8 @@ class ShareGroup:
     last_seen_ms: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # the subscribed topics' partitions, as assigned
     recorded: int = -1  # the group epoch the group table holds (-1: none)
+    # members restored from the table, whose epoch may have moved up to the group's since it was written
+    loose: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> str:
@@ -135,8 +139,9 @@ class ShareGroupCoordinator:
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiting: dict[str, int] = {}  # heartbeats holding or awaiting each group's lock
 
-    def _term(self, name: str) -> tuple[int, int]:
-        """(the term the group's partition is led here in, the group epoch the table recorded)."""
+    def _term(self, name: str) -> tuple[int, int, Group | None]:
+        """(the term the group's partition is led here in, the group epoch the table recorded, the
+        table's share group)."""
         found = self._records.recorded_group(name)
         if found is None:
             raise NotCoordinator(name)
@@ -148,13 +153,12 @@ class ShareGroupCoordinator:
             raise NotConsumerGroup(name, "classic Kafka protocol")
         if group is not None and group.consumer is not None and group.consumer.members:
             raise NotConsumerGroup(name, "consumer group protocol")
-        recorded = (
-            group.generation if group is not None and group.protocol_type == SHARE_PROTOCOL_TYPE else -1
-        )
-        return term, recorded
+        if group is None or group.protocol_type != SHARE_PROTOCOL_TYPE:
+            return term, -1, None
+        return term, group.generation, group
 
     def _group(self, name: str, create: bool) -> ShareGroup | None:
-        term, recorded = self._term(name)
+        term, recorded, table = self._term(name)
         group = self._groups.get(name)
         if group is not None and (
             group.term != term  # led here again after another coordinator
@@ -164,10 +168,22 @@ class ShareGroupCoordinator:
             del self._groups[name]
         if group is None and recorded < 0 and create and self._records.share_groups(name) >= self.groups_max:
             raise ShareGroupLimitReached(name, self.groups_max)  # counted again when its record applies
-        if group is None and (create or recorded >= 0):  # recorded: the group exists, its members gone
+        if group is None and (create or recorded >= 0):  # recorded: the group goes on as the table holds it
             group = self._groups[name] = ShareGroup(name, term, max(recorded, 0), max(recorded, 0))
             group.recorded = recorded
+            if table is not None:
+                self._restore(group, table)
         return group
+
+    def _restore(self, group: ShareGroup, table: Group) -> None:
+        """The members the table recorded, their sessions started now (a new term's timers)."""
+        now = self._monotonic()
+        group.counts = dict(table.partition_counts)
+        for member in table.share_members:
+            assigned = assignment(member.subscribed, group.counts)
+            group.members[member.member_id] = replace(member, assigned=assigned)
+            group.last_seen_ms[member.member_id] = now
+            group.loose.add(member.member_id)
 
     @contextlib.asynccontextmanager
     async def _serialized(self, name: str) -> AsyncIterator[None]:
@@ -213,7 +229,10 @@ class ShareGroupCoordinator:
         group = self._groups.get(name)
         if group is not None and group.group_epoch > group.recorded:
             try:
-                await self._records.record_share(name, group.group_epoch, self.groups_max)
+                members = tuple(group.members.values())
+                await self._records.record_share(
+                    name, group.group_epoch, self.groups_max, members, dict(group.counts)
+                )
             except ShareGroupLimitReached:
                 del self._groups[name]  # never created: nothing of it is held
                 raise
@@ -248,6 +267,10 @@ class ShareGroupCoordinator:
                 return ShareAnswer(member_id, LEAVE_EPOCH, None)
             raise UnknownMember(name, member_id)
         member = group.members.get(member_id)
+        if member is not None and member_id in group.loose and member.epoch <= epoch <= group.group_epoch:
+            member = group.members[member_id] = replace(
+                member, epoch=epoch
+            )  # restored: the epoch given since
         if epoch == LEAVE_EPOCH:
             if member is not None:
                 self._remove(group, member_id)
@@ -270,15 +293,14 @@ class ShareGroupCoordinator:
                 member.door,
             )  # fmt: skip
             group.group_epoch += 1
+        group.loose.discard(member_id)
         group.last_seen_ms[member_id] = self._monotonic()
         counts = {t: self._records.partition_count(t) for t in sorted(group.subscribed_topics())}
         if any(group.counts.get(t, c) != c for t, c in counts.items()):
             group.group_epoch += 1  # a subscribed topic's partitions changed: a new assignment
         group.counts = counts
         group.assignment_epoch = group.group_epoch
-        assigned = frozenset(
-            TopicPartition(t, p) for t in member.subscribed for p in range(group.counts.get(t, 0))
-        )
+        assigned = assignment(member.subscribed, group.counts)
         changed = epoch == JOIN_EPOCH or assigned != member.assigned or member.epoch != group.group_epoch
         group.members[member_id] = ShareMember(
             member_id, group.group_epoch, member.rack_id, member.client_id, member.client_host,
@@ -289,11 +311,18 @@ class ShareGroupCoordinator:
     def _remove(self, group: ShareGroup, member_id: str) -> None:
         group.members.pop(member_id, None)
         group.last_seen_ms.pop(member_id, None)
+        group.loose.discard(member_id)
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch
 
     async def expire_due(self) -> list[tuple[str, str]]:
-        """Remove every member whose session passed (in groups still led here)."""
+        """Remove every member whose session passed (in groups still led here); the members of a group
+        recorded with members but not held here yet (led here in a new term) start their sessions."""
+        for name, term, _ in list(self._records.led_share_groups()):
+            held = self._groups.get(name)
+            if held is None or held.term != term:
+                with contextlib.suppress(NotCoordinator, NotConsumerGroup):
+                    self._group(name, create=False)
         now, gone = self._monotonic(), []
         for name, group in list(self._groups.items()):
             found = self._records.recorded_group(name)
@@ -320,9 +349,9 @@ class ShareGroupCoordinator:
         return group
 
     def members_of(self, name: str) -> ShareGroup | None:
-        """The group's members as this coordinator holds them now (None: none known here)."""
-        group = self._groups.get(name)
-        found = self._records.recorded_group(name)
-        if group is None or found is None or found[0] != group.term:
+        """The group's members as this coordinator holds them now, those the table recorded when it has
+        not held the group yet in this term (None: not a share group led here)."""
+        try:
+            return self._group(name, create=False)
+        except (NotCoordinator, NotConsumerGroup):
             return None
-        return group

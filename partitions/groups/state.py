@@ -50,6 +50,7 @@ from partitions.groups.errors import (
     ShareGroupLimitReached,
     UnknownConsumerInstance,
 )
+from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember
 from raftlog.errors import check
 
 FORMATS = ("json", "binary")
@@ -72,8 +73,9 @@ CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9
 _CONSUMER_GROUP = 10  # a consumer protocol group (KIP-848), whole: [kind, group, ConsumerGroup row, now_ms]
-_SHARE_GROUP = 11  # a share group (KIP-932): [kind, group, group epoch, now_ms, share groups max]
-SHARE_PROTOCOL_TYPE = "share"  # a share group's ``protocol_type`` in the table (its members: soft state)
+# a share group (KIP-932): [kind, group, group epoch, now_ms, share groups max, members, partition counts]
+_SHARE_GROUP = 11
+SHARE_PROTOCOL_TYPE = "share"  # a share group's ``protocol_type`` in the table
 CLASSIC_METADATA_VERSION = 0  # of the command's and the snapshot row's layout; a reader takes extra fields
 
 
@@ -217,6 +219,8 @@ class Group:
     # the classic members were written while their coordinator collected joins again (members had left
     # or their sessions expired): a coordinator taking over goes on with that rebalance
     classic_rebalancing: bool = False
+    # a share group's members (KIP-932) as its coordinator last wrote them (``ShareGroupRecord``)
+    share_members: tuple[ShareMember, ...] = ()
 
     def owner(self, tp: TopicPartition) -> str | None:
         for member, tps in self.assignment.items():
@@ -346,10 +350,10 @@ class ConsumerGroupRecord:
 
 @dataclass(frozen=True, slots=True)
 class ShareGroupRecord:
-    """A share group (KIP-932) and its group epoch, written by its coordinator when the epoch changes: the
-    group is listed, and its epoch never goes back, after a failover (its members are the coordinator's
-    soft state). Kept as a Kafka group of protocol type ``share`` (the snapshot's row unchanged); refused
-    while members of another protocol hold the group."""
+    """A share group (KIP-932), its group epoch, its members and the partition counts of their topics,
+    written by its coordinator when the epoch changes: after a failover the group goes on from there with
+    the same members, and its epoch never goes back. Kept as a Kafka group of protocol type ``share``;
+    refused while members of another protocol hold the group."""
 
     group: str
     epoch: int
@@ -358,6 +362,8 @@ class ShareGroupRecord:
     # proposed at once cannot pass it (the leader stamps it, so every replica applies the same bound);
     # None in records written before it
     groups_max: int | None = None
+    members: tuple[ShareMember, ...] = ()  # none in records written before members were
+    counts: Mapping[str, int] = field(default_factory=dict)  # the subscribed topics' partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +426,10 @@ def encode(command: GroupCommand) -> bytes:
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
     elif isinstance(command, ShareGroupRecord):
-        fields = [_SHARE_GROUP, command.group, command.epoch, command.now_ms, command.groups_max]
+        fields = [
+            _SHARE_GROUP, command.group, command.epoch, command.now_ms, command.groups_max,
+            [m.to_row() for m in command.members], dict(command.counts),
+        ]  # fmt: skip
     else:
         fields = [_FORGET, command.group]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -471,7 +480,9 @@ def decode(data: bytes) -> GroupCommand:
             _, group, epoch, now_ms = fields[:4]
             bound = fields[4] if len(fields) > 4 else None  # records written before it: no bound
             groups_max = None if bound is None else int(bound)
-            return ShareGroupRecord(str(group), int(epoch), int(now_ms), groups_max)
+            members = tuple(ShareMember.from_row(m) for m in fields[5]) if len(fields) > 5 else ()
+            counts = {str(t): int(c) for t, c in fields[6].items()} if len(fields) > 6 else {}
+            return ShareGroupRecord(str(group), int(epoch), int(now_ms), groups_max, members, counts)
         if kind == _FORGET:
             _, group = fields
             return Forget(str(group))
@@ -642,6 +653,8 @@ class GroupTable:
                 return GroupChanged(name, existing)  # never backwards
             if not shared and command.groups_max is not None and self.share_groups() >= command.groups_max:
                 return ShareGroupLimitReached(name, command.groups_max)
+            if len(command.members) > SHARE_MEMBERS_MAX:
+                return InvalidCommand(f"share group {name!r}: {len(command.members)} members")
             return self._store(
                 name,
                 Group(
@@ -650,13 +663,16 @@ class GroupTable:
                     command.epoch,
                     {},
                     {},
-                    {},
+                    dict(command.counts),
                     command.now_ms,
                     SHARE_PROTOCOL_TYPE,
                     existing.committed_topics if existing is not None else (),
+                    share_members=command.members,
                 ),
             )
         if isinstance(command, Forget):
+            if existing is not None and existing.share_members:
+                return GroupNotEmpty(name, len(existing.share_members), "the share group protocol (KIP-932)")
             return self._store(name, None)
         if isinstance(command, ClassicGroupMetadata):
             excess = command.excess()
@@ -732,6 +748,7 @@ class GroupTable:
                     list(g.committed_topics),
                     _classic_row(g),
                     None if g.consumer is None else g.consumer.to_row(),
+                    [m.to_row() for m in g.share_members],
                 ]
             )
         return rows
@@ -747,6 +764,7 @@ class GroupTable:
             leader, classic, rebalancing = _classic_from_row(row[9] if len(row) > 9 else None)
             consumer_row = row[10] if len(row) > 10 else None  # rows before consumer groups: ten fields
             consumer = None if consumer_row is None else ConsumerGroup.from_row(name, consumer_row)
+            share = tuple(ShareMember.from_row(m) for m in row[11]) if len(row) > 11 else ()  # before: 11
             group_members = {row[0]: _member_from_row(row) for row in members}
             group_assignment = {
                 member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
@@ -765,6 +783,7 @@ class GroupTable:
                 classic,
                 consumer,
                 rebalancing,
+                share,
             )
         return cls(MappingProxyType(groups))
 

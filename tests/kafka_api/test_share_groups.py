@@ -36,7 +36,7 @@ from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_client.share import ACCEPT, REJECT, RELEASE, Acknowledged, ShareConsumer, ShareRecord
 from tests.partitions.groups.share_table import ShareTable
-from tests.waiting import wait_for
+from tests.waiting import wait_for, wait_until
 
 
 def test_api_versions_advertise_the_share_group_apis() -> None:
@@ -286,6 +286,58 @@ def test_an_http_share_member_leaves_joins_again_and_is_bounded(kafka_cluster: L
                 1,
             )
             await second.leave()
+
+    asyncio.run(run())
+
+
+async def _moved(client: RaftlogClient, partition: int) -> str:
+    """Leadership of ``__consumer_groups`` ``partition`` handed to another of its replicas (asked again
+    while a move or an election is under way); the node that leads it then."""
+
+    async def handed() -> str | None:
+        state = await client.cluster.partition_state("__consumer_groups", partition)
+        leader = state["leader"]
+        target = next(r["node"] for r in state["replicas"] if r["node"] != leader)
+        try:
+            await client.cluster.transfer_leadership("__consumer_groups", partition, target)
+        except RequestFailed as refused:
+            if refused.status in (409, 503):
+                return None
+            raise
+        state = await client.cluster.partition_state("__consumer_groups", partition)
+        return str(target) if state["leader"] == target else None
+
+    return str(await wait_until(handed, f"__consumer_groups/{partition} handed to another node"))
+
+
+@pytest.mark.timeout(120)
+def test_an_http_share_member_goes_on_through_a_move_of_its_coordinator(kafka_cluster: LocalCluster) -> None:
+    """The group's coordinator partition is handed to another node while a member holds records: the
+    member is listed there at once, keeps its id, heartbeats on and acknowledges what it held; nothing it
+    held is delivered to it again (the group's members are in the group table, as Kafka records them)."""
+    topic = f"share-moved-{uuid.uuid4().hex[:6]}"
+    group = f"{topic}-share"
+
+    async def run() -> None:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            await client.create_topic(topic, partitions=1, replication_factor=3)
+            member = ShareConsumer(client, group)
+            await member.join([topic])
+            await member.acquire(timeout_ms=0)
+            for i in range(4):
+                await client.produce(topic, [Message(f"v{i}")])
+            held = await _acquire_until(member, 4)
+            assert [(r.value, r.delivery_count) for r in held] == [(f"v{i}".encode(), 1) for i in range(4)]
+            before = {g["group"]: g for g in await client.consumer_groups()}[group]
+            coordinator = await _moved(client, before["coordinator_partition"])
+            listed = {g["group"]: g for g in await client.consumer_groups()}[group]
+            assert (listed["door"], listed["members"], listed["group_type"]) == ("http", 1, "share")
+            member_id = member.member_id
+            assert await member.heartbeat() == [(topic, 0)] and member.member_id == member_id
+            assert await member.acknowledge((r, ACCEPT) for r in held) == [Acknowledged(topic, 0, 4)]
+            assert await member.acquire(timeout_ms=500) == []
+            print(f"{group}: its coordinator moved to {coordinator}; the member went on")
+            await member.leave()
 
     asyncio.run(run())
 

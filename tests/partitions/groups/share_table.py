@@ -3,6 +3,9 @@ table applied at once, the topics' partition counts as given."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from partitions.groups.share_group import ShareMember
 from partitions.groups.state import Group, GroupTable, ShareGroupRecord, encode
 
 
@@ -24,7 +27,20 @@ class ShareTable:
     def share_groups(self, group: str) -> int:
         return self.table.share_groups()
 
-    async def record_share(self, group: str, epoch: int, groups_max: int) -> None:
-        result = self.table.apply(encode(ShareGroupRecord(group, epoch, 0, groups_max)))
+    def led_share_groups(self) -> Iterator[tuple[str, int, Group]]:
+        for name, group in self.table.groups.items():
+            if group.share_members:
+                yield name, self.term, group
+
+    async def record_share(
+        self,
+        group: str,
+        epoch: int,
+        groups_max: int,
+        members: tuple[ShareMember, ...],
+        counts: dict[str, int],
+    ) -> None:
+        command = ShareGroupRecord(group, epoch, 0, groups_max, members, counts)
+        result = self.table.apply(encode(command))
         if isinstance(result, Exception):
             raise result

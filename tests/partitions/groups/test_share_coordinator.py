@@ -6,10 +6,12 @@ over lists it and goes on from its epoch while its members join again; one group
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import msgpack
 import pytest
 
+from partitions.errors import InvalidCommand
 from partitions.groups.assignors import TopicPartition as TP
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import Heartbeat
@@ -23,7 +25,8 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from partitions.groups.share_coordinator import SHARE_MEMBERS_MAX, ShareGroupCoordinator
+from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember
 from partitions.groups.state import (
     SHARE_PROTOCOL_TYPE,
     Committed,
@@ -96,17 +99,37 @@ def test_a_silent_member_is_removed_after_its_session() -> None:
     assert share.describe("g").state == "Empty"
 
 
-def test_a_coordinator_taking_over_lists_the_group_and_goes_on_from_its_epoch() -> None:
+def test_a_coordinator_taking_over_goes_on_with_the_recorded_members_and_epoch() -> None:
+    """A member keeps its id, epoch, subscription and door across a coordinator move. ``a`` was given
+    epoch 2 after the last record (which holds it at 1): the new coordinator takes 2 once, then holds it
+    to its epoch; a zombie's epoch past the group's is fenced; a restored member that never comes back
+    is expired after its session, though nothing touched its group."""
     table, clock = ShareTable(TOPICS), Clock()
-    first = ShareGroupCoordinator(table, clock)
+    first = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
     run(first.heartbeat("g", "a", 0, ("t",)))
-    run(first.heartbeat("g", "b", 0, ("t",)))
-    table.term = 2  # led here again (or by another node) in a new term: members are soft state
-    second = ShareGroupCoordinator(table, clock)
-    assert second.describe("g").state == "Empty" and second.describe("g").group_epoch == 2
-    with pytest.raises(UnknownMember):
-        run(second.heartbeat("g", "a", 2, None))  # the member joins again
-    assert run(second.heartbeat("g", "a", 0, ("t",))).member_epoch == 3
+    run(first.heartbeat("g", "b", 0, ("t", "u"), door="http"))
+    assert run(first.heartbeat("g", "a", 1, None)).member_epoch == 2  # not written: the group's epoch held
+    assert [(m.member_id, m.epoch) for m in table.table.groups["g"].share_members] == [("a", 1), ("b", 2)]
+    table.term = 2  # led here again, or by another node, in a new term
+    clock.now = 5_000
+    second = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
+    described = second.describe("g")
+    assert (described.state, described.group_epoch) == ("Stable", 2)
+    assert {m.member_id: m.door for m in described.members.values()} == {"a": "kafka", "b": "http"}
+    assert described.members["b"].assigned == frozenset({TP("t", 0), TP("t", 1), TP("u", 0)})
+    answer = run(second.heartbeat("g", "a", 2, None))
+    assert (answer.member_epoch, answer.assignment) == (2, None)  # nothing new for it
+    with pytest.raises(FencedMemberEpoch):
+        run(second.heartbeat("g", "a", 1, None))  # held to the epoch it came back with
+    with pytest.raises(FencedMemberEpoch):
+        run(second.heartbeat("g", "b", 3, None))
+    third = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
+    table.term = 3
+    assert run(third.expire_due()) == []  # the members' sessions start now, in this term
+    clock.now = 6_001
+    assert sorted(run(third.expire_due())) == [("g", "a"), ("g", "b")]
+    assert third.describe("g").state == "Empty" and table.table.groups["g"].share_members == ()
+    assert run(third.heartbeat("g", "a", 0, ("t",))).member_epoch == 5
     with pytest.raises(UnknownGroup):
         second.describe("never")
 
@@ -120,20 +143,30 @@ def test_one_group_one_protocol() -> None:
         run(share.heartbeat("http", "a", 0, ("t",)))
     refused = table.table.apply(encode(ShareGroupRecord("http", 1, 0)))
     assert isinstance(refused, GroupNotEmpty)
+    run(share.heartbeat("s", "a", 0, ("t",)))
+    assert isinstance(table.table.apply(encode(Forget("s"))), GroupNotEmpty)  # Kafka's NON_EMPTY_GROUP
 
 
 def test_the_share_group_record_round_trips_never_goes_back_and_keeps_the_snapshot_row() -> None:
-    command = ShareGroupRecord("g", 4, 17, 100)
+    member = ShareMember("m", 4, None, "client", "/127.0.0.1", ("t",), door="http")
+    command = ShareGroupRecord("g", 4, 17, 100, (member,), {"t": 2})
     assert decode(encode(command)) == command
     written_before = msgpack.packb([11, "g", 4, 17])  # a record of the release before the bound: none
     assert decode(written_before) == ShareGroupRecord("g", 4, 17, None)
+    before_members = msgpack.packb([11, "g", 4, 17, 100])  # of the release before members were recorded
+    assert decode(before_members) == ShareGroupRecord("g", 4, 17, 100)
     table = GroupTable()
     table.apply(encode(command))
     table.apply(encode(ShareGroupRecord("g", 3, 18)))
-    assert table.groups["g"].generation == 4
+    assert table.groups["g"].generation == 4 and table.groups["g"].share_members == (member,)
     rows = msgpack.unpackb(msgpack.packb(table.to_rows()), raw=False)
-    assert len(rows[0]) == 11  # the release before's row: a Kafka group of protocol type share
     assert GroupTable.from_rows(rows).groups == table.groups
+    previous = GroupTable.from_rows([row[:11] for row in rows])  # the release before's row: no members
+    assert previous.groups["g"].protocol_type == SHARE_PROTOCOL_TYPE
+    assert previous.groups["g"].share_members == ()
+    too_many = tuple(replace(member, member_id=f"m{i}") for i in range(SHARE_MEMBERS_MAX + 1))
+    refused = GroupTable().apply(encode(ShareGroupRecord("g", 1, 0, 100, too_many)))
+    assert isinstance(refused, InvalidCommand)
 
 
 def test_a_consumer_protocol_member_may_not_join_a_share_group() -> None:
@@ -184,7 +217,8 @@ def test_a_share_group_past_the_bound_is_refused_on_both_sides_of_the_log() -> N
     assert sorted(share._locks) == ["g0", "g1", "g2"]  # a refused name leaves nothing behind
     assert run(share.heartbeat("g1", "b", 0, ("t",))).member_epoch == 2  # an existing group grows
     assert run(share.heartbeat("g1", "b", -1, None)).member_epoch == -1
-    table.table.apply(encode(Forget("g2")))  # DeleteGroups
+    run(share.heartbeat("g2", "a", -1, None))
+    assert table.table.apply(encode(Forget("g2"))).group is None  # DeleteGroups of the group emptied
     assert run(share.heartbeat("g3", "a", 0, ("t",))).member_epoch == 1
 
     replica = GroupTable()
