@@ -41,7 +41,12 @@ from partitions.errors import UnknownPartition
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
 from partitions.groups.errors import InvalidConsumerConfig
-from partitions.groups.state import DEFAULT_READS, SESSION_TIMEOUT_MS_DEFAULT, InstanceConfig, ReadConfig
+from partitions.groups.group_model import (
+    DEFAULT_READS,
+    SESSION_TIMEOUT_MS_DEFAULT,
+    InstanceConfig,
+    ReadConfig,
+)
 from partitions.names import (
     GROUPS_TOPIC,
     check_group_name,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from partitions.groups.state import (
+from partitions.groups.group_model import (
     AUTO_COMMIT_INTERVAL_MS_MAX,
     FETCH_MIN_BYTES_MAX,
     REQUEST_TIMEOUT_MS_MAX,

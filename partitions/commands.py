@@ -10,7 +10,7 @@
                                  KIP-320); written only when one is known, so a commit without one
                                  keeps the first form's bytes
 [1, 3]                           Barrier: commits nothing; proves leadership for linearizable reads
-[1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.state``),
+[1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.group_commands``),
                                  only in partitions of the internal ``__consumer_groups`` topic
 [1, 5, group]                    DeleteOffset: forget a consumer group's offset (the group was deleted)
 [1, 6, offset]                   DeleteRecords: move the log start offset up to ``offset`` (Kafka's
@@ -108,7 +108,7 @@ class Barrier:
 
 @dataclass(frozen=True, slots=True)
 class GroupCommand:
-    payload: bytes  # encoded by ``partitions.groups.state.encode``
+    payload: bytes  # encoded by ``partitions.groups.group_commands.encode``
 
 
 @dataclass(frozen=True, slots=True)

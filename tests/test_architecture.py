@@ -461,7 +461,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.replicas.log_dirs",  # a node's log directory and its replicas (MetadataView.log_dir)
     "partitions.replicas.failures",  # ReplicaFailure
     "partitions.groups.assignors",  # TopicPartition, the assignors' names
-    "partitions.groups.state",  # ReadConfig and the consumer configs' limits
+    "partitions.groups.group_model",  # ReadConfig and the consumer configs' limits
     "partitions.groups.coordinator",  # the coordinator the Kafka door registers its groups with
     "partitions.groups.errors",
     "partitions.groups.live",  # the protocol a door's own groups are seen through (LiveGroups)

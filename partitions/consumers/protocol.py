@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.state import REQUEST_TIMEOUT_MS_MAX, InstanceConfig
+from partitions.groups.group_model import REQUEST_TIMEOUT_MS_MAX, InstanceConfig
 from partitions.peer_ops import peer
 
 

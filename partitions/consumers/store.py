@@ -12,7 +12,8 @@ from partitions.groups.errors import (
     ShareGroupLimitReached,
     UnknownConsumerInstance,
 )
-from partitions.groups.state import GroupChanged, GroupCommand, GroupResult, GroupTable, encode
+from partitions.groups.group_commands import GroupCommand, encode
+from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.internal_topic import InternalTopicLog
 from partitions.names import GROUPS_TOPIC
 from partitions.replicas.state_machine import Refused

@@ -55,8 +55,8 @@ from partitions.groups.classic_members import (
 )
 from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
 from partitions.groups.coordinator import Recorded
+from partitions.groups.group_model import ClassicMember
 from partitions.groups.live import LiveGroup, LiveMember
-from partitions.groups.state import ClassicMember
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog.storage.errors import RecordTooLarge

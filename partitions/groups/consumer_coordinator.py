@@ -42,8 +42,8 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
+from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup
-from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
 from partitions.resource_configs import consumer_timeouts
 from raftlog.errors import RaftlogError
 

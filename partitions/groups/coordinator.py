@@ -52,32 +52,32 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
     UnknownGroup,
 )
-from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
-from partitions.groups.share_coordinator import ShareGroupCoordinator
-from partitions.groups.share_group import ShareMember
-from partitions.groups.state import (
-    DEFAULT_INSTANCE,
-    EMPTY_GROUP_RETENTION_MS,
-    GROUP_MEMBERS_MAX,
+from partitions.groups.group_commands import (
     ClassicGroupMetadata,
-    ClassicMember,
     Committed,
     ConsumerGroupRecord,
     Expire,
     Forget,
-    Group,
-    GroupChanged,
     GroupCommand,
-    GroupResult,
-    GroupTable,
-    InstanceConfig,
     Join,
     Leave,
-    Member,
     Refresh,
     ShareGroupRecord,
     Subscribe,
 )
+from partitions.groups.group_model import (
+    DEFAULT_INSTANCE,
+    EMPTY_GROUP_RETENTION_MS,
+    GROUP_MEMBERS_MAX,
+    ClassicMember,
+    Group,
+    InstanceConfig,
+    Member,
+)
+from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
+from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.share_group import ShareMember
+from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
 from raftlog.consensus.errors import ConsensusError

@@ -22,9 +22,9 @@ classic, consumer protocol or HTTP members is not a share group.
 
 Each coordinator partition holds at most ``groups_max`` share groups (``--group-share-max-groups``, the
 name of Kafka 4.0's ``group.share.max.groups``, which Kafka never enforced and removed in 4.1): a join
-that would create one more is refused ``ShareGroupLimitReached``, checked here and again when the group's
-record is applied (``state.ShareGroupRecord.groups_max``), so joins of new groups sent at once cannot pass
-it, and every replica applies the same bound.
+that would create one more is refused ``ShareGroupLimitReached``, checked here and again when the
+group's record is applied (``group_commands.ShareGroupRecord.groups_max``), so joins of new groups sent
+at once cannot pass it, and every replica applies the same bound.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
+from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup
 from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember, assignment
-from partitions.groups.state import SHARE_PROTOCOL_TYPE, Group
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms

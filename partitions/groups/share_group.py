@@ -1,10 +1,11 @@
 """A share group's member (KIP-932) as its coordinator holds it and the group table records it.
 
 The table records every member of a share group, with the epoch it was last given, its subscription and
-the door its requests come through, each time the group's epoch changes (``state.ShareGroupRecord``), as
-Kafka writes ``ShareGroupMemberMetadata`` and the member's current assignment to ``__consumer_offsets``:
-a coordinator taking over goes on with the same members. What a member is assigned is not recorded: every
-partition of each topic it subscribes to, as the group's recorded partition counts give them.
+the door its requests come through, each time the group's epoch changes
+(``group_commands.ShareGroupRecord``), as Kafka writes ``ShareGroupMemberMetadata`` and the member's
+current assignment to ``__consumer_offsets``: a coordinator taking over goes on with the same members.
+What a member is assigned is not recorded: every partition of each topic it subscribes to, as the
+group's recorded partition counts give them.
 """
 
 from __future__ import annotations

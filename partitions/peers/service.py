@@ -41,8 +41,8 @@ from partitions.data.service import (
 )
 from partitions.data.share_records import ShareFetched, ShareRecords
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.group_model import InstanceConfig, ReadConfig
 from partitions.groups.share_partition import ShareOffset
-from partitions.groups.state import InstanceConfig, ReadConfig
 from partitions.metadata.service import (
     AdminService,
     ControllerSnapshot,

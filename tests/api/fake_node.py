@@ -73,9 +73,10 @@ from partitions.errors import (
 from partitions.features import SUPPORTED, Features, check_upgrade
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
+from partitions.groups.group_commands import GroupCommand
+from partitions.groups.group_commands import encode as encode_group
 from partitions.groups.share_partition import ShareOffset
-from partitions.groups.state import GroupCommand, GroupResult, GroupTable
-from partitions.groups.state import encode as encode_group
+from partitions.groups.state import GroupResult, GroupTable
 from partitions.metadata.service import (
     ControllerSnapshot,
     MoveState,

@@ -45,7 +45,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import ROUTES, build_app
 from api.openapi import document
-from partitions.groups.state import InstanceConfig
+from partitions.groups.group_model import InstanceConfig
 from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, encode_batch

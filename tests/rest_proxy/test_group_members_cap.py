@@ -10,7 +10,7 @@ import asyncio
 import aiohttp
 from rest_fixtures import V2, call
 
-from partitions.groups.state import GROUP_MEMBERS_MAX
+from partitions.groups.group_model import GROUP_MEMBERS_MAX
 from raftlog_client.local_cluster import LocalCluster
 
 EXTRA = 60  # creates past the bound

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from partitions.groups.group_commands import ShareGroupRecord, encode
+from partitions.groups.group_model import Group
 from partitions.groups.share_group import ShareMember
-from partitions.groups.state import Group, GroupTable, ShareGroupRecord, encode
+from partitions.groups.state import GroupTable
 
 
 class ShareTable:

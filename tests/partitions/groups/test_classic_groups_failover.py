@@ -17,14 +17,9 @@ from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupStat
 from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
-from partitions.groups.state import (
-    CLASSIC_MEMBER_BYTES_MAX,
-    GroupChanged,
-    GroupCommand,
-    GroupResult,
-    GroupTable,
-    encode,
-)
+from partitions.groups.group_commands import GroupCommand, encode
+from partitions.groups.group_model import CLASSIC_MEMBER_BYTES_MAX
+from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from raftlog.consensus.errors import NotLeader, OutcomeUnknown
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]

@@ -19,8 +19,10 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
+from partitions.groups.group_commands import ConsumerGroupRecord, encode
+from partitions.groups.group_model import Group
 from partitions.groups.live import LiveGroup, LiveMember
-from partitions.groups.state import ConsumerGroupRecord, Group, GroupTable, encode
+from partitions.groups.state import GroupTable
 
 
 class Table:

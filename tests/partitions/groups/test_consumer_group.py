@@ -25,16 +25,9 @@ from partitions.groups.errors import (
     UnreleasedInstanceId,
     UnsupportedAssignor,
 )
-from partitions.groups.state import (
-    ClassicGroupMetadata,
-    ClassicMember,
-    ConsumerGroupRecord,
-    Forget,
-    GroupChanged,
-    GroupTable,
-    decode,
-    encode,
-)
+from partitions.groups.group_commands import ClassicGroupMetadata, ConsumerGroupRecord, Forget, decode, encode
+from partitions.groups.group_model import ClassicMember
+from partitions.groups.state import GroupChanged, GroupTable
 
 COUNTS = {"t": 4}
 ALL = frozenset(TP("t", p) for p in range(4))

@@ -23,24 +23,24 @@ from partitions.groups.errors import (
     UnknownConsumerInstance,
     UnknownGroup,
 )
-from partitions.groups.state import (
-    DEFAULT_READS,
-    EMPTY_GROUP_RETENTION_MS,
+from partitions.groups.group_commands import (
     Expire,
-    GroupChanged,
     GroupCommand,
-    GroupResult,
-    GroupTable,
-    InstanceConfig,
     Join,
     Leave,
-    Member,
-    ReadConfig,
     Refresh,
     Subscribe,
     decode,
     encode,
 )
+from partitions.groups.group_model import (
+    DEFAULT_READS,
+    EMPTY_GROUP_RETENTION_MS,
+    InstanceConfig,
+    Member,
+    ReadConfig,
+)
+from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.replicas.state_machine import PartitionStateMachine
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage import Log, LogConfig

@@ -11,26 +11,27 @@ import pytest
 from partitions import commands
 from partitions.errors import InvalidCommand
 from partitions.groups.errors import GroupNotEmpty
-from partitions.groups.state import (
-    CLASSIC_GROUP_BYTES_MAX,
-    CLASSIC_MEMBER_BYTES_MAX,
-    EMPTY_GROUP_RETENTION_MS,
+from partitions.groups.group_commands import (
     ClassicGroupMetadata,
-    ClassicMember,
     Committed,
     Expire,
     Forget,
-    GroupChanged,
-    GroupTable,
     Join,
     KafkaGeneration,
     Leave,
-    Member,
     Refresh,
     Subscribe,
     decode,
     encode,
 )
+from partitions.groups.group_model import (
+    CLASSIC_GROUP_BYTES_MAX,
+    CLASSIC_MEMBER_BYTES_MAX,
+    EMPTY_GROUP_RETENTION_MS,
+    ClassicMember,
+    Member,
+)
+from partitions.groups.state import GroupChanged, GroupTable
 from partitions.replicas.state_machine import OffsetCommitted, OffsetDeleted, PartitionStateMachine
 from raftlog.storage.log import Log
 

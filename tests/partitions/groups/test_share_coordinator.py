@@ -25,19 +25,11 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
+from partitions.groups.group_commands import Committed, Forget, Join, ShareGroupRecord, decode, encode
+from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Member
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember
-from partitions.groups.state import (
-    SHARE_PROTOCOL_TYPE,
-    Committed,
-    Forget,
-    GroupTable,
-    Join,
-    Member,
-    ShareGroupRecord,
-    decode,
-    encode,
-)
+from partitions.groups.state import GroupTable
 from tests.partitions.groups.share_table import ShareTable
 
 TOPICS = {"t": 2, "u": 1}  # the topics the groups read, by their partition counts

@@ -13,7 +13,7 @@ from partitions.controller.state import TopicMetadata
 from partitions.data.service import DataService, Producer, ProduceResult, Served
 from partitions.data.share_records import ShareService
 from partitions.errors import PeerProtocolError, UnknownTopic
-from partitions.groups.state import InstanceConfig
+from partitions.groups.group_model import InstanceConfig
 from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops, peer
 from partitions.peers.client import (
