@@ -775,34 +775,3 @@ def test_the_test_name_rule_catches_a_clash(tmp_path: pathlib.Path) -> None:
         (tmp_path / folder / "test_same.py").write_text("")
     (tmp_path / "c" / "__init__.py").write_text("")
     assert clashing_test_modules(tmp_path) == {"test_same": ["a/test_same.py", "b/test_same.py"]}
-
-
-# The packages a node runs: a swallowed cancel there keeps a task alive past its node's close.
-NODE_PACKAGES = ("raftlog", "membership", "partitions", "api", "kafka_api", "raftlog_node")
-
-
-def _wait_for_calls(path: pathlib.Path) -> list[str]:
-    """``asyncio.wait_for`` calls: on Python 3.11 it returns the awaited result when a cancel arrives in
-    the same loop iteration as that result, so the cancel is lost and a loop it runs in never ends (a
-    node's close then waits for it forever). ``async with asyncio.timeout(...)`` keeps the cancel."""
-    _, nodes = _parse(path.read_text("utf-8"), str(path))
-    return [
-        f"{path.name}:{node.lineno}"
-        for node in nodes
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "wait_for"
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "asyncio"
-    ]
-
-
-def test_no_node_code_waits_with_asyncio_wait_for() -> None:
-    found = [hit for pkg, path in _sources() if pkg in NODE_PACKAGES for hit in _wait_for_calls(path)]
-    assert found == []
-
-
-def test_the_wait_for_rule_catches_one(tmp_path: pathlib.Path) -> None:
-    bad = tmp_path / "bad.py"
-    bad.write_text("import asyncio\nasync def f(e):\n    await asyncio.wait_for(e.wait(), 1)\n", "utf-8")
-    assert _wait_for_calls(bad) == ["bad.py:3"]
