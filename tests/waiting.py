@@ -23,16 +23,26 @@ def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0, e
 
 
 async def wait_until(
-    check: Callable[[], Awaitable[Any]], what: str, timeout_s: float = 60.0, every_s: float = 0.2
+    check: Callable[[], Awaitable[Any]],
+    what: str,
+    timeout_s: float = 60.0,
+    every_s: float = 0.2,
+    retrying: tuple[type[Exception], ...] = (),
 ) -> Any:
-    """``wait_for`` on an event loop: ``await check()``'s first true value."""
+    """``wait_for`` on an event loop: ``await check()``'s first true value; an exception of ``retrying``
+    counts as not yet. The AssertionError names the last value or exception."""
     deadline = time.monotonic() + timeout_s
+    last: Any = None
     while time.monotonic() < deadline:
-        value = await check()
-        if value:
-            return value
+        try:
+            last = await check()
+        except retrying as exc:
+            last = exc
+        else:
+            if last:
+                return last
         await asyncio.sleep(every_s)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
+    raise AssertionError(f"not within {timeout_s} s: {what} (last: {last!r})")
 
 
 def node_metric(url: str, name: str) -> float:

@@ -22,6 +22,7 @@ import pytest
 from partitions.operations.operator import BALANCE_INTERVAL_S
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import ClientError, RequestFailed
+from tests.waiting import wait_until
 
 from .cluster import ProcessCluster
 
@@ -133,18 +134,7 @@ async def read_all(client: RaftlogClient, topic: str, partition: int) -> list[tu
 
 
 async def until(what: str, check: Callable[[], Awaitable[Any]], timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = await check()
-        except ClientError as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout_s} s (last: {last!r})")
+    return await wait_until(check, what, timeout_s, retrying=(ClientError,))
 
 
 async def fully_replicated(admin: RaftlogClient, topic: str, partitions: int, factor: int) -> bool:

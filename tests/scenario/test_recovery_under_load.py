@@ -27,6 +27,7 @@ from raftlog.errors import RaftlogError
 from raftlog.storage.batch import decode_header, split_batches
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import ClientError
+from tests.waiting import wait_until
 
 from .cluster import ProcessCluster
 
@@ -53,18 +54,7 @@ def cluster(tmp_path: pathlib.Path) -> Iterator[ProcessCluster]:
 
 
 async def until(what: str, check: Callable[[], Awaitable[Any]], timeout_s: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = await check()
-        except ClientError as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout_s} s (last: {last!r})")
+    return await wait_until(check, what, timeout_s, retrying=(ClientError,))
 
 
 async def metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float]:
