@@ -31,7 +31,8 @@ typecheck: bootstrap
 TEST_ENV = PYTHONDONTWRITEBYTECODE=
 
 # Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
-# (Three took 27.9 minutes against two's 31 and failed two tests on the load: the machine has 2 cores.)
+# (Three took 14.2 minutes quiet and 21.7 with four CPU burners, green once each, against two's 18.6 and
+# 28.1, green three times loaded: two stay until three have passed loaded as often. README, "tests".)
 # The files go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # both workers finish together.
 unit: bootstrap
