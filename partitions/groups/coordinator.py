@@ -62,7 +62,6 @@ from partitions.groups.group_commands import (
     Join,
     Leave,
     Refresh,
-    ShareGroupRecord,
     Subscribe,
 )
 from partitions.groups.group_model import (
@@ -75,8 +74,7 @@ from partitions.groups.group_model import (
     Member,
 )
 from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
-from partitions.groups.share_coordinator import ShareGroupCoordinator
-from partitions.groups.share_group import ShareMember
+from partitions.groups.share_coordinator import ShareGroup, ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
@@ -644,21 +642,13 @@ class _ConsumerTable:
         _, table, _ = self._groups._read(group)
         return table.share_groups()
 
-    async def record_share(
-        self,
-        group: str,
-        epoch: int,
-        groups_max: int,
-        members: tuple[ShareMember, ...],
-        counts: dict[str, int],
-    ) -> None:
+    async def record_share(self, group: ShareGroup, groups_max: int) -> None:
         """Refused (ShareGroupsNotFinalized) while the cluster's feature level predates kind 11."""
         gate = self._groups._features
         if gate is not None and not gate.allows(SHARE_GROUPS):
-            raise ShareGroupsNotFinalized(group)
-        partition, _, _ = self._groups._read(group)
-        command = ShareGroupRecord(group, epoch, self._groups._wall(), groups_max, members, counts)
-        await self._groups._propose(partition, command)
+            raise ShareGroupsNotFinalized(group.name)
+        partition, _, _ = self._groups._read(group.name)
+        await self._groups._propose(partition, group.record(self._groups._wall(), groups_max))
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
         """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the

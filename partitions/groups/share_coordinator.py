@@ -46,6 +46,7 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
+from partitions.groups.group_commands import ShareGroupRecord
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup
 from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember, assignment
@@ -77,17 +78,9 @@ class ShareRecords(Protocol):
         """(name, term, the table's group) of every share group with members in a partition led here."""
         ...
 
-    async def record_share(
-        self,
-        group: str,
-        epoch: int,
-        groups_max: int,
-        members: tuple[ShareMember, ...],
-        counts: dict[str, int],
-    ) -> None:
-        """The group, its epoch, members and partition counts written to the group table
-        (``ShareGroupRecord``); a group it would create past ``groups_max`` share groups is refused
-        (``ShareGroupLimitReached``)."""
+    async def record_share(self, group: ShareGroup, groups_max: int) -> None:
+        """``group.record`` written to the group table; a group it would create past ``groups_max`` share
+        groups is refused (``ShareGroupLimitReached``)."""
         ...
 
 
@@ -110,6 +103,11 @@ class ShareGroup:
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed}
+
+    def record(self, now_ms: int, groups_max: int) -> ShareGroupRecord:
+        """The group as the table records it: its epoch, members and their topics' partition counts."""
+        members = tuple(self.members.values())
+        return ShareGroupRecord(self.name, self.group_epoch, now_ms, groups_max, members, dict(self.counts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,10 +227,7 @@ class ShareGroupCoordinator:
         group = self._groups.get(name)
         if group is not None and group.group_epoch > group.recorded:
             try:
-                members = tuple(group.members.values())
-                await self._records.record_share(
-                    name, group.group_epoch, self.groups_max, members, dict(group.counts)
-                )
+                await self._records.record_share(group, self.groups_max)
             except ShareGroupLimitReached:
                 del self._groups[name]  # never created: nothing of it is held
                 raise

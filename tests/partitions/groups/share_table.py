@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from partitions.groups.group_commands import ShareGroupRecord, encode
+from partitions.groups.group_commands import encode
 from partitions.groups.group_model import Group
-from partitions.groups.share_group import ShareMember
+from partitions.groups.share_coordinator import ShareGroup
 from partitions.groups.state import GroupTable
 
 
@@ -34,15 +34,7 @@ class ShareTable:
             if group.share_members:
                 yield name, self.term, group
 
-    async def record_share(
-        self,
-        group: str,
-        epoch: int,
-        groups_max: int,
-        members: tuple[ShareMember, ...],
-        counts: dict[str, int],
-    ) -> None:
-        command = ShareGroupRecord(group, epoch, 0, groups_max, members, counts)
-        result = self.table.apply(encode(command))
+    async def record_share(self, group: ShareGroup, groups_max: int) -> None:
+        result = self.table.apply(encode(group.record(0, groups_max)))
         if isinstance(result, Exception):
             raise result
