@@ -53,14 +53,8 @@ from raftlog.storage.compaction import (
     plan_cleaning,
     rewrite,
 )
-from raftlog.storage.log import (
-    _MAX_RELATIVE_OFFSET,
-    Log,
-    hold_closed_segments,
-    last_stable_offset,
-    release_held,
-    replace_segments,
-)
+from raftlog.storage.log import _MAX_RELATIVE_OFFSET, Log, last_stable_offset
+from raftlog.storage.log_cut import hold_closed_segments, release_held, replace_segments
 from raftlog.storage.log_open import CleanerOffsets, read_cleaner_offsets, write_cleaner_offsets
 from raftlog.storage.periodic import Periodic
 from raftlog.storage.segment import Segment, walk_headers

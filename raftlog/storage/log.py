@@ -14,17 +14,15 @@ the partition's entries. The streaming ``LogReader`` reads one segment's view at
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from raftlog.errors import InvariantViolation, check
-from raftlog.storage import swap
+from raftlog.errors import check
+from raftlog.storage import log_cut
 from raftlog.storage.batch import (
     HEADER_SIZE,
     BatchFormatError,
@@ -37,33 +35,16 @@ from raftlog.storage.batch import (
     validate_records,
     verify,
 )
-from raftlog.storage.closing import Closing
 from raftlog.storage.config import LogConfig
-from raftlog.storage.errors import (
-    CorruptRecord,
-    DiskFull,
-    InvalidRecord,
-    LogClosed,
-    OffsetOutOfRange,
-    RecordTooLarge,
-    StorageError,
-    StorageUnavailable,
-)
-from raftlog.storage.leader_epochs import LeaderEpochs, open_epochs
-from raftlog.storage.log_open import (
-    OpenReport,
-    open_segments,
-    read_cleaner_offsets,
-    read_start_offset,
-    write_start_offset,
-)
+from raftlog.storage.errors import DiskFull, InvalidRecord, LogClosed, RecordTooLarge, StorageUnavailable
+from raftlog.storage.leader_epochs import open_epochs
+from raftlog.storage.log_open import open_segments, read_cleaner_offsets, read_start_offset
 from raftlog.storage.log_read import LogReader, LogView, ReadBatch
+from raftlog.storage.log_state import LogState
 from raftlog.storage.retention import SegmentInfo, segments_to_delete
-from raftlog.storage.segment import (
-    Segment,
-)
+from raftlog.storage.segment import Segment
 from raftlog.storage.space import DiskSpace
-from raftlog.storage.transactions import LogTransactions, control_type, open_transactions
+from raftlog.storage.transactions import control_type, open_transactions
 
 log = logging.getLogger("raftlog.storage")
 
@@ -82,133 +63,14 @@ class AppendResult:
     term: int
 
 
-def delete_oldest_segments(log: Log, count: int) -> int:
-    """Delete up to ``count`` of the log's leading segments, oldest first, never its last; how many went
-    (retention, deleted records)."""
-    with log._lock:
-        log._check_writable()
-        deleted = 0
-        while deleted < count and len(log._segments) > 1:
-            log._bases.pop(0)
-            log._segments.pop(0).delete(log._discard)
-            deleted += 1
-        log.leader_epochs.truncate_from_start(log.log_start_offset, log.end_offset)
-        log.transactions.truncate_from_start(log.log_start_offset)
-        return deleted
-
-
-def _begin_at(log: Log, segment: Segment, offset: int) -> None:
-    """The log becomes ``segment``, empty and beginning at ``offset``, the segments before it deleted
-    already; what described the old records (leader epochs, transactions) is forgotten. Under its lock."""
-    log._segments = [segment]
-    log._bases = [offset]
-    log._unflushed_bytes = 0
-    log._durable_end_offset = offset
-    log._truncations += 1
-    log.leader_epochs.clear()
-    log.transactions.clear()
-    log.transactions.save_if_behind(offset)
-
-
 def last_stable_offset(log: Log) -> int:
     """Below it every transaction in ``log`` has ended (Kafka's LSO): a read_committed reader stops there."""
     return log.transactions.last_stable_offset(log.end_offset, log.log_start_offset)
 
 
-def hold_closed_segments(log: Log) -> tuple[list[Segment], int]:
-    """The log's closed segments, each held (``Segment.acquire``: the caller releases each under the
-    log's lock), and the active segment's base; none of a closed or failed log."""
-    with log._lock:
-        if log._closed or log._failed is not None:
-            return [], log._segments[-1].base_offset
-        closed = log._segments[:-1]
-        for segment in closed:
-            segment.acquire()
-        return closed, log._segments[-1].base_offset
-
-
-def release_held(log: Log, segments: Sequence[Segment]) -> None:
-    """Let go of segments :func:`hold_closed_segments` held (a deleted one's files go to their discard)."""
-    with log._lock:
-        for segment in segments:
-            segment.release()
-
-
-def replace_segments(log: Log, old: Sequence[Segment]) -> bool:
-    """The segment compaction staged beside ``old`` (a run of the log's closed segments, in order; staged
-    at the first one's base) takes their place (``raftlog.storage.swap``). False, and nothing changed, when
-    they are no longer the log's (retention, deleted records or a truncation took one meanwhile): the
-    caller removes the staged files. A failure after the commit point fails the log: opening it again
-    finishes the swap."""
-    with log._lock:
-        if log._closed or log._failed is not None:
-            return False
-        segments = log._segments
-        first = next((i for i, segment in enumerate(segments) if segment is old[0]), None)
-        after = None if first is None else first + len(old)
-        if (
-            after is None
-            or after >= len(segments)
-            or any(a is not b for a, b in zip(segments[first:after], old, strict=True))
-        ):
-            return False
-        base = old[0].base_offset
-        swap.commit(log.directory, base)
-        try:
-            for segment in old:
-                segment.delete(log._discard)
-            swap.finish(log.directory, base)
-            cleaned = Segment(log.directory, base, log.config.index_interval_bytes)
-            cleaned.recover_closed(segments[after].base_offset)
-        except (OSError, CorruptRecord) as exc:
-            log._fail(f"swapping in the compacted segment at {base}: {exc}")
-            raise StorageUnavailable(log.directory, str(exc)) from exc
-        segments[first:after] = [cleaned]
-        log._bases[first:after] = [base]
-        return True
-
-
-class Log(Closing):
-    """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`."""
-
-    def __init__(
-        self,
-        directory: str,
-        config: LogConfig,
-        clock: Callable[[], int],
-        discard: Callable[[str], None] = os.unlink,
-        space: DiskSpace | None = None,
-    ) -> None:
-        self.directory = directory
-        self.config = config
-        self._clock = clock
-        self._discard = discard  # where deleted segments' files go (Segment.delete)
-        self.space = space if space is not None else DiskSpace()  # told of refused and accepted writes
-        self._lock = threading.RLock()
-        self._segments: list[Segment] = []
-        self._bases: list[int] = []
-        # Where reading starts when that is above the first segment's base (deleted records: advance_start)
-        self._start_offset = 0
-        # Batches below this offset may have been rewritten by compaction (raftlog.storage.cleaner): the
-        # bytes on disk are no longer those appended, though every kept record keeps its offset
-        self.compacted_below = 0
-        self._unflushed_bytes = 0
-        self._last_flush_ms = clock()
-        self._durable_end_offset = 0
-        self._truncations = 0  # a flush outside the lock advances durability only if none came meanwhile
-        self._failed: str | None = None
-        self._closed = False
-        self.open_report = OpenReport()
-        # Each leader epoch's start offset (raftlog.storage.leader_epochs): changed under the lock, its
-        # ``entries`` read from any thread
-        self.leader_epochs = LeaderEpochs(directory)
-        # Open transactions and the aborted index (raftlog.storage.transactions): changed under the lock,
-        # its ``open_first`` and ``rows`` read from any thread
-        self.transactions = LogTransactions(directory)
-        # Open files: the LogManager closes those of a log unused for a while (release_handles); any use
-        # marks the log (no lock: a plain store, read by the manager's sweep as a hint).
-        self.used_at = time.monotonic()
-        self.handles_open = True
+class Log(LogState):
+    """A durable, segmented, append-only log of record batches. Create with :meth:`Log.open`. What it
+    holds and the checks it makes are its ``LogState``'s; truncation and start moves are ``log_cut``'s."""
 
     # -- opening -------------------------------------------------------------------------------------
 
@@ -242,23 +104,6 @@ class Log(Closing):
         return self
 
     # -- offsets -------------------------------------------------------------------------------------
-
-    @property
-    def log_start_offset(self) -> int:
-        """The first offset read (Kafka's log start offset): the first segment's base, or above it when
-        records were deleted (:meth:`advance_start`). It may lie inside a batch, which is then served
-        whole, as Kafka serves it; and above the end while a replica is behind its peers."""
-        return max(self._segments[0].base_offset, self._start_offset)
-
-    @property
-    def end_offset(self) -> int:
-        """The offset the next appended record gets (Kafka's log end offset)."""
-        return self._segments[-1].end_offset
-
-    @property
-    def durable_end_offset(self) -> int:
-        """Every record below this offset is fsynced."""
-        return self._durable_end_offset
 
     @property
     def size_bytes(self) -> int:
@@ -361,12 +206,6 @@ class Log(Closing):
         except BatchFormatError as exc:
             raise InvalidRecord(f"malformed batch: {exc}") from exc
 
-    def _check_writable(self) -> None:
-        if self._closed:
-            raise LogClosed(f"log {self.directory} is closed")
-        if self._failed is not None:
-            raise StorageUnavailable(self.directory, f"log failed earlier and refuses writes: {self._failed}")
-
     def _check_size(self, size: int) -> None:
         if size > self.config.max_message_bytes:
             raise RecordTooLarge(size, self.config.max_message_bytes)
@@ -418,12 +257,6 @@ class Log(Closing):
             raise StorageUnavailable(active.path, str(exc)) from exc
         self.space.wrote()
         return AppendResult(header.base_offset, header.end_offset, header.term)
-
-    def _fail(self, reason: str) -> None:
-        log.error(
-            "%s: storage failure, log refuses further writes until reopened: %s", self.directory, reason
-        )
-        self._failed = reason
 
     def _should_roll(self, active: Segment, header: BatchHeader, now_ms: int) -> bool:
         if active.size + header.size_bytes > self.config.segment_bytes:
@@ -519,13 +352,6 @@ class Log(Closing):
         self._durable_end_offset = self.end_offset
 
     # -- reads ---------------------------------------------------------------------------------------
-
-    def _check_offset(self, offset: int) -> None:
-        if not self.log_start_offset <= offset <= self.end_offset:
-            raise OffsetOutOfRange(offset, self.log_start_offset, self.end_offset)
-
-    def _segment_index(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
     def read_view(self, offset: int, max_bytes: int, max_offset: int | None = None) -> LogView:
         """The batches a read from ``offset`` may return, resolved under the lock and read outside it.
@@ -663,108 +489,23 @@ class Log(Closing):
     # -- truncation and retention --------------------------------------------------------------------
 
     def truncate(self, offset: int) -> None:
-        """Discard every record at or after ``offset`` (a batch boundary). Used by a replica to drop entries
-        its leader never committed, and by recovery to take a peer's compacted batch in place of the records
-        it covers (``partitions.replicas.recovery``). Later segments are deleted newest first, so a crash
-        midway leaves a consistent prefix."""
-        with self._lock:
-            self._check_writable()
-            self._check_offset(offset)
-            self._touch()
-            if offset == self.end_offset:
-                return
-            index = self._segment_index(offset)
-            segment = self._segments[index]
-            if offset == segment.base_offset and index > 0:
-                keep = index  # the previous segment ends exactly here
-            else:
-                keep = index + 1
-                segment.check_boundary(offset)  # before deleting anything
-            # the checkpoint first: a crash from here on finds no epoch of a batch cut (one it claims that is
-            # still there when the log reopens is found again from the batch headers)
-            epochs, kept = self.leader_epochs, self.leader_epochs.entries
-            epochs.truncate_from_end(offset)
-            try:
-                epochs.save(offset)
-            except StorageError:
-                epochs.entries = kept  # nothing cut: the log stays as it was
-                raise
-            while len(self._segments) > keep:
-                doomed = self._segments.pop()
-                self._bases.pop()
-                doomed.delete(self._discard)
-            self._segments[-1].truncate_to(offset)
-            self._segments[-1].first_append_ms = None
-            self._unflushed_bytes = 0
-            self._durable_end_offset = min(self._durable_end_offset, self.end_offset)
-            self._truncations += 1
-            # a marker cut opens its transaction again, and only the batches say where it began: walked
-            # again (from a checkpoint below the cut), and saved before the log takes another append
-            self.transactions = open_transactions(self.directory, self._segments, self.log_start_offset)
-            self.transactions.save_if_behind(self.end_offset)
+        """Discard every record at or after ``offset`` (a batch boundary): :func:`log_cut.truncate`."""
+        log_cut.truncate(self, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Replace the whole log with an empty one starting at ``offset`` (>= end offset): a replica that
-        fell behind its leader's log start jumps forward. Crash-safe through the start-offset file."""
-        with self._lock:
-            self._check_writable()
-            if offset < self.end_offset:
-                raise OffsetOutOfRange(offset, self.end_offset, 2**63 - 1)
-            self._touch()
-            start = max(offset, self._start_offset)
-            write_start_offset(self.directory, start)  # a crash from here on reopens the log starting there
-            self._start_offset = start
-            active = self._segments[-1]
-            if active.base_offset == offset:  # empty, starting there already (offset == end offset)
-                keep = active
-            else:  # made first: no room for it (DiskFull) leaves the log as it was
-                keep = Segment.create(self.directory, offset, self.config.index_interval_bytes)
-            for segment in reversed(self._segments):
-                if segment is not keep:
-                    segment.delete(self._discard)
-            _begin_at(self, keep, offset)
-            self.leader_epochs.save_if_behind(offset)
+        """Replace the whole log with an empty one starting at ``offset`` (>= end offset):
+        :func:`log_cut.truncate_fully_and_start_at`."""
+        log_cut.truncate_fully_and_start_at(self, offset)
 
     def advance_start(self, offset: int) -> int:
-        """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the start offset.
-        Records below it are no longer read; the segments wholly below it are deleted, the one holding it
-        stays (the start may lie inside a batch). Never moves it back. Past the end (a replica behind its
-        peers) the log keeps what it has, and recovery restarts it there. Crash-safe: the start offset is
-        on disk (fsynced) before any segment goes."""
-        with self._lock:
-            self._check_writable()
-            if offset <= self.log_start_offset:
-                return self.log_start_offset
-            self._touch()
-            write_start_offset(self.directory, offset)
-            self._start_offset = offset
-            delete_oldest_segments(
-                self, bisect.bisect_right(self._bases, offset) - 1
-            )  # those wholly below it
-            self.leader_epochs.truncate_from_start(offset, self.end_offset)
-            self.transactions.truncate_from_start(offset)
-            return offset
+        """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the start offset:
+        :func:`log_cut.advance_start`."""
+        return log_cut.advance_start(self, offset)
 
     def restart_empty_before(self, offset: int) -> None:
-        """An empty log restarted at its start offset (a replica behind its peers) begins at ``offset``
-        instead, below its start: the first batch its peers hold there begins at ``offset`` (the start
-        lies inside it) and is copied whole. The start offset stays."""
-        with self._lock:
-            self._check_writable()
-            empty = self._segments[-1]
-            if len(self._segments) != 1 or not empty.is_empty or offset > empty.base_offset:
-                raise InvariantViolation(
-                    f"{self.directory}: restart before {empty.base_offset} at {offset} of a log that is "
-                    f"not empty there ({len(self._segments)} segments, end {self.end_offset})"
-                )
-            if offset == empty.base_offset:
-                return
-            self._touch()
-            # made first: a crash between leaves it empty below the other, and opening drops it (wholly
-            # below the start offset); no room (DiskFull) leaves the log as it was
-            begun = Segment.create(self.directory, offset, self.config.index_interval_bytes)
-            empty.delete(self._discard)
-            _begin_at(self, begun, offset)
+        """An empty log restarted at its start offset begins at ``offset`` instead, below its start:
+        :func:`log_cut.restart_empty_before`."""
+        log_cut.restart_empty_before(self, offset)
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete the leading segments that ``retention.ms`` / ``retention.bytes`` no longer keep."""
@@ -780,13 +521,9 @@ class Log(Closing):
                     count,
                     self._segments[count].base_offset,
                 )
-            return delete_oldest_segments(self, count)
+            return log_cut.delete_oldest_segments(self, count)
 
     # -- open files ----------------------------------------------------------------------------------
-
-    def _touch(self) -> None:
-        self.used_at = time.monotonic()
-        self.handles_open = True
 
     def release_handles(self) -> bool:
         """Close this log's open files; every later use opens what it needs again. False, and nothing

@@ -23,7 +23,7 @@ from raftlog.storage.leader_epochs import (
     end_offset_for,
     epoch_for_offset,
 )
-from raftlog.storage.log import delete_oldest_segments
+from raftlog.storage.log_cut import delete_oldest_segments
 from raftlog.storage.segment import Segment
 from tests.storage.helpers import (
     FakeClock,

@@ -23,7 +23,7 @@ from raftlog.storage.errors import (
     StorageUnavailable,
 )
 from raftlog.storage.leader_epochs import CHECKPOINT_FILE
-from raftlog.storage.log import delete_oldest_segments
+from raftlog.storage.log_cut import delete_oldest_segments
 from raftlog.storage.segment import Segment
 
 from .helpers import (

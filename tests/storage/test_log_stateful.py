@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from raftlog.storage import Log, LogConfig, ProducerRecord, Record
 from raftlog.storage.batch import encode_batch
-from raftlog.storage.log import delete_oldest_segments
+from raftlog.storage.log_cut import delete_oldest_segments
 from raftlog.storage.retention import SegmentInfo
 
 from .helpers import (
