@@ -63,7 +63,7 @@ from api.access import (
     open_to_users,
     topic,
 )
-from api.bodies import give_back
+from api.bodies import end_if_cut, give_back
 from api.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -516,6 +516,7 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     app_state.metrics.observe(request.method, name, response.status, time.perf_counter() - started)
+    await end_if_cut(request, response)
     return response
 
 

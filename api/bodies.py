@@ -19,6 +19,7 @@ from partitions.security.holds import RequestBytes
 
 _BODY = web.RequestKey("raftlog_body", bytes)
 _HELD = web.RequestKey("raftlog_body_bytes_held", tuple)  # (budget, holder, bytes) until answered
+_CUT = web.RequestKey("raftlog_body_cut", bool)  # its body did not come whole in time
 
 
 async def read_body(
@@ -52,6 +53,7 @@ async def read_body(
                     raise RequestTooLarge(limit)
                 chunks.append(chunk)
     except TimeoutError:
+        request[_CUT] = True
         raise RequestTimeout(timeout_s) from None
     body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     request[_BODY] = body
@@ -64,3 +66,14 @@ def give_back(request: web.Request) -> None:
     if held is not None:
         budget, holder, size = held
         budget.give_back(holder, size)
+
+
+async def end_if_cut(request: web.Request, response: web.StreamResponse) -> None:
+    """A request whose body did not come whole in time is answered now and its connection closed once
+    the answer is out. Else aiohttp would go on reading what the client still dribbles for up to 10 s
+    (its lingering close) before closing: time a slow client holds a connection past its bound."""
+    if not request.get(_CUT, False):
+        return
+    await response.prepare(request)
+    await response.write_eof()
+    request.protocol.force_close()  # the transport closes once the answer's bytes are written
