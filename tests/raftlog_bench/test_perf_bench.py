@@ -314,7 +314,9 @@ async def test_single_phase_shows_the_load_generators_librdkafka_cpu_second_by_s
         spinner.join()
     spin_pct = result.client_librdkafka_pct_per_second
     # 0.8 s of spinning is 80 % of a quiet core; a loaded one gives it a share (24 % seen beside a whole run)
-    assert len(spin_pct) == 2 and spin_pct[1] >= 10 and spin_pct[0] < 5, spin_pct
+    # a loop late past the timetable's end samples once more: a third figure, of a second without it
+    others = [pct for second, pct in enumerate(spin_pct) if second != 1]
+    assert len(spin_pct) in (2, 3) and spin_pct[1] >= 10 and all(pct < 5 for pct in others), spin_pct
     lines = perf_report.format_seconds([result])
     assert "librdkafka threads, % of a core" in lines[2] and f"most {max(spin_pct):.0f}" in lines[2]
 
