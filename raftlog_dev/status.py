@@ -49,6 +49,8 @@ class ClusterStatus:
 
 
 def alive(pid: int | None) -> bool:
+    """Whether ``pid`` is a running process. One that exited and waits for its parent to collect its exit
+    status (a zombie: a supervisor started by a script that has not waited for it yet) is not."""
     if pid is None or pid <= 0:
         return False
     try:
@@ -57,7 +59,19 @@ def alive(pid: int | None) -> bool:
         return False
     except PermissionError:  # someone else's process: alive, not ours
         return True
-    return True
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """Whether /proc says ``pid`` exited (state Z or X); False without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    # "pid (command) state ...": the command may hold spaces and parentheses, the last ")" ends it
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state in (b"Z", b"X")
 
 
 def read_status(data_dir: str) -> ClusterStatus | None:

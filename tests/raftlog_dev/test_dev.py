@@ -22,6 +22,7 @@ import pytest
 
 from raftlog_dev import control, layout, supervisor
 from raftlog_dev.control import Answer, ControlError, Request
+from raftlog_dev.status import alive
 
 ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
 
@@ -43,14 +44,6 @@ def description(data: pathlib.Path) -> dict[str, Any]:
 
 def node_entry(data: pathlib.Path, node_id: str) -> dict[str, Any]:
     return next(n for n in description(data)["nodes"] if n["id"] == node_id)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def ready_pid(url: str) -> int:

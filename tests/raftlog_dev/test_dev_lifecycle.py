@@ -17,9 +17,10 @@ import time
 import urllib.request
 from typing import Any
 
-from test_dev import ENV, Supervised, alive, description, raftlog, until
+from test_dev import ENV, Supervised, description, raftlog, until
 
 from raftlog_dev import layout
+from raftlog_dev.status import alive
 
 
 def node_pids(data: pathlib.Path) -> list[int]:
