@@ -16,6 +16,7 @@ import base64
 import http.client
 import json
 import random
+import ssl
 import time
 import urllib.parse
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ import msgpack
 from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import RequestFailed, decode_error
 from raftlog_client.retry import Attempts, RetryRule
-from raftlog_client.session import Answer, NoAnswer, NotSent
+from raftlog_client.session import Answer, NoAnswer, NotSent, NotTrusted
 from raftlog_contract import (
     ADMIN_PREFIX,
     ADMIN_TOPICS_PATH,
@@ -138,7 +139,9 @@ class BlockingClient:
             except (NotSent, NoAnswer) as exc:
                 self.close()
                 self._current = (self._current + 1) % len(self._servers)
-                wait = attempts.after_unreachable(sent=isinstance(exc, NoAnswer))
+                wait = attempts.after_unreachable(
+                    sent=isinstance(exc, NoAnswer), untrusted=isinstance(exc, NotTrusted)
+                )
                 if wait is None:
                     raise attempts.unavailable(f"{method} {path}", str(exc)) from None
             else:
@@ -168,6 +171,8 @@ class BlockingClient:
                 )
             try:
                 connection.connect()
+            except ssl.SSLCertVerificationError as exc:
+                raise NotTrusted(f"{where}: {type(exc).__name__}: {exc}") from None
             except OSError as exc:
                 raise NotSent(f"{where}: {type(exc).__name__}: {exc}") from None
             self._connection = connection

@@ -54,7 +54,7 @@ from raftlog_client.cluster_admin import ClusterAdmin
 from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import ClientError, RequestFailed, decode_error
 from raftlog_client.retry import Attempts, RetryRule
-from raftlog_client.session import NoAnswer, NotSent, Session
+from raftlog_client.session import NoAnswer, NotSent, NotTrusted, Session
 from raftlog_contract import (
     ADMIN_PREFIX,
     ADMIN_TOPICS_PATH,
@@ -286,7 +286,9 @@ class RaftlogClient:
                 )  # fmt: skip
             except (NotSent, NoAnswer) as exc:
                 self._current += 1
-                wait = attempts.after_unreachable(sent=isinstance(exc, NoAnswer))
+                wait = attempts.after_unreachable(
+                    sent=isinstance(exc, NoAnswer), untrusted=isinstance(exc, NotTrusted)
+                )
                 if wait is None:
                     raise attempts.unavailable(f"{method} {path}", str(exc)) from None
             else:

@@ -12,7 +12,9 @@ only through ``clock``.
 - Giving up: after ``retries`` retries, or when the next attempt would start more than ``budget_s``
   after the first (each bound is optional; at least one is given); with ``unreachable_rounds``, also
   once every server refused a connection that many times in a row (a command line fails fast when no
-  server runs, rather than backing off for seconds).
+  server runs, rather than backing off for seconds); and once every server in a row presented a
+  certificate the client does not trust (a wrong CA or host name is no failure that time mends: each
+  server is tried once, as one may be between two certificates, and then the caller is told).
 """
 
 from __future__ import annotations
@@ -72,11 +74,12 @@ class Attempts:
         self._started = clock()
         self.made = 0  # attempts that failed so far
         self._unreachable_in_a_row = 0
+        self._untrusted_in_a_row = 0
 
     def after_error_answer(self, status: int, retry_after: str | None) -> float | None:
         """After an answer with ``status`` >= 400; None: that answer is final."""
         self.made += 1
-        self._unreachable_in_a_row = 0
+        self._unreachable_in_a_row = self._untrusted_in_a_row = 0
         if status != 503 and not (status == 504 and self.repeatable):
             return None
         return self._within_bounds(self._backoff(retry_after))
@@ -84,14 +87,18 @@ class Attempts:
     def after_retriable_records(self) -> float | None:
         """After an answer whose records failed with retriable error codes (an idempotent produce)."""
         self.made += 1
-        self._unreachable_in_a_row = 0
+        self._unreachable_in_a_row = self._untrusted_in_a_row = 0
         return self._within_bounds(self._backoff(None))
 
-    def after_unreachable(self, sent: bool) -> float | None:
-        """After a connection failure, before (``sent`` False) or after the request left."""
+    def after_unreachable(self, sent: bool, untrusted: bool = False) -> float | None:
+        """After a connection failure, before (``sent`` False) or after the request left; ``untrusted``:
+        the server's certificate was not trusted (before the request left)."""
         self.made += 1
         self._unreachable_in_a_row += 1
+        self._untrusted_in_a_row = self._untrusted_in_a_row + 1 if untrusted else 0
         if sent and not self.repeatable:
+            return None
+        if self._untrusted_in_a_row >= self.servers:
             return None
         rounds = self.rule.unreachable_rounds
         if not sent and rounds is not None and self._unreachable_in_a_row >= rounds * self.servers:

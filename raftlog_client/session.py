@@ -32,6 +32,11 @@ class NotSent(ClientError):
     """The connection failed before the request was sent: nothing was done."""
 
 
+class NotTrusted(NotSent):
+    """The server's certificate was not trusted (not signed by the CA given, or made out to another host):
+    nothing was sent. Waiting does not change it, as it may a server that is down."""
+
+
 class NoAnswer(ClientError):
     """The request was sent, but no answer came (``timed_out``, or the connection was lost): its outcome
     is unknown."""
@@ -81,6 +86,8 @@ class Session:
             ) as response:
                 data = await response.read()
                 return Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, data)
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise NotTrusted(f"{url}: {exc.certificate_error}") from None
         except aiohttp.ClientConnectorError as exc:
             raise NotSent(f"{url}: {exc.strerror or exc}") from None
         except TimeoutError:

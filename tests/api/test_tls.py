@@ -2,10 +2,11 @@
 with clients of other authors: curl over HTTPS, confluent-kafka and kcat over SSL. Nodes call each other
 over HTTPS with their own certificates (a produce through a node that does not lead the partition is
 forwarded). Refused: no client certificate, an expired one, one of another CA, a client that does not
-trust the cluster's CA, plain HTTP."""
+trust the cluster's CA (curl, and this package's own clients, which give up at once), plain HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import pathlib
@@ -17,6 +18,9 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from raftlog_client.blocking import BlockingClient
+from raftlog_client.client import RaftlogClient
+from raftlog_client.errors import Unavailable
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_dev.certificates import issue, make_ca
 
@@ -87,6 +91,30 @@ def test_refused_without_trust_or_a_valid_client_certificate(
     assert curl(cluster, url, cert=stranger)[0] != 0
     plain = url.replace("https://", "http://")
     assert curl(cluster, plain)[0] != 0  # plain HTTP to the TLS port gets no answer
+
+
+def test_our_clients_give_up_on_a_cluster_whose_certificates_they_do_not_trust_at_once(
+    cluster: LocalCluster, tmp_path: pathlib.Path
+) -> None:
+    """Given another CA, both clients fail naming the certificate after one try of each node, with a
+    retry budget of ten minutes left: no wait makes a certificate trusted (retry.py)."""
+    other_ca, _ = make_ca(str(tmp_path))
+    blocking = BlockingClient(cluster.servers, 600_000, ca=other_ca)
+    try:
+        with pytest.raises(Unavailable, match="CERTIFICATE_VERIFY_FAILED"):
+            blocking.partition_count("anything")
+    finally:
+        blocking.close()
+
+    async def asynchronous() -> None:
+        client = RaftlogClient(cluster.servers, retries=None, retry_for_s=600.0, ca=other_ca)
+        try:
+            with pytest.raises(Unavailable, match="certificate verify failed"):
+                await client.topics()
+        finally:
+            await client.close()
+
+    asyncio.run(asynchronous())
 
 
 def test_kafka_clients_over_ssl(cluster: LocalCluster) -> None:

@@ -54,6 +54,18 @@ def test_connection_failures_try_every_server_at_once_then_back_off() -> None:
     assert attempts(repeatable=True).after_unreachable(sent=True) == 0.0
 
 
+def test_an_untrusted_certificate_is_given_up_on_once_every_server_showed_one() -> None:
+    rule = attempts(servers=3, budget_s=600.0)
+    assert rule.after_unreachable(sent=False, untrusted=True) == 0.0  # the next server may be trusted
+    assert rule.after_unreachable(sent=False, untrusted=True) == 0.0
+    assert rule.after_unreachable(sent=False, untrusted=True) is None  # no server is: time will not mend it
+    mixed = attempts(servers=2, budget_s=600.0)
+    assert mixed.after_unreachable(sent=False, untrusted=True) == 0.0
+    assert mixed.after_unreachable(sent=False) is not None  # one was down, not untrusted: keep trying
+    assert mixed.after_unreachable(sent=False, untrusted=True) is not None
+    assert mixed.after_unreachable(sent=False, untrusted=True) is None
+
+
 def test_retries_bound_the_count() -> None:
     rule = attempts(retries=2)
     assert rule.after_error_answer(503, None) is not None
