@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuUse
 from raftlog_bench.kafka_peer import KAFKA_VERSION
 from raftlog_bench.stats import rate, size_label

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuMeter, wait_quiet
 from raftlog_bench.kafka_target import CONSUME_BATCH, TopicAdmin, producer_settings, read_settings
 from raftlog_bench.output import say

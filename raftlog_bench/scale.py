@@ -37,7 +37,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from raftlog_bench.arguments import add_json_argument, standalone_parser
-from raftlog_bench.cluster import REPLICATION_FACTOR, node_log_problems
+from raftlog_bench.cluster import node_log_problems
+from raftlog_bench.cluster_report import REPLICATION_FACTOR
 from raftlog_bench.cpu import CpuMeter
 from raftlog_bench.output import STDOUT, emit, say
 from raftlog_bench.scale_report import (

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from raftlog_bench.arguments import positive_ints
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 
 PARTITIONS_MAX = 10_000  # a topic's limit (partitions/controller/placement.py)
 PHASES = ("create", "idle", "restart", "delete")

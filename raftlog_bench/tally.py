@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuUse
 from raftlog_bench.perf_report import PhaseResult, cpu_percentages
 from raftlog_bench.stats import MB, rate

@@ -8,17 +8,15 @@ import json
 
 import pytest
 
-from raftlog_bench import cluster
+from raftlog_bench import cluster, cluster_report
 from raftlog_bench.cluster import (
-    LatencySummary,
-    Options,
-    Results,
     error_key,
     parse_servers,
     produce_body,
     slot_time,
     slots_due,
 )
+from raftlog_bench.cluster_report import LatencySummary, Options, Results
 from raftlog_bench.cpu import CpuUse, cpu_seconds_from_stat
 from raftlog_bench.stats import percentile_ms
 
@@ -105,10 +103,10 @@ def _options() -> Options:
     )
 
 
-def _latency_cell(p99_s: float, acknowledged: int) -> cluster.LatencyCell:
+def _latency_cell(p99_s: float, acknowledged: int) -> cluster_report.LatencyCell:
     summary = LatencySummary.of([0.001] * 98 + [p99_s] * 2)
     cpu = CpuUse(10.0, {"n1": 1.0, "n2": 2.0, "n3": 3.0}, 1.5, 4.0)
-    return cluster.LatencyCell(
+    return cluster_report.LatencyCell(
         "t", 3, 100, 1000.0, 100, 100, acknowledged, 10.0, 3, 64,
         summary, summary, summary, summary, {"HTTP 504/50401": 1} if acknowledged < 100 else {}, cpu,
     )  # fmt: skip
@@ -117,20 +115,20 @@ def _latency_cell(p99_s: float, acknowledged: int) -> cluster.LatencyCell:
 def test_goal_is_met_only_under_the_target_with_every_request_acknowledged() -> None:
     results = Results(["http://127.0.0.1:1"], True, "/tmp/x", {"cpus": 2}, _options())
     results.latency = [_latency_cell(0.004, 100), _latency_cell(0.004, 99), _latency_cell(0.009, 100)]
-    assert [goal.met for goal in cluster._goals(results)] == [True, False, False]
+    assert [goal.met for goal in cluster_report.goals_of(results)] == [True, False, False]
 
 
 def test_table_shows_measurement_goal_errors_and_node_log_problems() -> None:
     results = Results(["http://127.0.0.1:1"], True, "/tmp/x", {"cpus": 2}, _options())
     results.latency = [_latency_cell(0.009, 99)]
-    results.goals = cluster._goals(results)
+    results.goals = cluster_report.goals_of(results)
     results.node_log_problems = {"n2": ["2026-01-01 ERROR partitions.broker.node: boom"]}
-    table = cluster.format_table(results)
+    table = cluster_report.format_table(results)
     assert "9.00 ms (goal <= 5 ms)  MISSED" in table
     assert "HTTP 504/50401 x1" in table
     assert "n2: 2026-01-01 ERROR partitions.broker.node: boom" in table
     assert "shares the machine's 2 CPUs" in table
-    assert cluster._any_problem(results)
+    assert cluster_report.any_problem(results)
 
 
 @pytest.mark.parametrize(

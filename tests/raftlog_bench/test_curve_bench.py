@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.curve import CurvePoint, format_points, parse_rates, perf_args, point_of
 from raftlog_bench.perf import workload_of
 from raftlog_bench.perf_report import PhaseResult, Report, Workload

@@ -22,7 +22,7 @@ import pytest
 
 from raftlog_bench import perf, perf_report
 from raftlog_bench.arguments import standalone_parser
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuMeter, CpuUse
 from raftlog_bench.peers import PeerMissing, nats_config, rabbit_node_config
 from raftlog_bench.perf import parse_peers

@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from raftlog_bench import perf, perf_transactions
 from raftlog_bench.arguments import standalone_parser
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_bench.perf_report import (
     PhaseResult,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from raftlog_bench.cluster import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.scale_report import (
     ProbeSummary,
     Row,
