@@ -115,11 +115,14 @@ async def _drive_txn(faults: WorkloadPhase, rng: random.Random, keys: list[str])
 
 async def _until_ends(run: Any, config: RunConfig, stats: workload.Stats, notes: list[str]) -> None:
     """``--min-ends``: the healed cluster's workers go on, in 5 s rounds, until that many transactions
-    ended in all (at most ENDS_MAX_S more); the note says how long."""
+    ended in all, enough of them sending offsets (``txn_workload.ended_enough``; at most ENDS_MAX_S
+    more); the note says how long."""
+    from jepsen import txn_workload
+
     loop = asyncio.get_running_loop()
     began = loop.time()
     last = began + ENDS_MAX_S
-    while stats.ops.get("end", {}).get("ok", 0) < config.min_ends and loop.time() < last:
+    while not txn_workload.ended_enough(stats, config.min_ends) and loop.time() < last:
         await run.run_workers(rate=config.rate, deadline=min(loop.time() + 5.0, last), stats=stats)
     if loop.time() - began >= 1.0:
         ended = stats.ops.get("end", {}).get("ok", 0)

@@ -56,7 +56,8 @@ class RunConfig:
     upgrade_from: str | None = None  # the upgrade fault's other release (None: the newest CHANGELOG names)
     report: bool = True  # the HTML report beside results.json (jepsen.report): plots cost seconds of CPU
     # txn: after the heal the workers go on, no fault scheduled, until this many transactions have ended
-    # (committed or aborted, as asked), for at most ENDS_MAX_S: a loaded machine's faulted window may end few
+    # (committed or aborted, as asked), one in ten sending offsets (txn_workload.ended_enough), for at most
+    # ENDS_MAX_S: a loaded machine's faulted window may end few
     min_ends: int = 0
 
     def __post_init__(self) -> None:

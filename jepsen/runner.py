@@ -78,8 +78,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-ends",
         type=int,
         default=0,
-        help=f"txn: after the heal, go on (no faults) until this many transactions ended "
-        f"(at most {ENDS_MAX_S:.0f} s more)",
+        help=f"txn: after the heal, go on (no faults) until this many transactions ended, one in ten of "
+        f"them sending offsets (at most {ENDS_MAX_S:.0f} s more)",
     )
     parser.add_argument(
         "--clients",

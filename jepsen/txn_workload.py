@@ -70,6 +70,19 @@ REWIND_ONE_IN = 4
 FINAL_PHASE_BUDGET_S = 120.0
 
 
+ENDS_SENDING_OFFSETS = "end sending offsets"  # Stats: ends of consume-transform-produce transactions
+OFFSET_ENDS_ONE_IN = 10  # --min-ends: at least one in ten of the transactions ended sent offsets
+
+
+def ended_enough(stats: Stats, min_ends: int) -> bool:
+    """``--min-ends``: ``min_ends`` transactions ended, at least one in ``OFFSET_ENDS_ONE_IN`` of them a
+    consume-transform-produce one (its offsets sent), so that the checker judges both kinds: under load
+    the faulted window may end few, and few of those found input to consume."""
+    ended = stats.ops.get("end", {}).get("ok", 0)
+    sending = stats.ops.get(ENDS_SENDING_OFFSETS, {}).get("ok", 0)
+    return ended >= min_ends and sending >= min_ends // OFFSET_ENDS_ONE_IN
+
+
 @dataclass
 class TxnWorker:
     process: int
@@ -199,6 +212,8 @@ class TxnRun:
             return  # no transaction was begun: nothing to end
         ended = await worker.client.end(name, commit and outcome.kind == "ok")
         stats.add("end", ended.kind)
+        if offsets:
+            stats.add(ENDS_SENDING_OFFSETS, ended.kind)
 
     async def _consume_transform_produce(self, worker: TxnWorker, stats: Stats) -> None:
         client, key = worker.client, worker.input_key

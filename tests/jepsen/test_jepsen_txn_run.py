@@ -21,7 +21,8 @@ from jepsen.history import read_history
 SEED = 20261383
 FAULTS = ("kill", "pause", "partition", "node-power-loss")
 TIME_LIMIT_S = 27.0  # the two windows above, and the recovery after the first
-# transactions ended in all: the faulted window ends 13-20 on a quiet machine, as few as 5 on a loaded one,
+# transactions ended in all (three of them sending offsets): the faulted window ends 13-20 on a quiet
+# machine, as few as 5 on a loaded one,
 # so the healed cluster goes on until this many (run_config.RunConfig.min_ends); one in ABORT_ONE_IN aborts
 # deliberately, so about 22 commit and 8 abort
 MIN_ENDS = 30

@@ -14,7 +14,17 @@ import threading
 import pytest
 from confluent_kafka import Message, Producer
 
-from jepsen import cli, control, kafka_workload, marker_fault, run_config, runner, txn_client, txn_workload
+from jepsen import (
+    cli,
+    control,
+    kafka_workload,
+    marker_fault,
+    run_config,
+    runner,
+    txn_client,
+    txn_workload,
+    workload,
+)
 from jepsen.recorder import Recorder
 
 
@@ -157,3 +167,24 @@ def test_a_call_that_does_not_return_in_time_is_left_behind_and_its_handles_repl
             kafka_workload.close_client_logger(logger)
 
     asyncio.run(go())
+
+
+def test_min_ends_waits_for_transactions_sending_offsets_too() -> None:
+    """``--min-ends 30``: thirty transactions ended, three of them consume-transform-produce ones (a loaded
+    run once ended thirty with a single one sending offsets, too few for the checker's test)."""
+    stats = workload_stats(ends=30, ends_sending_offsets=2)
+    assert not txn_workload.ended_enough(stats, 30)
+    stats.add(txn_workload.ENDS_SENDING_OFFSETS, "ok")
+    assert txn_workload.ended_enough(stats, 30)
+    assert not txn_workload.ended_enough(workload_stats(ends=29, ends_sending_offsets=29), 30)
+    assert txn_workload.ended_enough(workload_stats(ends=0, ends_sending_offsets=0), 0)
+
+
+def workload_stats(ends: int, ends_sending_offsets: int) -> workload.Stats:
+    stats = workload.Stats()
+    for _ in range(ends):
+        stats.add("end", "ok")
+        stats.add("end", "info")  # an end of unknown outcome counts for nothing
+    for _ in range(ends_sending_offsets):
+        stats.add(txn_workload.ENDS_SENDING_OFFSETS, "ok")
+    return stats
