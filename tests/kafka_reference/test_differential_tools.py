@@ -91,13 +91,12 @@ class Steps:
                 return outcome
             time.sleep(0.3)
 
-    def until_led_by_preferred(self) -> None:
-        deadline = time.monotonic() + PATIENCE_S
-        while time.monotonic() < deadline:
-            rows = _partition_rows(self.run("kafka-topics", "--describe", "--topic", self.topic).lines())
-            if rows and all(r["Leader"] == r["Replicas"].split(",")[0] for r in rows):
-                return
-            time.sleep(0.3)
+    def until_led_by_preferred(self) -> Outcome:
+        """``kafka-topics --describe`` of the topic again until each partition is led by its preferred
+        replica (a leader that moved a moment, an election on a loaded machine, is answered "none")."""
+        return self.until(
+            lambda: self.run("kafka-topics", "--describe", "--topic", self.topic), _led_by_preferred
+        )
 
 
 def _partition_rows(lines: list[str]) -> list[dict[str, str]]:
@@ -108,6 +107,11 @@ def _partition_rows(lines: list[str]) -> list[dict[str, str]]:
             fields = [f.split(": ", 1) for f in line.strip().split("\t")]
             rows.append({f[0]: (f[1] if len(f) > 1 else "") for f in fields})
     return rows
+
+
+def _led_by_preferred(output: str) -> bool:
+    rows = _partition_rows(output.splitlines())
+    return bool(rows) and all(r["Leader"] == r["Replicas"].split(",")[0] for r in rows)
 
 
 def _without_assignment_json(lines: list[str]) -> list[str]:
@@ -267,7 +271,7 @@ def _steps(steps: Steps) -> None:
     again = elect("--election-type", "preferred", "--path-to-json-file", partitions)
     record("preferred election again", again, _partitions_sorted)
     record("unclean election", elect("--election-type", "unclean", "--topic", topic, "--partition", "0"))
-    record("describe", run("kafka-topics", "--describe", "--topic", topic), _described)
+    record("describe", steps.until_led_by_preferred(), _described)  # as the elections above left it
     record("quorum status", run("kafka-metadata-quorum", "describe", "--status"), _quorum_status)
     record(
         "quorum replication", run("kafka-metadata-quorum", "describe", "--replication"), _quorum_replication

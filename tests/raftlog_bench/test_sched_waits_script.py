@@ -27,8 +27,10 @@ def test_a_busy_process_is_measured() -> None:
     assert len(rows) == 1, done.stdout
     _, _, role, run_pct, wait_pct, slices, _ = rows[0]
     assert role == "main"
-    assert float(run_pct) > 20  # a spinning thread: most of a core, unless the machine is very busy
-    assert float(wait_pct) >= 0 and float(slices) > 0
+    # a spinning thread is always running or waiting for a core: the two make nearly the whole second,
+    # however they share it on a busy machine (18 % run beside a loaded whole run)
+    assert float(run_pct) > 0 and float(wait_pct) >= 0 and float(slices) > 0
+    assert float(run_pct) + float(wait_pct) > 80, rows[0]
 
 
 def test_nothing_matched_is_an_error() -> None:
