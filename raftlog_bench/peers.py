@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from raftlog_bench.targets import Layout, SendFailed
+from raftlog_client.local_cluster import alive
 
 PEERS = ("nats", "rabbitmq", "kafka", "kafka-fsync")  # kafka: Apache Kafka (kafka_peer.py)
 SETUP_HINT_PIP = "pip install -e '.[bench]'   (or: make bench-setup)"
@@ -89,9 +90,9 @@ def _stop_pids(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
             continue
     deadline = time.monotonic() + timeout_s
     for pid in pids:
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.1)
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -101,18 +102,6 @@ def stop_processes(processes: Iterable[subprocess.Popen[bytes]], timeout_s: floa
     _stop_pids([process.pid for process in running], timeout_s)
     for process in running:
         process.wait(timeout_s)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie child of ours is gone for our purposes
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _stream_name(layout: Layout | None, partition: int, separator: str = "_") -> str:

@@ -103,7 +103,7 @@ from raftlog_bench.targets import (
     Target,
 )
 from raftlog_client.errors import ClientError
-from raftlog_client.local_cluster import LocalCluster
+from raftlog_client.local_cluster import LocalCluster, alive
 from raftlog_client.session import Session
 from raftlog_contract import METRICS_PATH, READY_PATH, partitions_path, records_path
 
@@ -481,7 +481,7 @@ async def restart_phase(
     last = tally.records - 1
     os.kill(cluster.pids[node], signal.SIGKILL)
     killed_at = time.perf_counter()
-    while _process_running(cluster.pids[node]) and time.perf_counter() - killed_at < 10:
+    while alive(cluster.pids[node]) and time.perf_counter() - killed_at < 10:
         await asyncio.sleep(0.01)
     with open(os.path.join(cluster.directory, node, "node.log"), "ab") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -512,14 +512,6 @@ async def restart_phase(
         serving_seconds=serving_s,
         other_cpu_pct=cpu.other_pct,
     )
-
-
-def _process_running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 # -- running systems -------------------------------------------------------------------------------------

@@ -37,6 +37,32 @@ CONTROL_TIMEOUT_S = 300.0
 COMMAND = (sys.executable, "-m", "raftlog_cli")  # the raftlog command of this Python
 
 
+def alive(pid: int | None) -> bool:
+    """Whether ``pid`` is a running process. One that exited and waits for its parent to collect its exit
+    status (a zombie: a supervisor started by a script that has not waited for it yet) is not."""
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive, not ours
+        return True
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """Whether /proc says ``pid`` exited (state Z or X); False without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    # "pid (command) state ...": the command may hold spaces and parentheses, the last ")" ends it
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state in (b"Z", b"X")
+
+
 class LocalCluster:
     """``nodes`` node processes under ``raftlog dev``; ``serve_args`` are added to every node's options.
     After ``start``: ``urls`` and ``pids`` by node id (``pids`` as ``raftlog dev`` last wrote them, or as

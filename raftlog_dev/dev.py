@@ -46,6 +46,7 @@ import time
 
 from raftlog.storage.dirlock import LOCK_FILE, DirectoryLock
 from raftlog.storage.errors import DirectoryLocked
+from raftlog_client.local_cluster import alive
 from raftlog_dev import control
 from raftlog_dev import status as cluster_status
 from raftlog_dev.certificates import dev_certificates
@@ -234,9 +235,7 @@ def _control(args: argparse.Namespace) -> int:
     if args.node is None:  # the whole cluster: done once its supervisor exited (and let go of the folder)
         status = cluster_status.read_status(data_dir)
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while (
-            status is not None and cluster_status.alive(status.supervisor_pid) and time.monotonic() < deadline
-        ):
+        while status is not None and alive(status.supervisor_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
     return 0
 

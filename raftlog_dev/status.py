@@ -14,6 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from raftlog_client.local_cluster import alive
 from raftlog_dev.probe import probe
 
 NO_CLUSTER_EXIT = 3
@@ -46,32 +47,6 @@ class ClusterStatus:
             and bool(self.nodes)
             and all(n.state == "running" and n.alive and n.ready for n in self.nodes)
         )
-
-
-def alive(pid: int | None) -> bool:
-    """Whether ``pid`` is a running process. One that exited and waits for its parent to collect its exit
-    status (a zombie: a supervisor started by a script that has not waited for it yet) is not."""
-    if pid is None or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive, not ours
-        return True
-    return not _exited(pid)
-
-
-def _exited(pid: int) -> bool:
-    """Whether /proc says ``pid`` exited (state Z or X); False without /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    # "pid (command) state ...": the command may hold spaces and parentheses, the last ")" ends it
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state in (b"Z", b"X")
 
 
 def read_status(data_dir: str) -> ClusterStatus | None:

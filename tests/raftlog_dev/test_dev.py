@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from raftlog_client.local_cluster import alive
 from raftlog_dev import control, layout, supervisor
 from raftlog_dev.control import Answer, ControlError, Request
-from raftlog_dev.status import alive
 
 ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from test_dev import ENV, Supervised, description, raftlog, until
 
+from raftlog_client.local_cluster import alive
 from raftlog_dev import layout
-from raftlog_dev.status import alive
 
 
 def node_pids(data: pathlib.Path) -> list[int]:

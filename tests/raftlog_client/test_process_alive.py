@@ -1,5 +1,5 @@
-"""``raftlog_dev.status.alive``, which ``raftlog dev status`` reports of each process and ``raftlog dev
-stop`` waits on until the supervisor is gone: a process that exited is not alive, even while its parent
+"""``raftlog_client.local_cluster.alive``, which ``raftlog dev status`` reports of each process, ``raftlog
+dev stop`` waits on until the supervisor is gone and the benchmarks wait on for a killed node or peer: a process that exited is not alive, even while its parent
 has not yet collected its exit status (a zombie), as a supervisor started by a script is until the script
 waits for it."""
 
@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from raftlog_dev.status import alive
+from raftlog_client.local_cluster import alive
 
 
 def test_a_running_process_is_alive() -> None:
