@@ -1,7 +1,7 @@
-"""``raftlog_client.local_cluster.alive``, which ``raftlog dev status`` reports of each process, ``raftlog
-dev stop`` waits on until the supervisor is gone and the benchmarks wait on for a killed node or peer: a process that exited is not alive, even while its parent
-has not yet collected its exit status (a zombie), as a supervisor started by a script is until the script
-waits for it."""
+"""``raftlog_client.local_cluster.alive``, which ``raftlog dev status`` reports of each process,
+``raftlog dev stop`` waits on until the supervisor is gone and the benchmarks wait on for a killed node
+or peer: a process that exited is not alive, even while its parent has not yet collected its exit status
+(a zombie), as a supervisor started by a script is until the script waits for it."""
 
 from __future__ import annotations
 
