@@ -59,7 +59,7 @@ def node_main(spec: dict[str, object]) -> None:
     me = int(spec["node"])  # type: ignore[call-overload]
     groups: list[list[str]] = spec["groups"]  # type: ignore[assignment]
     driver = Driver(name=f"node{me}", idle_tick_ms=int(spec["idle_tick_ms"]))  # type: ignore[call-overload]
-    from raftlog.consensus.journal import open_journal
+    from raftlog.consensus.file_journal import open_journal
 
     cores = []
     workdir = str(spec["workdir"])

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.errors import RaftlogError
 from raftlog.storage import Log
 

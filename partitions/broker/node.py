@@ -87,7 +87,7 @@ from partitions.transactions.coordinator import (
 from partitions.transactions.service import Marker, TransactionService
 from partitions.transactions.store import ReplicatedTransactionLog
 from raftlog import gc_pauses, loop_lag
-from raftlog.consensus import journal
+from raftlog.consensus import journal_files
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import ROUND_SECONDS, SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.group import election_counts, leader_changes
@@ -599,7 +599,7 @@ class NodeView:
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {
             "produce_commit_seconds": self._node.data.commit_seconds.snapshot(),
-            "journal_sync_seconds": journal.SYNC_SECONDS.snapshot(),
+            "journal_sync_seconds": journal_files.SYNC_SECONDS.snapshot(),
             "gc_pause_seconds": gc_pauses.PAUSE_SECONDS.snapshot(),
             "event_loop_lag_seconds": loop_lag.LAG_SECONDS.snapshot(),
             "raft_driver_round_seconds": ROUND_SECONDS.snapshot(),

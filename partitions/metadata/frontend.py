@@ -49,7 +49,7 @@ from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.errors import NotLeader
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
-from raftlog.consensus.journal import write_file_durably
+from raftlog.consensus.journal_files import write_file_durably
 from raftlog.errors import RaftlogError, check
 
 log = logging.getLogger("raftlog.node")

@@ -10,9 +10,9 @@ from pysyncobj.node import Node as _PlainNodeId
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine
-from raftlog.consensus.journal import FileJournal
 from raftlog.consensus.transport import MuxHub, transport_class
 from raftlog.storage.space import DiskSpace
 

@@ -92,13 +92,8 @@ from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.interface import Role, StateMachine
-from raftlog.consensus.journal import (
-    MemoryJournal,
-    RaftJournal,
-    SyncJob,
-    fsync_directory,
-    write_file_durably,
-)
+from raftlog.consensus.journal import MemoryJournal, RaftJournal
+from raftlog.consensus.journal_files import SyncJob, fsync_directory, write_file_durably
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.consensus.messages import (
     AppendEntries,

@@ -15,7 +15,8 @@ from simnet import SimNetwork, SimTransport
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
-from raftlog.consensus.journal import FileJournal, RaftJournal
+from raftlog.consensus.file_journal import FileJournal
+from raftlog.consensus.journal import RaftJournal
 
 L, F, G = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"  # never bound: the simulated network carries all
 X = "127.0.0.1:4"  # a fourth node, joining a group of the three

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sim_cluster import F, G, L, PatchedSimReplica, Script
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.snapshot import decode_snapshot
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sim_cluster import F, G, L, PatchedSimReplica, Script
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 
 
 def _run(tmp_path: Path, min_bytes: int) -> FileJournal:

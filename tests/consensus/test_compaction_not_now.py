@@ -9,7 +9,7 @@ from pathlib import Path
 from pysyncobj.config import FAIL_REASON
 from sim_cluster import F, G, L, PatchedSimReplica, Script
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.snapshot import decode_snapshot
 
 

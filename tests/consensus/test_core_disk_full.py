@@ -20,7 +20,8 @@ from disk_refusal import Refusal
 from pysyncobj.config import FAIL_REASON
 from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
 
-from raftlog.consensus.journal import FileJournal, read_term_and_vote
+from raftlog.consensus.file_journal import FileJournal
+from raftlog.consensus.journal_files import read_term_and_vote
 from raftlog.storage.errors import DiskFull
 from raftlog.storage.space import HOLD_S, RETRY_MAX_S
 

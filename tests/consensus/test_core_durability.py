@@ -16,7 +16,8 @@ from typing import Any
 
 from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
 
-from raftlog.consensus.journal import _RELEASED, FileJournal, read_term_and_vote
+from raftlog.consensus.file_journal import _RELEASED, FileJournal
+from raftlog.consensus.journal_files import read_term_and_vote
 
 
 def record_sends(script: Script, name: str, journal: FileJournal, log: list[tuple[str, Any, Any]]) -> None:

@@ -21,7 +21,8 @@ from typing import Any
 
 from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
 
-from raftlog.consensus.journal import FileJournal, SyncJob
+from raftlog.consensus.file_journal import FileJournal
+from raftlog.consensus.journal_files import SyncJob
 
 
 class HeldSyncs:

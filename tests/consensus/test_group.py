@@ -25,9 +25,9 @@ from raftlog.consensus.errors import (
     OutcomeUnknown,
     ProposalRejected,
 )
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
-from raftlog.consensus.journal import FileJournal
 from raftlog.errors import RaftlogError
 
 WAIT_S = 8.0

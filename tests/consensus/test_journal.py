@@ -18,9 +18,10 @@ import crc32c
 import msgpack
 import pytest
 
-from raftlog.consensus import journal as journal_module
+from raftlog.consensus import file_journal, journal_files
 from raftlog.consensus.errors import CorruptJournal
-from raftlog.consensus.journal import FileJournal, encode_record, read_term_and_vote
+from raftlog.consensus.file_journal import FileJournal
+from raftlog.consensus.journal_files import encode_record, read_term_and_vote
 from raftlog.errors import InvariantViolation
 
 SEGMENT_NAME = "segment-0000000001.log"
@@ -94,7 +95,7 @@ def test_direct_io_writes_whole_blocks_and_reopens_after_the_padding(tmp_path: P
     segment = journal.segment_paths()[-1]
     with open(segment, "rb") as file:
         data = file.read()
-    assert len(data) % journal_module.DIRECT_BLOCK == 0
+    assert len(data) % journal_files.DIRECT_BLOCK == 0
     assert data[journal.size_bytes :] == bytes(len(data) - journal.size_bytes)
     expected = entries_of(journal)
     for reopen in range(3):  # each reopen continues inside the padded block, then past it
@@ -113,7 +114,7 @@ def test_without_direct_io_on_the_file_system_the_journal_writes_through_the_pag
     def refuse(path: str, size: int) -> None:
         raise OSError(errno.EINVAL, "Invalid argument")
 
-    monkeypatch.setattr(journal_module, "_DirectWriter", refuse)
+    monkeypatch.setattr(journal_files, "_DirectWriter", refuse)
     journal = FileJournal(str(tmp_path))
     fill(journal, 1, 10)
     assert journal._segments[-1].writer is None
@@ -165,7 +166,7 @@ def test_a_direct_io_journal_cut_at_any_byte_recovers_a_prefix(tmp_path: Path) -
     # command) is cut in some record, at a fifth of the cost of every seventh byte
     stride = 37
     assert math.gcd(stride, len(encode_record(50, 1, (50).to_bytes(4, "big") * 13))) == 1
-    for cut in range(journal_module._SEGMENT_HEADER.size, len(data) + 1, stride):
+    for cut in range(journal_files.SEGMENT_HEADER.size, len(data) + 1, stride):
         directory = tmp_path / f"cut-{cut}"
         directory.mkdir()
         (directory / SEGMENT_NAME).write_bytes(data[:cut])
@@ -210,12 +211,12 @@ def test_term_and_vote_are_durable_before_set_current_term_returns(
         calls.append("fdatasync")
         real_fdatasync(fd)
 
-    monkeypatch.setattr(journal_module.os, "pwrite", pwrite)
-    monkeypatch.setattr(journal_module.os, "fdatasync", fdatasync)
+    monkeypatch.setattr(file_journal.os, "pwrite", pwrite)
+    monkeypatch.setattr(file_journal.os, "fdatasync", fdatasync)
     journal.setCurrentTerm(7, "127.0.0.1:9002")
     journal.setCurrentTerm(7, "127.0.0.1:9002")  # unchanged: nothing written
     journal.setCurrentTerm(8, None)
-    slot = journal_module.STATE_SLOT_BYTES
+    slot = journal_files.STATE_SLOT_BYTES
     # one overwrite of the older slot and one fdatasync per change, the slots taking turns
     assert calls == ["pwrite@0", "fdatasync", f"pwrite@{slot}", "fdatasync"]
     monkeypatch.undo()
@@ -229,7 +230,7 @@ def test_a_torn_state_write_leaves_the_state_before_it(tmp_path: Path) -> None:
     journal.setCurrentTerm(4, "n3")  # the newer slot: torn by a crash during its write
     path = tmp_path / "state"
     data = bytearray(path.read_bytes())
-    newest = journal._state_sequence % 2 * journal_module.STATE_SLOT_BYTES
+    newest = journal._state_sequence % 2 * journal_files.STATE_SLOT_BYTES
     data[newest + 30 : newest + 40] = b"\xff" * 10
     path.write_bytes(bytes(data))
     reopened = FileJournal(str(tmp_path))
@@ -240,11 +241,11 @@ def test_a_torn_state_write_leaves_the_state_before_it(tmp_path: Path) -> None:
 
 def test_a_state_file_of_the_first_format_is_read_and_converted(tmp_path: Path) -> None:
     body = msgpack.packb({"term": 9, "voted_for": "n1"}, use_bin_type=True)
-    header = struct.pack("<8sII", journal_module.STATE_MAGIC, crc32c.crc32c(body), len(body))
+    header = struct.pack("<8sII", journal_files.STATE_MAGIC, crc32c.crc32c(body), len(body))
     (tmp_path / "state").write_bytes(header + body)
     journal = FileJournal(str(tmp_path))
     assert (journal.getCurrentTerm(), journal.getVotedForNodeId()) == (9, "n1")
-    assert (tmp_path / "state").stat().st_size == 2 * journal_module.STATE_SLOT_BYTES
+    assert (tmp_path / "state").stat().st_size == 2 * journal_files.STATE_SLOT_BYTES
     journal.setCurrentTerm(10, None)
     assert read_term_and_vote(str(tmp_path)) == (10, None)
 
@@ -401,7 +402,7 @@ def test_released_commands_leave_memory_and_read_back_from_their_records(tmp_pat
     expected = entries_of(journal)
     journal.release_through(1000)  # only what is durable may go
     in_memory = [entry[0] for entry in journal._entries]
-    assert all(command is journal_module._RELEASED for command in in_memory[:300])
+    assert all(command is file_journal._RELEASED for command in in_memory[:300])
     assert in_memory[300:] == [entry[0] for entry in expected[300:]]
     assert entries_of(journal) == expected  # slices read back
     assert [journal[position] for position in (0, 150, 299, -1)] == [expected[p] for p in (0, 150, 299, -1)]
@@ -425,7 +426,7 @@ def test_a_released_record_damaged_on_disk_is_reported_when_read_back(tmp_path: 
     journal.sync()
     journal.release_through(10)
     with open(journal.segment_paths()[-1], "r+b") as file:
-        file.seek(journal_module._SEGMENT_HEADER.size + 20)  # inside the first record's body
+        file.seek(journal_files.SEGMENT_HEADER.size + 20)  # inside the first record's body
         byte = file.read(1)
         file.seek(-1, os.SEEK_CUR)
         file.write(bytes([byte[0] ^ 0x01]))
@@ -498,7 +499,7 @@ def test_a_failed_sync_job_raises_when_taken_back(tmp_path: Path, monkeypatch: p
     def fail(fd: int) -> None:
         raise OSError(errno.EIO, "injected")
 
-    monkeypatch.setattr(journal_module.os, "fdatasync", fail)
+    monkeypatch.setattr(journal_files.os, "fdatasync", fail)
     job.hand_off(lambda: None)
     worker = threading.Thread(target=job.run)
     worker.start()

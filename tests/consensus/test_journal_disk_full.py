@@ -18,7 +18,8 @@ from disk_refusal import Refusal
 from small_disk import small_disk
 
 from jepsen import disks
-from raftlog.consensus.journal import FileJournal, read_term_and_vote
+from raftlog.consensus.file_journal import FileJournal
+from raftlog.consensus.journal_files import read_term_and_vote
 from raftlog.storage.errors import DiskFull
 from raftlog.storage.space import RETRY_MIN_S
 

@@ -13,7 +13,7 @@ from typing import Any
 from pysyncobj.config import FAIL_REASON
 from sim_cluster import F, G, L, PatchedSimReplica, Script, X, connect, disconnect
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.membership import Membership
 from raftlog.consensus.snapshot import decode_snapshot, snapshot_membership
 

@@ -21,9 +21,9 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.errors import NotDone, OutcomeUnknown
+from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
-from raftlog.consensus.journal import FileJournal
 from raftlog.consensus.transport import MuxHub, transport_class
 
 SECRET = b"consensus-core-test-secret-0123456789"

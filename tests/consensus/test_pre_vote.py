@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sim_cluster import F, G, L, PatchedSimReplica, Script, connect, disconnect
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 
 NAMES = [L, F, G]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from sim_cluster import F, G, L, PatchedSimReplica, Script, X
 
-from raftlog.consensus.journal import FileJournal
+from raftlog.consensus.file_journal import FileJournal
 
 NAMES = [L, F, G]
 STEPS = 600
