@@ -32,7 +32,8 @@ from pysyncobj.transport import TCPTransport
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from raftlog.consensus.transport import MuxHub, MuxTransport
+from raftlog.consensus.hub import MuxHub
+from raftlog.consensus.transport import MuxTransport
 from raftlog_bench.counting import CountingMachine
 from raftlog_bench.peers import free_ports
 

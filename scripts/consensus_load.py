@@ -51,8 +51,8 @@ async def _node(node_id: str, addresses: dict[str, str], args: argparse.Namespac
     from raftlog.consensus.cluster import open_mux_group
     from raftlog.consensus.config import CoreConfig
     from raftlog.consensus.driver import Driver
+    from raftlog.consensus.hub import MuxHub
     from raftlog.consensus.interface import Role
-    from raftlog.consensus.transport import MuxHub
     from raftlog_bench.counting import CountingMachine
 
     config = CoreConfig.for_node()

@@ -15,8 +15,8 @@ from raftlog.consensus.cluster import open_mux_group
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.interface import StateMachine
-from raftlog.consensus.transport import MuxHub
 from raftlog.storage.space import DiskSpace
 
 T = TypeVar("T")

@@ -12,8 +12,9 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.interface import StateMachine
-from raftlog.consensus.transport import MuxHub, transport_class
+from raftlog.consensus.transport import transport_class
 from raftlog.storage.space import DiskSpace
 
 

@@ -37,8 +37,8 @@ from typing import Any, TypeVar
 from pysyncobj.poller import POLL_EVENT_TYPE, createPoller
 
 from raftlog.consensus.core import RaftCore, poll_transport
+from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.journal_files import SyncJob
-from raftlog.consensus.transport import MuxHub
 from raftlog.errors import InvariantViolation
 from raftlog.histogram import Histogram
 

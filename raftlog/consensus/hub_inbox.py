@@ -23,9 +23,9 @@ DISCONNECTED = "d"
 class GroupTransport(Protocol):
     """What the inbox needs of a group's transport (``MuxTransport``)."""
 
-    def _push_event(self, kind: str, node_id: str) -> None: ...
+    def push_event(self, kind: str, node_id: str) -> None: ...
 
-    def _push_messages(self, peer_id: str, messages: list[RaftMessage], inbox_max: int) -> int: ...
+    def push_messages(self, peer_id: str, messages: list[RaftMessage], inbox_max: int) -> int: ...
 
 
 def nonblocking_pipe() -> tuple[int, int]:
@@ -53,7 +53,7 @@ class GroupInbox:
         """Lock held: a new group, told of the peers connected now."""
         self.transports[group] = transport
         for node_id in connected:
-            transport._push_event(CONNECTED, node_id)
+            transport.push_event(CONNECTED, node_id)
         self._ready.add(group)
         self._signal()
 
@@ -66,7 +66,7 @@ class GroupInbox:
     def broadcast(self, kind: str, peer_id: str) -> None:
         """Lock held: a connection event, told to every group."""
         for group, transport in self.transports.items():
-            transport._push_event(kind, peer_id)
+            transport.push_event(kind, peer_id)
             self._ready.add(group)
         self._signal()
 
@@ -82,7 +82,7 @@ class GroupInbox:
                 if transport is None:
                     unknown += len(messages)
                     continue
-                accepted = transport._push_messages(peer_id, messages, inbox_max)
+                accepted = transport.push_messages(peer_id, messages, inbox_max)
                 full += len(messages) - accepted
                 count += accepted
                 self._ready.add(group)

@@ -1,6 +1,6 @@
 """The node-to-node Raft wire format: a pure codec, no sockets, clocks or threads.
 
-Everything a :mod:`raftlog.consensus.transport` connection carries is defined here, so it can be tested
+Everything a :mod:`raftlog.consensus.hub` connection carries is defined here, so it can be tested
 without I/O and reviewed in one place. msgpack only; nothing is ever unpickled.
 
 Framing (all integers big-endian)::

@@ -45,7 +45,7 @@ def _all_error_classes() -> set[type[RaftlogError]]:
 # Node-to-node transport errors never travel on a client request: they close a peer connection (Raft)
 # or drop a datagram (gossip, counted in its stats); a peer failing a recovery fetch is skipped for the next.
 NODE_INTERNAL_MODULES = {
-    "raftlog.consensus.transport",
+    "raftlog.consensus.hub_config",
     "raftlog.consensus.wire",
     "partitions.replicas.recovery",
 }

@@ -9,7 +9,8 @@ import time
 
 from raftlog.addresses import normalize_host
 from raftlog.admission import Admission, admit
-from raftlog.consensus.transport import HubConfig, MuxHub
+from raftlog.consensus.hub import MuxHub
+from raftlog.consensus.hub_config import HubConfig
 
 SECRET = b"admission-test-secret-0123456789"
 

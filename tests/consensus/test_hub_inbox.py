@@ -24,10 +24,10 @@ class Transport:
         self.messages: list[tuple[str, RaftMessage]] = []
         self.room = room
 
-    def _push_event(self, kind: str, node_id: str) -> None:
+    def push_event(self, kind: str, node_id: str) -> None:
         self.events.append((kind, node_id))
 
-    def _push_messages(self, peer_id: str, messages: list[RaftMessage], inbox_max: int) -> int:
+    def push_messages(self, peer_id: str, messages: list[RaftMessage], inbox_max: int) -> int:
         accepted = messages[: max(0, min(self.room, inbox_max - len(self.messages)))]
         self.messages += [(peer_id, m) for m in accepted]
         return len(accepted)

@@ -23,8 +23,9 @@ from raftlog.consensus.driver import Driver
 from raftlog.consensus.errors import NotDone, OutcomeUnknown
 from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.group import ReplicaGroup
+from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.interface import Role
-from raftlog.consensus.transport import MuxHub, transport_class
+from raftlog.consensus.transport import transport_class
 
 SECRET = b"consensus-core-test-secret-0123456789"
 

@@ -14,7 +14,8 @@ from pysyncobj.node import Node
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
-from raftlog.consensus.transport import MuxHub, transport_class
+from raftlog.consensus.hub import MuxHub
+from raftlog.consensus.transport import transport_class
 
 SECRET = b"raft-link-encryption-secret-0123456789"
 TOPIC_GROUP = "payroll-salaries/0"

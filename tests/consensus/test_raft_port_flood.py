@@ -23,7 +23,9 @@ from pysyncobj.node import Node
 
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
-from raftlog.consensus.transport import HubConfig, MuxHub, transport_class
+from raftlog.consensus.hub import MuxHub
+from raftlog.consensus.hub_config import HubConfig
+from raftlog.consensus.transport import transport_class
 
 SECRET = b"raft-port-flood-test-secret-0123456789"
 FLOOD = pathlib.Path(__file__).with_name("raft_port_flood.py")

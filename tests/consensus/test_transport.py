@@ -22,15 +22,9 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from pysyncobj.node import Node
 
 from raftlog.consensus import wire
-from raftlog.consensus.transport import (
-    DuplicateGroup,
-    HubConfig,
-    InvalidAddress,
-    MuxHub,
-    MuxTransport,
-    TransportError,
-    transport_class,
-)
+from raftlog.consensus.hub import MuxHub
+from raftlog.consensus.hub_config import DuplicateGroup, HubConfig, InvalidAddress, TransportError
+from raftlog.consensus.transport import MuxTransport, transport_class
 
 SECRET = b"test-cluster-secret-0123456789ab"
 
@@ -536,13 +530,13 @@ def test_outbound_queue_is_bounded_and_drops_when_full() -> None:
     hub = MuxHub("n0", "127.0.0.1:0", SECRET, config=config)  # not started: nothing drains the queue
     try:
         hub.peers.set("n1", "127.0.0.1:1")
-        assert hub._enqueue("n1", "g", b"x" * 100) is False  # not connected: refused, not queued
+        assert hub.enqueue("n1", "g", b"x" * 100) is False  # not connected: refused, not queued
         hub.peers.by_id["n1"].connected = True
-        accepted = sum(hub._enqueue("n1", "g", b"x" * 100) for _ in range(25))
+        accepted = sum(hub.enqueue("n1", "g", b"x" * 100) for _ in range(25))
         assert accepted == 10
         stats = hub.stats()
         assert stats["dropped_queue_full"] == 15 and stats["queued_bytes"] == 1000
-        assert hub._enqueue("n1", "g", b"x" * (config.frame_bytes_max + 1)) is False  # never framable
+        assert hub.enqueue("n1", "g", b"x" * (config.frame_bytes_max + 1)) is False  # never framable
     finally:
         hub.close()
 
@@ -620,7 +614,7 @@ def test_binds_only_the_given_address() -> None:
     hub = MuxHub("n0", "127.0.0.1:0", SECRET)
     try:
         assert hub.address.startswith("127.0.0.1:") and not hub.address.endswith(":0")
-        assert hub._listener.getsockname()[0] == "127.0.0.1"
+        assert hub._connector.listener.getsockname()[0] == "127.0.0.1"
     finally:
         hub.close()
 

@@ -16,7 +16,7 @@ from raftlog.errors import RaftlogError
 
 # Errors that never reach a front door: node-internal transport and wire errors, and the HTTP layer's own.
 NOT_ON_A_KAFKA_REQUEST = (
-    "raftlog.consensus.transport",
+    "raftlog.consensus.hub_config",
     "raftlog.consensus.wire",
     "partitions.replicas.recovery",
 )
