@@ -1,6 +1,6 @@
 """What ``raftlog bench perf`` measured and how it reads: the workload and result records, the printed
 report (table, per-second tails, RSS, group scaling, ratios) and the goals its numbers speak to. Pure:
-nothing here runs a phase (``raftlog_bench.perf`` does)."""
+nothing here runs a phase (``raftlog_bench.perf_phases`` does)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a phase of ``raftlog bench perf`` counts while it runs (``Tally``: records, latencies, errors), the
 progress line it shows meanwhile on stderr, and the ``PhaseResult`` the count becomes with the CPU the
-phase used. Shared by the ordinary phases (``perf.py``) and the transactions phases
+phase used. Shared by the ordinary phases (``perf_phases.py``) and the transactions phases
 (``perf_transactions.py``)."""
 
 from __future__ import annotations

@@ -15,12 +15,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
-from raftlog_bench import perf, perf_report
+from raftlog_bench import perf, perf_phases, perf_report
 from raftlog_bench.arguments import standalone_parser
 from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuMeter, CpuUse
@@ -180,10 +180,10 @@ def test_option_checks() -> None:
 
 def test_workload_round_trips_through_the_child_handoff() -> None:
     workload = _workload()
-    data = json.loads(json.dumps(perf.asdict(workload)))
+    data = json.loads(json.dumps(asdict(workload)))
     assert perf_report.workload_from_dict(data) == workload
     phase = _phase("rabbitmq", "produce", 100, 1000)
-    assert perf_report.phase_from_dict(json.loads(json.dumps(perf.asdict(phase)))) == phase
+    assert perf_report.phase_from_dict(json.loads(json.dumps(asdict(phase)))) == phase
 
 
 def test_peer_configs_bind_loopback_and_fsync_nats() -> None:
@@ -255,11 +255,11 @@ async def test_single_phase_leaves_near_each_slot_and_never_counts_an_early_send
     target = _SlowTarget(service_s=0.004)
     layout = Layout("t", 3, 100, 1)
     before = time.perf_counter()
-    result = await perf.single_phase(target, layout, 200.0, 0.5, {})  # type: ignore[arg-type]
+    result = await perf_phases.single_phase(target, layout, 200.0, 0.5, {})  # type: ignore[arg-type]
     assert result.records == result.expected == 100
     start = before + 0.01  # single_phase's timetable starts 10 ms after it is called, or later
     for slot, sent in target.sent_at.items():
-        assert sent >= start + slot / 200.0 - perf.TIMER_SLACK_S, slot
+        assert sent >= start + slot / 200.0 - perf_phases.TIMER_SLACK_S, slot
     assert result.latency.p50_ms >= 4.0
     assert len(result.p99_per_second_ms) == 1 and result.p99_per_second_ms[0] >= 4.0  # 100 slots: 0.5 s
 
@@ -273,7 +273,7 @@ async def test_single_phase_shows_a_stall_in_its_second_that_the_windows_p99_hid
         await asyncio.sleep(0.15 if worker in stalled else 0.001)
 
     target.send_one = send_one  # type: ignore[method-assign]
-    result = await perf.single_phase(target, Layout("t", 3, 100, 1), 500.0, 4.0, {})  # type: ignore[arg-type]
+    result = await perf_phases.single_phase(target, Layout("t", 3, 100, 1), 500.0, 4.0, {})  # type: ignore[arg-type]
     assert result.records == 2000 and len(result.p99_per_second_ms) == 4
     assert result.latency.p99_ms < 100 and result.p99_per_second_ms[2] >= 150
     assert max(result.p99_per_second_ms[i] for i in (0, 1, 3)) < 100
@@ -308,7 +308,7 @@ async def test_single_phase_shows_the_load_generators_librdkafka_cpu_second_by_s
 
     target.send_one = send_one  # type: ignore[method-assign]
     try:
-        result = await perf.single_phase(target, Layout("t", 3, 100, 1), 500.0, 3.0, {})  # type: ignore[arg-type]
+        result = await perf_phases.single_phase(target, Layout("t", 3, 100, 1), 500.0, 3.0, {})  # type: ignore[arg-type]
     finally:
         done.set()
         spinner.join()
@@ -359,9 +359,9 @@ def test_each_group_size_reads_with_several_new_groups_and_keeps_the_median() ->
     target = Groups()
     layout = Layout("t", 3, 100, 1000)
     result = asyncio.run(
-        perf.group_phase(target, layout, Counter({0: 500, 1: 500}), 3, 30.0, {})  # type: ignore[arg-type]
+        perf_phases.group_phase(target, layout, Counter({0: 500, 1: 500}), 3, 30.0, {})  # type: ignore[arg-type]
     )
-    assert target.groups == perf.GROUP_TRIES == 3
+    assert target.groups == perf_phases.GROUP_TRIES == 3
     assert result.phase == "group3" and result.records == 1000
     slowest, fastest, median = result.tries_per_s
     assert slowest < median < fastest
@@ -389,7 +389,7 @@ def test_slow_waits_are_the_histograms_observations_past_fifty_milliseconds() ->
         'raftlog_produce_commit_seconds_bucket{le="+Inf"} 9.0',
         "",
     ])  # fmt: skip
-    assert perf.slow_counts(text) == {"journal fsyncs": 3, "GC pauses": 0}  # the others absent: none
+    assert perf_phases.slow_counts(text) == {"journal fsyncs": 3, "GC pauses": 0}  # the others absent: none
     single = replace(_phase("raftlog", "single", 100, 1000), slow_waits={"journal fsyncs": 3, "GC pauses": 0})
     assert perf_report.format_slow_waits([single])[1] == (
         "raftlog   single phase, waits over 50 ms on the nodes: journal fsyncs 3, GC pauses 0"
