@@ -4,8 +4,8 @@ streams, so that the same load loops run unchanged against each system.
 A ``Target`` knows how to reach a running cluster of its system: create the partitions (raftlog topic
 partitions, or one R3 stream per partition for the peers), send a batch of records and wait until every
 record is acknowledged by a quorum, send one record, and read a partition back from its start. Load loops,
-timing and statistics live in ``perf_phases.py``; starting and stopping servers lives in ``perf.py`` (raftlog)
-and ``peers.py`` (the peers)."""
+timing and statistics live in ``perf_phases.py``; starting and stopping servers lives in ``perf_systems.py``
+(raftlog) and ``peers.py`` (the peers)."""
 
 from __future__ import annotations
 

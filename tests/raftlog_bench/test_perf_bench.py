@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from raftlog_bench import perf, perf_phases, perf_report
+from raftlog_bench import perf, perf_phases, perf_report, perf_systems
 from raftlog_bench.arguments import standalone_parser
 from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuMeter, CpuUse
@@ -202,8 +202,8 @@ def test_missing_peer_names_the_setup_command(monkeypatch: pytest.MonkeyPatch) -
         raise PeerMissing("rabbitmq-server is not installed; run: scripts/bench_peers_setup.sh")
 
     monkeypatch.setattr("raftlog_bench.peers.rabbit_check", missing)
-    assert "scripts/bench_peers_setup.sh" in str(perf.preflight(["rabbitmq"]))
-    assert perf.preflight([]) is None
+    assert "scripts/bench_peers_setup.sh" in str(perf_systems.preflight(["rabbitmq"]))
+    assert perf_systems.preflight([]) is None
 
 
 @pytest.mark.slow
