@@ -65,7 +65,7 @@ from raftlog_bench.arguments import (
     positive_ints,
     standalone_parser,
 )
-from raftlog_bench.cluster import parse_servers
+from raftlog_bench.cluster_http import parse_servers
 from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS, PeerMissing
 from raftlog_bench.perf_report import Report, Workload, format_report, goals

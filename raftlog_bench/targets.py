@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import msgpack
 
 from raftlog.storage.batch import Compression, ProducerRecord, encode_batch, record_rows, split_batches
-from raftlog_bench.cluster import REMOVAL_METRIC, Http
+from raftlog_bench.cluster_http import REMOVAL_METRIC, Http
 from raftlog_client.errors import ClientError
 from raftlog_client.http1 import Http1Client, ProtocolError
 from raftlog_contract import (

@@ -9,13 +9,8 @@ import json
 import pytest
 
 from raftlog_bench import cluster, cluster_report
-from raftlog_bench.cluster import (
-    error_key,
-    parse_servers,
-    produce_body,
-    slot_time,
-    slots_due,
-)
+from raftlog_bench.cluster import error_key, produce_body, slot_time, slots_due
+from raftlog_bench.cluster_http import parse_servers
 from raftlog_bench.cluster_report import LatencySummary, Options, Results
 from raftlog_bench.cpu import CpuUse, cpu_seconds_from_stat
 from raftlog_bench.stats import percentile_ms

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from raftlog_bench.cluster import Http
+from raftlog_bench.cluster_http import Http
 from raftlog_bench.targets import RaftlogTarget
 from raftlog_dev.layout import free_port
 
