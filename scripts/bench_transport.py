@@ -260,7 +260,7 @@ def codec_costs(payload: int) -> None:
     import timeit
     import zlib
 
-    from raftlog.consensus import wire
+    from raftlog.consensus import wire, wire_batch, wire_messages
 
     entries_per_message = max(1, (64 * 1024) // (payload + 1))
     samples = {
@@ -290,9 +290,9 @@ def codec_costs(payload: int) -> None:
             sender: wire.Session = sender,
             receiver: wire.Session = receiver,
         ) -> None:
-            body = wire.BatchEncoder().encode([("topic-a/0", wire.encode_message(message))])
+            body = wire_batch.BatchEncoder().encode([("topic-a/0", wire_messages.encode_message(message))])
             sealed = sender.seal(wire.KIND_BATCH, body)
-            wire.BatchDecoder().decode(receiver.open(wire.KIND_BATCH, sealed[5:]))
+            wire_batch.BatchDecoder().decode(receiver.open(wire.KIND_BATCH, sealed[5:]))
 
         def stock_round_trip(message: dict[str, Any] = message) -> None:
             pickle.loads(zlib.decompress(zlib.compress(pickle.dumps(message), 3)))

@@ -80,7 +80,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from raftlog.consensus import wire
+from raftlog.consensus import wire, wire_errors, wire_messages
 from raftlog.consensus.hub_config import DuplicateGroup, HubClosed, HubConfig, TransportError
 from raftlog.consensus.hub_connector import Connector, dials
 from raftlog.consensus.hub_inbox import (
@@ -97,7 +97,7 @@ from raftlog.errors import check
 log = logging.getLogger(__name__)
 
 _RECV_BYTES = 256 * 1024
-_BATCH_OVERHEAD_BYTES = 16 + wire.GROUP_ID_BYTES_MAX + 8 + wire.MAC_BYTES
+_BATCH_OVERHEAD_BYTES = 16 + wire_messages.GROUP_ID_BYTES_MAX + 8 + wire.MAC_BYTES
 
 
 class MuxHub:
@@ -119,7 +119,7 @@ class MuxHub:
         peers: dict[str, str] | None = None,
         config: HubConfig | None = None,
     ) -> None:
-        self.node_id = wire.check_node_id(node_id)
+        self.node_id = wire_messages.check_node_id(node_id)
         self.config = config or HubConfig()
         if type(secret) is not bytes or len(secret) < 16:
             raise ValueError("the cluster secret must be bytes, at least 16 of them")
@@ -403,10 +403,10 @@ class MuxHub:
         """Run ``action`` for ``connection``; any failure closes that connection only, with a log line."""
         try:
             action()
-        except wire.AuthenticationFailed as exc:
+        except wire_errors.AuthenticationFailed as exc:
             self._counters["authentication_failures"] += 1
             self._close(connection, f"authentication failed: {exc}", logging.WARNING)
-        except wire.WireError as exc:
+        except wire_errors.WireError as exc:
             self._counters["protocol_errors"] += 1
             self._close(connection, f"protocol error: {type(exc).__name__}: {exc}", logging.WARNING)
         except OSError as exc:
@@ -425,7 +425,7 @@ class MuxHub:
             connection.state = ConnectionState.HANDSHAKE
             peer_id = connection.peer_id
             if peer_id is None:
-                raise wire.MalformedFrame("dialing connection without a peer id")
+                raise wire_errors.MalformedFrame("dialing connection without a peer id")
             handshake = wire.DialerHandshake(
                 self._secret, self.node_id, peer_id, os.urandom(wire.NONCE_BYTES)
             )
@@ -455,7 +455,7 @@ class MuxHub:
             if connection.state is ConnectionState.ESTABLISHED:
                 session = connection.session
                 if session is None:
-                    raise wire.MalformedFrame("established connection without a session")
+                    raise wire_errors.MalformedFrame("established connection without a session")
                 body = session.open(kind, payload)
                 self._counters["frames_received"] += 1
                 if kind == wire.KIND_BATCH:
@@ -479,19 +479,21 @@ class MuxHub:
                 connection.peer_id = handshake.peer_id
                 connection.deadline = connection.accepted_at + self.config.handshake_timeout_s
                 if handshake.peer_id is not None and dials(self.node_id, handshake.peer_id):
-                    raise wire.AuthenticationFailed(
+                    raise wire_errors.AuthenticationFailed(
                         f"peer {handshake.peer_id!r} dialed us, but {self.node_id!r} > it so we dial"
                     )
                 self._flush(connection)
             else:
                 self._established(connection, handshake.on_auth(kind, payload))
         else:
-            raise wire.MalformedFrame(f"handshake frame kind {kind} on a connection without a handshake")
+            raise wire_errors.MalformedFrame(
+                f"handshake frame kind {kind} on a connection without a handshake"
+            )
 
     def _established(self, connection: Connection, session: wire.Session) -> None:
         peer_id = connection.peer_id
         if peer_id is None:
-            raise wire.MalformedFrame("authenticated connection without a peer id")
+            raise wire_errors.MalformedFrame("authenticated connection without a peer id")
         connection.session = session
         connection.handshake = None
         connection.state = ConnectionState.ESTABLISHED
@@ -643,5 +645,5 @@ def _drain(fd: int) -> None:
 def _session(connection: Connection) -> wire.Session:
     session = connection.session
     if session is None:
-        raise wire.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
+        raise wire_errors.MalformedFrame(f"sealing a frame on {connection.describe()} without a session")
     return session

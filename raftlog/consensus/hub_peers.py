@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from enum import Enum
 
-from raftlog.consensus import wire
+from raftlog.consensus import wire, wire_batch, wire_messages
 from raftlog.consensus.hub_config import HubClosed, HubConfig, TransportError, parse_address
 from raftlog.consensus.hub_inbox import DISCONNECTED, GroupInbox
 
@@ -42,8 +42,8 @@ class Connection:
         self.outbuf = bytearray()
         self.handshake: wire.DialerHandshake | wire.AcceptorHandshake | None = None
         self.session: wire.Session | None = None
-        self.batch_encoder = wire.BatchEncoder()
-        self.batch_decoder = wire.BatchDecoder()
+        self.batch_encoder = wire_batch.BatchEncoder()
+        self.batch_decoder = wire_batch.BatchDecoder()
         self.accepted_at = now
         # an acceptor first waits for a HELLO, which a peer sends at once (see HubConfig.hello_timeout_s)
         hello_s = min(config.hello_timeout_s, config.handshake_timeout_s)
@@ -103,7 +103,7 @@ class PeerTable:
 
     def set(self, node_id: str, address: str) -> None:
         """Add a peer or change its address (an existing connection to an old address is closed)."""
-        wire.check_node_id(node_id)
+        wire_messages.check_node_id(node_id)
         if node_id == self._node_id:
             raise TransportError(f"a hub cannot have itself ({node_id!r}) as a peer")
         parsed = parse_address(address)

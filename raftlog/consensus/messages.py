@@ -1,5 +1,6 @@
 """The Raft messages as this project's code reads and writes them: one ``TypedDict`` per type of
-:data:`raftlog.consensus.wire.MESSAGE_TYPES`, with the shapes its decoder restores (pure, types only).
+:data:`raftlog.consensus.wire_messages.MESSAGE_TYPES`, with the shapes its decoder restores (pure, types
+only).
 
 They are what pysyncobj sends and indexes (plain dicts keyed by ``type`` and the field names), so nothing
 changes at run time: a message decoded from the wire is checked field by field against its schema there,

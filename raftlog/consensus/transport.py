@@ -27,7 +27,7 @@ from pysyncobj.node import TCPNode
 from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.transport import Transport
 
-from raftlog.consensus import wire
+from raftlog.consensus import wire_messages
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.hub_config import TransportError
 from raftlog.consensus.hub_inbox import CONNECTED, nonblocking_pipe
@@ -53,7 +53,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         if selfNode.id != hub.node_id:
             raise TransportError(f"selfNode.id {selfNode.id!r} differs from hub.node_id {hub.node_id!r}")
         self._hub = hub
-        self._group = wire.check_group_id(group)
+        self._group = wire_messages.check_group_id(group)
         self._syncObj = syncObj
         self._nodes: dict[str, Any] = {}
         self._inbox: collections.deque[tuple[str, str, Any]] = collections.deque()
@@ -139,7 +139,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
     def send(self, node: Any, message: Any) -> bool:
         if self._destroyed:
             return False
-        return self._hub.enqueue(node.id, self._group, wire.encode_message(message))
+        return self._hub.enqueue(node.id, self._group, wire_messages.encode_message(message))
 
     def addNode(self, node: Any) -> None:
         self._remember(node)

@@ -46,7 +46,7 @@ def _all_error_classes() -> set[type[RaftlogError]]:
 # or drop a datagram (gossip, counted in its stats); a peer failing a recovery fetch is skipped for the next.
 NODE_INTERNAL_MODULES = {
     "raftlog.consensus.hub_config",
-    "raftlog.consensus.wire",
+    "raftlog.consensus.wire_errors",
     "partitions.replicas.recovery",
 }
 NODE_INTERNAL_BASES = (WireError,)

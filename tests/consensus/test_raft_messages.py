@@ -9,16 +9,16 @@ import typing
 import msgpack
 import pytest
 
-from raftlog.consensus import messages, wire
+from raftlog.consensus import messages, wire_messages
 
 KIND_TYPES = {
-    wire.Kind.UINT: int,
-    wire.Kind.INT: int,
-    wire.Kind.BOOL: bool,
-    wire.Kind.BYTES: bytes,
-    wire.Kind.TRANSMISSION: typing.Literal["start", "process", "finish"],
-    wire.Kind.ENTRIES: list[messages.Entry],
-    wire.Kind.SNAPSHOT_CHUNK: messages.SnapshotChunk,
+    wire_messages.Kind.UINT: int,
+    wire_messages.Kind.INT: int,
+    wire_messages.Kind.BOOL: bool,
+    wire_messages.Kind.BYTES: bytes,
+    wire_messages.Kind.TRANSMISSION: typing.Literal["start", "process", "finish"],
+    wire_messages.Kind.ENTRIES: list[messages.Entry],
+    wire_messages.Kind.SNAPSHOT_CHUNK: messages.SnapshotChunk,
 }
 
 
@@ -27,8 +27,8 @@ def _typed(name: str) -> type:
     return classes[name]
 
 
-@pytest.mark.parametrize("described", wire.MESSAGE_TYPES, ids=lambda t: t.name)
-def test_each_message_type_has_its_typed_form_field_for_field(described: wire.MessageType) -> None:
+@pytest.mark.parametrize("described", wire_messages.MESSAGE_TYPES, ids=lambda t: t.name)
+def test_each_message_type_has_its_typed_form_field_for_field(described: wire_messages.MessageType) -> None:
     cls = _typed(described.name)
     hints = typing.get_type_hints(cls)
     assert hints.pop("type") == typing.Literal[described.name]
@@ -40,7 +40,7 @@ def test_each_message_type_has_its_typed_form_field_for_field(described: wire.Me
 
 
 def test_every_typed_message_is_on_the_wire() -> None:
-    assert len(messages.MESSAGE_CLASSES) == len(wire.MESSAGE_TYPES)
+    assert len(messages.MESSAGE_CLASSES) == len(wire_messages.MESSAGE_TYPES)
     assert set(typing.get_args(messages.RaftMessage)) == set(messages.MESSAGE_CLASSES)
 
 
@@ -53,7 +53,9 @@ def test_a_decoded_message_has_exactly_the_typed_fields() -> None:
         "prevLogIdx": 7,
         "prevLogTerm": 3,
     }
-    packed = wire.encode_message(sent)
-    decoded = wire.decode_message(msgpack.unpackb(packed, use_list=False, raw=False, strict_map_key=False))
+    packed = wire_messages.encode_message(sent)
+    decoded = wire_messages.decode_message(
+        msgpack.unpackb(packed, use_list=False, raw=False, strict_map_key=False)
+    )
     assert decoded == sent
     assert set(decoded) <= set(typing.get_type_hints(messages.AppendEntries))

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raftlog.consensus import wire
+from raftlog.consensus import wire, wire_batch, wire_errors, wire_messages
 
 SECRET = b"cluster-secret-0123456789abcdef"
 
@@ -25,27 +25,29 @@ small_uint = st.integers(min_value=0, max_value=1 << 40)
 command = st.binary(max_size=200)
 entry = st.tuples(command, small_uint, small_uint)
 
-KIND_STRATEGIES: dict[wire.Kind, st.SearchStrategy[Any]] = {
-    wire.Kind.UINT: uint,
-    wire.Kind.INT: st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
-    wire.Kind.BOOL: st.booleans(),
-    wire.Kind.BYTES: st.binary(max_size=300),
-    wire.Kind.TRANSMISSION: st.sampled_from(["start", "process", "finish"]),
-    wire.Kind.ENTRIES: st.lists(entry, max_size=20),
-    wire.Kind.SNAPSHOT_CHUNK: st.one_of(
+KIND_STRATEGIES: dict[wire_messages.Kind, st.SearchStrategy[Any]] = {
+    wire_messages.Kind.UINT: uint,
+    wire_messages.Kind.INT: st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+    wire_messages.Kind.BOOL: st.booleans(),
+    wire_messages.Kind.BYTES: st.binary(max_size=300),
+    wire_messages.Kind.TRANSMISSION: st.sampled_from(["start", "process", "finish"]),
+    wire_messages.Kind.ENTRIES: st.lists(entry, max_size=20),
+    wire_messages.Kind.SNAPSHOT_CHUNK: st.one_of(
         st.none(), st.just(False), st.tuples(st.binary(max_size=300), st.booleans(), st.booleans())
     ),
 }
 
 
-def message_of(mtype: wire.MessageType) -> st.SearchStrategy[dict[str, Any]]:
+def message_of(mtype: wire_messages.MessageType) -> st.SearchStrategy[dict[str, Any]]:
     required = {f.name: KIND_STRATEGIES[f.kind] for f in mtype.fields if f.required}
     optional = {f.name: KIND_STRATEGIES[f.kind] for f in mtype.fields if not f.required}
     return st.fixed_dictionaries({"type": st.just(mtype.name), **required}, optional=optional)
 
 
-messages = st.one_of([message_of(t) for t in wire.MESSAGE_TYPES])
-group_ids = st.text(min_size=1, max_size=40).filter(lambda g: len(g.encode()) <= wire.GROUP_ID_BYTES_MAX)
+messages = st.one_of([message_of(t) for t in wire_messages.MESSAGE_TYPES])
+group_ids = st.text(min_size=1, max_size=40).filter(
+    lambda g: len(g.encode()) <= wire_messages.GROUP_ID_BYTES_MAX
+)
 
 
 def same_shape(a: Any, b: Any) -> bool:
@@ -61,8 +63,10 @@ def same_shape(a: Any, b: Any) -> bool:
 
 
 def round_trip(message: dict[str, Any]) -> dict[str, Any]:
-    encoded = wire.encode_message(message)
-    return wire.decode_message(msgpack.unpackb(encoded, use_list=False, raw=False, strict_map_key=False))
+    encoded = wire_messages.encode_message(message)
+    return wire_messages.decode_message(
+        msgpack.unpackb(encoded, use_list=False, raw=False, strict_map_key=False)
+    )
 
 
 # ------------------------------------------------------------------------------------ message codec
@@ -142,8 +146,8 @@ def test_real_pysyncobj_shapes_round_trip() -> None:
     ],
 )
 def test_encode_refuses_messages_outside_the_schema(message: dict[str, Any]) -> None:
-    with pytest.raises(wire.MalformedMessage):
-        wire.encode_message(message)
+    with pytest.raises(wire_errors.MalformedMessage):
+        wire_messages.encode_message(message)
 
 
 @pytest.mark.parametrize(
@@ -166,13 +170,13 @@ def test_encode_refuses_messages_outside_the_schema(message: dict[str, Any]) -> 
     ],
 )
 def test_decode_rejects_malformed_messages(obj: Any) -> None:
-    with pytest.raises(wire.MalformedMessage):
-        wire.decode_message(obj)
+    with pytest.raises(wire_errors.MalformedMessage):
+        wire_messages.decode_message(obj)
 
 
 def test_schema_fingerprint_is_stable_and_versioned() -> None:
-    assert wire.schema_fingerprint() == wire.SCHEMA_FINGERPRINT
-    assert len(wire.SCHEMA_FINGERPRINT) == 16
+    assert wire_messages.schema_fingerprint() == wire_messages.SCHEMA_FINGERPRINT
+    assert len(wire_messages.SCHEMA_FINGERPRINT) == 16
 
 
 # ------------------------------------------------------------------------------------------ batches
@@ -181,9 +185,9 @@ def test_schema_fingerprint_is_stable_and_versioned() -> None:
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.lists(st.tuples(group_ids, messages), max_size=15), max_size=5))
 def test_batches_round_trip_and_intern_groups_across_frames(batches: list[list[tuple[str, Any]]]) -> None:
-    encoder, decoder = wire.BatchEncoder(), wire.BatchDecoder()
+    encoder, decoder = wire_batch.BatchEncoder(), wire_batch.BatchDecoder()
     for batch in batches:
-        body = encoder.encode([(group, wire.encode_message(m)) for group, m in batch])
+        body = encoder.encode([(group, wire_messages.encode_message(m)) for group, m in batch])
         decoded = decoder.decode(body)
         assert len(decoded) == len(batch)
         for (group, message), (got_group, got_message) in zip(batch, decoded, strict=True):
@@ -192,8 +196,8 @@ def test_batches_round_trip_and_intern_groups_across_frames(batches: list[list[t
 
 
 def test_group_name_sent_once_per_connection() -> None:
-    encoder = wire.BatchEncoder()
-    payload = wire.encode_message({"type": "response_vote", "term": 1})
+    encoder = wire_batch.BatchEncoder()
+    payload = wire_messages.encode_message({"type": "response_vote", "term": 1})
     first = encoder.encode([("topic-with-a-long-name/17", payload)])
     second = encoder.encode([("topic-with-a-long-name/17", payload)])
     assert b"topic-with-a-long-name/17" in first and b"topic-with-a-long-name/17" not in second
@@ -213,17 +217,17 @@ def test_group_name_sent_once_per_connection() -> None:
 )
 def test_malformed_batches_are_rejected(records: list[Any]) -> None:
     body = b"".join(msgpack.packb(r, use_bin_type=True) for r in records)
-    with pytest.raises(wire.WireError):
-        wire.BatchDecoder().decode(body)
+    with pytest.raises(wire_errors.WireError):
+        wire_batch.BatchDecoder().decode(body)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_never_escape_as_anything_but_wire_errors(garbage: bytes) -> None:
-    with contextlib.suppress(wire.WireError):
-        wire.BatchDecoder().decode(garbage)
+    with contextlib.suppress(wire_errors.WireError):
+        wire_batch.BatchDecoder().decode(garbage)
     reader = wire.FrameReader(wire.HANDSHAKE_FRAME_BYTES_MAX)
-    with contextlib.suppress(wire.WireError):
+    with contextlib.suppress(wire_errors.WireError):
         reader.frames(garbage)
 
 
@@ -233,8 +237,8 @@ def test_a_pickle_is_not_a_message() -> None:
             return (os.system, ("echo pwned",))
 
     body = pickle.dumps(Boom())
-    with pytest.raises(wire.WireError):
-        wire.BatchDecoder().decode(body)
+    with pytest.raises(wire_errors.WireError):
+        wire_batch.BatchDecoder().decode(body)
 
 
 # ------------------------------------------------------------------------------------------ framing
@@ -318,14 +322,14 @@ def test_a_large_frame_is_read_from_the_socket_into_its_own_buffer() -> None:
 def test_oversized_frame_is_rejected_from_its_header_alone() -> None:
     reader = wire.FrameReader(1 << 20)
     reader.feed(struct.pack(">I", (1 << 20) + 1))  # the body never needs to arrive
-    with pytest.raises(wire.FrameTooLarge) as raised:
+    with pytest.raises(wire_errors.FrameTooLarge) as raised:
         reader.next_frame()
     assert raised.value.frame_bytes == (1 << 20) + 1
     assert reader.buffered_bytes == 4
 
 
 def test_empty_frame_is_malformed() -> None:
-    with pytest.raises(wire.MalformedFrame):
+    with pytest.raises(wire_errors.MalformedFrame):
         wire.FrameReader(wire.HANDSHAKE_FRAME_BYTES_MAX).frames(b"\x00\x00\x00\x00")
 
 
@@ -375,12 +379,12 @@ def test_a_frame_sealed_into_a_buffer_is_the_frame_seal_builds() -> None:
     assert acceptor.open(kind, payload) == b"".join(parts)
     ((kind, payload),) = reader.frames(dialer.seal(wire.KIND_BATCH, b"next"))
     assert acceptor.open(kind, payload) == b"next"
-    with pytest.raises(wire.MalformedFrame):
+    with pytest.raises(wire_errors.MalformedFrame):
         dialer.seal_into(bytearray(), wire.KIND_HELLO, [b"x"])  # not a session frame kind
 
 
 def test_wrong_secret_fails_on_both_sides() -> None:
-    with pytest.raises(wire.AuthenticationFailed):  # the dialer refuses an acceptor without the secret
+    with pytest.raises(wire_errors.AuthenticationFailed):  # the dialer refuses an acceptor without the secret
         handshake(acceptor_secret=b"another-secret-of-enough-length")
     # An acceptor facing a dialer without the secret: the dialer cannot forge the AUTH proof.
     acceptor = wire.AcceptorHandshake(SECRET, "n1", os.urandom(32), {"n2"}.__contains__)
@@ -390,27 +394,32 @@ def test_wrong_secret_fails_on_both_sides() -> None:
     acceptor.on_hello(kind, payload)
     forged = wire.frame(wire.KIND_AUTH, msgpack.packb({"proof": os.urandom(32)}))
     ((kind, payload),) = reader.frames(forged)
-    with pytest.raises(wire.AuthenticationFailed):
+    with pytest.raises(wire_errors.AuthenticationFailed):
         acceptor.on_auth(kind, payload)
 
 
 def test_handshake_refuses_unknown_or_misdirected_peers() -> None:
-    with pytest.raises(wire.AuthenticationFailed):
+    with pytest.raises(wire_errors.AuthenticationFailed):
         handshake(dialer_id="intruder")
-    with pytest.raises(wire.AuthenticationFailed):
+    with pytest.raises(wire_errors.AuthenticationFailed):
         handshake(dialed_id="n7")  # dialer meant to reach n7, reached n1
-    with pytest.raises(wire.AuthenticationFailed):
+    with pytest.raises(wire_errors.AuthenticationFailed):
         handshake(dialer_id="n1", known=frozenset({"n1"}))  # claims the acceptor's own id
 
 
 def test_handshake_refuses_other_protocol_versions() -> None:
     acceptor = wire.AcceptorHandshake(SECRET, "n1", os.urandom(32), {"n2"}.__contains__)
-    hello = {"v": wire.WIRE_VERSION + 1, "schema": wire.SCHEMA_FINGERPRINT, "node": "n2", "to": "n1"}
+    hello = {
+        "v": wire_messages.WIRE_VERSION + 1,
+        "schema": wire_messages.SCHEMA_FINGERPRINT,
+        "node": "n2",
+        "to": "n1",
+    }
     hello["nonce"] = os.urandom(32)
-    with pytest.raises(wire.ProtocolMismatch):
+    with pytest.raises(wire_errors.ProtocolMismatch):
         acceptor.on_hello(wire.KIND_HELLO, msgpack.packb(hello))
-    hello["v"], hello["schema"] = wire.WIRE_VERSION, b"\x00" * 16
-    with pytest.raises(wire.ProtocolMismatch):
+    hello["v"], hello["schema"] = wire_messages.WIRE_VERSION, b"\x00" * 16
+    with pytest.raises(wire_errors.ProtocolMismatch):
         acceptor.on_hello(wire.KIND_HELLO, msgpack.packb(hello))
 
 
@@ -424,32 +433,32 @@ def test_forged_replayed_reordered_and_reflected_frames_are_rejected() -> None:
 
     flipped = bytearray(payload1)
     flipped[0] ^= 1
-    with pytest.raises(wire.AuthenticationFailed):  # forged body
+    with pytest.raises(wire_errors.AuthenticationFailed):  # forged body
         acceptor.open(kind1, bytes(flipped))
-    with pytest.raises(wire.AuthenticationFailed):  # reordered
+    with pytest.raises(wire_errors.AuthenticationFailed):  # reordered
         acceptor.open(kind2, payload2)
-    with pytest.raises(wire.AuthenticationFailed):  # kind changed
+    with pytest.raises(wire_errors.AuthenticationFailed):  # kind changed
         acceptor.open(wire.KIND_PING, payload1)
     assert acceptor.open(kind1, payload1) == b"first"
-    with pytest.raises(wire.AuthenticationFailed):  # replayed
+    with pytest.raises(wire_errors.AuthenticationFailed):  # replayed
         acceptor.open(kind1, payload1)
 
     # reflected: a frame the acceptor sent, fed back to the acceptor
     ((kind, payload),) = reader.frames(acceptor.seal(wire.KIND_BATCH, b"mine"))
-    with pytest.raises(wire.AuthenticationFailed):
+    with pytest.raises(wire_errors.AuthenticationFailed):
         acceptor.open(kind, payload)
 
     # replayed into another connection between the same nodes
     _, other_acceptor = handshake()
-    with pytest.raises(wire.AuthenticationFailed):
+    with pytest.raises(wire_errors.AuthenticationFailed):
         other_acceptor.open(kind1, payload1)
 
 
 def test_handshake_frames_are_small() -> None:
     acceptor = wire.AcceptorHandshake(SECRET, "n1", os.urandom(32), {"n2"}.__contains__)
-    with pytest.raises(wire.FrameTooLarge):
+    with pytest.raises(wire_errors.FrameTooLarge):
         acceptor.on_hello(wire.KIND_HELLO, b"\x00" * (wire.HANDSHAKE_FRAME_BYTES_MAX + 1))
-    with pytest.raises(wire.MalformedFrame):
+    with pytest.raises(wire_errors.MalformedFrame):
         acceptor.on_hello(wire.KIND_AUTH, msgpack.packb({}))
-    with pytest.raises(wire.MalformedFrame):
+    with pytest.raises(wire_errors.MalformedFrame):
         acceptor.on_hello(wire.KIND_HELLO, b"\xc1")  # reserved msgpack byte

@@ -17,7 +17,7 @@ from raftlog.errors import RaftlogError
 # Errors that never reach a front door: node-internal transport and wire errors, and the HTTP layer's own.
 NOT_ON_A_KAFKA_REQUEST = (
     "raftlog.consensus.hub_config",
-    "raftlog.consensus.wire",
+    "raftlog.consensus.wire_errors",
     "partitions.replicas.recovery",
 )
 
