@@ -649,7 +649,11 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
         if coordinator_of(door, name) != door.node.node_id:
             answers.append(described(name, ErrorCode.not_coordinator))
             continue
-        live = door.groups.groups.get(name)
+        try:  # as the table holds it when not loaded here yet: a coordinator just elected has its members
+            live = door.groups.view(name)
+        except GroupRefusal as refused:  # the metadata names this node, the group's partition not yet
+            answers.append(described(name, ErrorCode(refused.code)))
+            continue
         if live is not None and live.members:  # Kafka clients' members: their own bytes
             protocol = live.protocol or ""
             members = tuple(

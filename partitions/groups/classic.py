@@ -167,9 +167,11 @@ class ClassicGroups:
             )
         return group
 
-    def _view(self, name: str) -> Group | None:
-        """The group to check a call against without loading it: this coordinator's, or the table's
-        (a commit before its members' first heartbeat here)."""
+    def view(self, name: str) -> Group | None:
+        """The group to check a call against or describe without loading it: this coordinator's, or the
+        table's (a commit or a DescribeGroups before its members' first heartbeat here, or before a tick
+        loaded it); None when the table holds none; GroupRefusal(NOT_COORDINATOR) when its partition is
+        not led here."""
         recorded = self._records.recorded(name)
         if recorded is None:
             raise GroupRefusal(GroupCode.not_coordinator, f"this node does not coordinate group {name!r}")
@@ -576,7 +578,7 @@ class ClassicGroups:
         -1, a consumer outside any group management, or an operator's reset), which Kafka accepts only
         while the group has no members: their next commit would undo it. A group this coordinator has
         not loaded yet (its members did not call since it took over) is checked as the table holds it."""
-        group = self._view(name)
+        group = self.view(name)
         if generation < 0 and not member_id:
             if group is not None and group.members:
                 raise GroupRefusal(
@@ -602,7 +604,7 @@ class ClassicGroups:
         the member id and the generation are each checked when given (FENCED_INSTANCE_ID,
         UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION); a producer outside the group's management (none given)
         commits whoever holds the group."""
-        group = self._view(name)
+        group = self.view(name)
         if group is not None:
             group.check_instance(member_id, instance_id)
         if member_id and (group is None or member_id not in group.members):
