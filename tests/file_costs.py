@@ -1,7 +1,7 @@
 """Each test file's cost in seconds (its tests' set-up, call and tear-down summed), kept in
 ``file_costs.json`` beside this file, from a JUnit report of a whole run:
 
-    .venv/bin/python -m pytest -n 2 --dist loadfile --junitxml=run.xml
+    .venv/bin/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder --junitxml=run.xml
     .venv/bin/python tests/file_costs.py run.xml
 
 ``tests/conftest.py`` hands the files to the two workers dearest first (so the last ones to finish are
@@ -51,8 +51,10 @@ def scope_of(nodeid: str) -> str:
 def schedule(
     items: list[T], path_of: Callable[[T], str], costs: dict[str, float], under: float | None = None
 ) -> tuple[list[T], list[T]]:
-    """The items to run, their files dearest first (a file's items keep their order), and those left out:
-    the items of files that cost ``under`` seconds or more in the table, when ``under`` is given."""
+    """The items to run, the units a worker takes whole dearest first (a shared folder costs what its files
+    cost together, and its files go dearest first within it; a file's items keep their order), and those
+    left out: the items of units that cost ``under`` seconds or more in the table, when ``under`` is given.
+    (A folder that ran at the place of its dearest file could start late and end the run alone.)"""
 
     def cost(item: T) -> float:
         return costs.get(path_of(item), UNKNOWN_S)
@@ -63,12 +65,15 @@ def schedule(
             return sum(seconds for path, seconds in costs.items() if path.startswith(scope))
         return costs.get(scope, 0.0)
 
+    def order(item: T) -> tuple[float, float]:
+        return -max(measured(item), cost(item)), -cost(item)
+
     def dear(item: T) -> bool:  # a file not measured yet stays: it is likely the one being worked on
         return under is not None and measured(item) >= under
 
     kept = [item for item in items if not dear(item)]
     dropped = [item for item in items if dear(item)]
-    return sorted(kept, key=lambda item: -cost(item)), dropped  # sorted is stable
+    return sorted(kept, key=order), dropped  # sorted is stable
 
 
 def from_junit(report: pathlib.Path) -> dict[str, float]:

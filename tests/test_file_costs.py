@@ -73,3 +73,25 @@ def test_files_under_leaves_out_a_shared_folder_by_what_its_files_cost_together(
     costs = {"tests/kafka_reference/test_cheap.py": 1.5, "tests/kafka_reference/test_dear.py": 400.0}
     kept, dropped = file_costs.schedule(items, _path, costs, under=10.0)
     assert kept == [] and dropped == items
+
+
+def test_a_shared_folder_goes_out_at_the_cost_of_its_files_together_its_dearest_file_first() -> None:
+    items = [
+        "tests/a.py::test_1",
+        "tests/spark/test_cheap.py::test_1",
+        "tests/spark/test_dear.py::test_1",
+        "tests/b.py::test_1",
+    ]
+    costs = {
+        "tests/a.py": 50.0,
+        "tests/spark/test_cheap.py": 30.0,
+        "tests/spark/test_dear.py": 40.0,
+        "tests/b.py": 60.0,
+    }
+    kept, _ = file_costs.schedule(items, _path, costs)
+    assert kept == [
+        "tests/spark/test_dear.py::test_1",  # the folder: 70 s together
+        "tests/spark/test_cheap.py::test_1",
+        "tests/b.py::test_1",
+        "tests/a.py::test_1",
+    ]
