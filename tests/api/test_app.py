@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 from fake_node import FakeCluster
 from harness import Harness, Node
+from waiting import wait_until
 
 from api import console
 from api.app import ROUTES, build_app
@@ -47,6 +48,11 @@ async def produce(node: Node, topic: str, records: list[dict[str, Any]], **extra
     )
     assert response.status == 200, await response.text()
     return await response.json()
+
+
+async def fetches_waiting(node: Node, count: int) -> bool:
+    """Whether ``count`` fetches reached ``node``'s data plane (a long poll there waits for a record)."""
+    return node.data.calls["fetch"] >= count
 
 
 async def error_of(response: Any, status: int, code: int) -> dict[str, Any]:
@@ -383,7 +389,7 @@ async def test_long_poll_returns_as_soon_as_a_record_arrives(cluster: FakeCluste
     cluster.add_topic("t", 1)
     started = time.monotonic()
     poll = asyncio.create_task(n1.client.get("/topics/t/partitions/0/records?offset=0&timeout=10000"))
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: fetches_waiting(n1, 1), "the poll waits for a record")
     assert not poll.done()
     await produce(n1, "t", [{"value": "late"}])
     response = await asyncio.wait_for(poll, 5)
@@ -770,7 +776,8 @@ async def test_a_follower_forwards_produce_and_fetch_to_the_leader(
     assert n1.data.calls["produce_batch"] == 1 and n2.data.calls["produce_batch"] == 1  # n2 refused, n1 wrote
 
     poll = asyncio.create_task(n2.client.get("/topics/t/partitions/0/records?offset=1&timeout=10000"))
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: fetches_waiting(n1, 1), "the forwarded poll waits on the leader")
+    assert not poll.done()
     await produce(n1, "t", [{"value": "b"}])
     response = await asyncio.wait_for(poll, 5)
     assert response.headers["X-Raftlog-Leader"] == "n1"
@@ -992,7 +999,7 @@ async def test_overload_answers_503_with_retry_after_at_once_and_recovers(
         asyncio.create_task(node.client.get("/topics/t/partitions/0/records?offset=0&timeout=10000"))
         for _ in range(2)
     ]
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: fetches_waiting(node, 2), "both long polls hold their slots")
     started = time.monotonic()
     refused = await node.client.get("/topics/t/partitions/0/records?offset=0&timeout=10000")
     assert refused.status == 503 and refused.headers["Retry-After"] == "1"

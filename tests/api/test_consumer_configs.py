@@ -11,6 +11,7 @@ from typing import Any
 
 from fake_node import FakeCluster
 from harness import Node
+from waiting import wait_until
 
 from raftlog_contract import BINARY_V2, JSON_V2, KAFKA_V2
 
@@ -35,6 +36,18 @@ async def subscribed(node: Node, group: str, body: dict[str, Any] | None, topic:
     base = "/consumers/{}/instances/{}".format(group, (await answer(created))["instance_id"])
     await answer(await node.client.post(f"{base}/subscription", json={"topics": [topic]}, headers=V2), 204)
     return base
+
+
+async def produce_once_waiting(node: Node, value: int) -> None:
+    """Produce ``value`` once the read under way waits for records: its second fetch (the first asks
+    without waiting) has reached ``node``'s data plane."""
+    fetches = node.data.calls["fetch"] + 2
+
+    async def waiting() -> bool:
+        return node.data.calls["fetch"] >= fetches
+
+    await wait_until(waiting, "the read waits for records")
+    await produce(node, "t", 0, [{"value": value}])
 
 
 async def committed(node: Node, group: str, topic: str = "t") -> dict[int, int]:
@@ -93,12 +106,8 @@ async def test_a_read_without_timeout_waits_the_request_timeout_and_no_longer_th
     waited = time.monotonic() - started
     assert 0.35 <= waited < 5, waited
 
-    async def later() -> None:
-        await asyncio.sleep(0.1)
-        await produce(n1, "t", 0, [{"value": 7}])
-
     started = time.monotonic()
-    writer = asyncio.create_task(later())
+    writer = asyncio.create_task(produce_once_waiting(n1, 7))
     rows = await answer(await n1.client.get(f"{base}/records"))
     await writer
     assert [r["value"] for r in rows] == [7] and time.monotonic() - started < 5
@@ -113,11 +122,7 @@ async def test_fetch_min_bytes_gathers_until_enough_came_or_the_timeout(
     )
     await produce(n1, "t", 0, [{"value": 1}])
 
-    async def later() -> None:
-        await asyncio.sleep(0.2)
-        await produce(n1, "t", 0, [{"value": 2}])
-
-    writer = asyncio.create_task(later())
+    writer = asyncio.create_task(produce_once_waiting(n1, 2))
     rows = await answer(await n1.client.get(f"{base}/records", params={"timeout": "1000"}))
     await writer
     assert [r["value"] for r in rows] == [1, 2]  # both: the first alone was below fetch.min.bytes

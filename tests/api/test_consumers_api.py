@@ -10,7 +10,9 @@ from typing import Any
 
 from fake_node import FakeCluster
 from harness import Node
+from waiting import wait_until
 
+from api.state import STATE
 from partitions.names import GROUPS_TOPIC
 from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.client import GroupConsumer, RaftlogClient
@@ -187,7 +189,11 @@ async def test_a_member_without_partitions_waits_for_a_rebalance(
         )
     assert (await assigned(n1, members[1]))[0] == set()
     waiting = asyncio.create_task(n2.client.get(f"{members[1]}/records", params={"timeout": "5000"}))
-    await asyncio.sleep(0.2)
+
+    async def read_in_flight() -> bool:
+        return n2.client.server.app[STATE].admission.in_flight["long-poll"] == 1
+
+    await wait_until(read_in_flight, "b's read reached n2")
     assert not waiting.done()
     await ok(await n1.client.delete(members[0]), 204)
     rows = await ok(await asyncio.wait_for(waiting, 5))

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fake_node import FakeCluster
 from harness import Node
+from waiting import wait_until
 
 from raftlog_cli.cli import main
 
@@ -102,7 +103,11 @@ async def test_consume_follow_waits_for_new_records(cluster: FakeCluster, n1: No
         run(capsys, "consume", "t", "--partition", "0", "--offset", "0", "--follow", "--max", "2",
             "--server", n1.url)
     )  # fmt: skip
-    await asyncio.sleep(0.2)
+
+    async def fetching() -> bool:
+        return n1.data.calls["fetch"] >= 1
+
+    await wait_until(fetching, "the consumer asked for records")
     assert not consumer.done()
     await n1.client.post("/topics/t", json={"records": [{"value": "a"}, {"value": "b"}]})
     code, out, _ = await asyncio.wait_for(consumer, 10)
