@@ -56,7 +56,8 @@ async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
 
     # long poll wakes when a record commits
     waiting = asyncio.create_task(fetch(leader, "orders", 0, 3, 1 << 20, 10_000))
-    await asyncio.sleep(0.2)
+    polled = leader.replicas.get(metadata.group_id(0))
+    await until(lambda: polled.waiters == 1, what="the long poll counted in")
     assert not waiting.done()
     await produce(leader.data, "orders", 0, [ProducerRecord(b"d")], None, None, 5000)
     assert [r.value for r in await asyncio.wait_for(waiting, 5)] == [b"d"]
@@ -184,7 +185,7 @@ async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster
     for value in (b"a", b"b"):  # nobody waits: the event is not replaced (no wake-up was scheduled)
         before = replica.changed
         await produce(leader.data, "polled", 0, [ProducerRecord(value)], None, None, 5000)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # a negative window: no wake-up is scheduled meanwhile
         events.append(replica.changed is before)
     assert events == [True, True]
     waiting = asyncio.create_task(fetch(leader, "polled", 0, 2, 1 << 20, 10_000))
