@@ -206,7 +206,7 @@ async def test_close_fails_pending_and_later_calls(cluster: Cluster) -> None:
     for address in [a for a in cluster.replicas if a != leader.address]:
         cluster.stop(address)  # nothing can commit any more
     pending = asyncio.ensure_future(leader.group.propose(b"stuck", timeout_ms=5000))
-    await asyncio.sleep(0.05)
+    await eventually(lambda: len(leader.group._bridge._pending) == 1, "the proposal pending")
     leader.group.close()
     with pytest.raises(GroupClosed):
         await pending
@@ -280,8 +280,14 @@ async def test_leadership_transfer_succeeds_under_a_stream_of_proposals(cluster:
                 except (NotDone, OutcomeUnknown, GroupClosed):
                     return  # leadership moved: the stream ends here
 
+        applied = len(leader.machine.commands)
         writer = asyncio.create_task(write())
-        await asyncio.sleep(0.3)
+        await eventually(
+            lambda writer=writer, applied=applied, leader=leader: (
+                writer.done() or len(leader.machine.commands) >= applied + 50
+            ),
+            "the stream of proposals flowing",
+        )
         target = next(a for a in cluster.replicas if a != leader.address)
         status = leader.group.status
         await eventually(
@@ -354,7 +360,7 @@ async def test_a_late_replica_campaigning_in_a_group_with_a_leader_disturbs_nobo
 
         # a replica that has seen an election ignores the call
         replica.group.campaign_if_new(delay_ms=0, attempts=5)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # a negative window: room for a campaign that should not happen
         status = leader.group.status()
         assert (status.role, status.term) == (Role.LEADER, term)
     finally:
