@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from waiting import wait_for
+
+from raftlog.consensus.journal import RaftJournal
 
 
 class Refusal:
@@ -61,3 +65,15 @@ class Refusal:
         monkeypatch.setattr(os, "write", write)
         monkeypatch.setattr(os, "fdatasync", syncing(real_fdatasync, "fdatasync"))
         monkeypatch.setattr(os, "fsync", syncing(real_fsync, "fsync"))
+
+
+def after_space_retry_time(journal: RaftJournal) -> None:
+    """Until ``journal``'s retry time of a sync refused for want of room has come (a sync before it tries
+    nothing). The journal reads it on its own monotonic clock, and its backoff doubles on every refusal,
+    so no fixed wait fits every case."""
+
+    def due() -> bool:
+        retry_at = journal.space_retry_at
+        return retry_at is None or time.monotonic() >= retry_at
+
+    wait_for(due, "the journal's retry time", timeout_s=10, every_s=0.01)

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from disk_refusal import Refusal
+from disk_refusal import Refusal, after_space_retry_time
 from pysyncobj.config import FAIL_REASON
 from sim_cluster import F, G, L, Script, assert_restart_keeps, file_journal_script
-from waiting import wait_for
 
 from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.journal_files import read_term_and_vote
@@ -43,17 +42,6 @@ def record_sends(script: Script, name: str, journal: FileJournal) -> list[tuple[
 
 def directory_of(journal: FileJournal) -> str:
     return journal.directory
-
-
-def wait_for_retry(journal: FileJournal) -> None:
-    """Until ``journal``'s own retry time of its refused sync has come (read on its monotonic clock,
-    which the test does not hold)."""
-
-    def due() -> bool:
-        retry_at = journal.space_retry_at
-        return retry_at is None or time.monotonic() >= retry_at
-
-    wait_for(due, "the journal's retry time", timeout_s=10, every_s=0.01)
 
 
 def propose(script: Script, name: str, sequences: range, answered: list[int]) -> None:
@@ -81,7 +69,7 @@ def test_a_follower_that_cannot_sync_acknowledges_nothing_and_catches_up_once_th
     assert script.nodes[F].stopped_error is None
 
     refusal.refusing = False
-    wait_for_retry(journals[F])
+    after_space_retry_time(journals[F])
     script.force_send(L)
     script.settle([L, F, G])
     script.catch_up(L, [F, G])
@@ -129,7 +117,7 @@ def test_a_leader_that_cannot_sync_hands_over_and_stands_for_no_election(
     assert not leader._isLeader()
 
     refusal.refusing = False
-    wait_for_retry(journals[L])
+    after_space_retry_time(journals[L])
     time.sleep(HOLD_S)  # full until HOLD_S after the last refusal, on DiskSpace's own monotonic clock
     script.force_send(new_leader)
     script.settle([L, F, G])

@@ -10,13 +10,11 @@ import errno
 import os
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from disk_refusal import Refusal
+from disk_refusal import Refusal, after_space_retry_time
 from small_disk import small_disk
-from waiting import wait_for
 
 from jepsen import disks
 from raftlog.consensus.file_journal import FileJournal
@@ -37,17 +35,6 @@ def crashed_copy(directory: Path, into: Path) -> FileJournal:
     """What a crash now would leave: the files as they are, opened by a new journal."""
     shutil.copytree(directory, into)
     return FileJournal(str(into))
-
-
-def after_retry_time(journal: FileJournal) -> None:
-    """Until the journal's own retry time has come (a sync before it tries nothing): the backoff doubles
-    on every refusal, so no fixed wait fits them all."""
-
-    def due() -> bool:
-        retry_at = journal.space_retry_at
-        return retry_at is None or time.monotonic() >= retry_at
-
-    wait_for(due, "the journal's retry time", timeout_s=10, every_s=0.01)
 
 
 @pytest.mark.parametrize("direct_io", [True, False])
@@ -76,7 +63,7 @@ def test_a_refused_sync_keeps_its_records_and_writes_them_again_from_its_copy(
 
     refusal.written.clear()
     refusal.refusing = False
-    after_retry_time(journal)
+    after_space_retry_time(journal)
     journal.sync()
     assert journal.durable_index == 17 and journal.space_retry_at is None and not journal.sync_in_flight
     rewritten = b"".join(data for _, data in refusal.written)
@@ -104,7 +91,7 @@ def test_records_half_written_then_dropped_never_come_back(
     assert refusal.refused[0] == "half"  # 4 KiB of records 6.. reached the file before the refusal
     journal.deleteEntriesFrom(7)  # index 8 on: a new leader's log differs there
     refusal.refusing = False
-    after_retry_time(journal)
+    after_space_retry_time(journal)
     journal.sync()
     assert journal.durable_index == 7
     assert [index for _, index, _ in entries_of(crashed_copy(directory, tmp_path / "crash"))] == list(
@@ -132,7 +119,7 @@ def test_a_refused_sync_on_a_sync_thread_is_taken_back_without_raising(
     worker.join()
     assert journal.finish_sync() and journal.durable_index == 0 and journal.sync_in_flight
     refusal.refusing = False
-    after_retry_time(journal)
+    after_space_retry_time(journal)
     job = journal.begin_sync()
     assert job is not None
     job.run()
@@ -147,7 +134,7 @@ def test_no_room_for_a_new_segment_keeps_appending_to_the_last(tmp_path: Path, m
     fill(journal, 4, 10)  # past 4 KiB: every add would roll, but the refused records hold it back
     assert sorted(os.listdir(tmp_path)) == ["segment-0000000001.log", "state"]
     refusal.refusing = False
-    after_retry_time(journal)
+    after_space_retry_time(journal)
     journal.sync()
     fill(journal, 14, 10)  # rolls again now that its records are synced
     journal.sync()
@@ -198,7 +185,7 @@ def test_a_journal_on_a_small_disk_that_fills_and_empties(tmp_path: Path) -> Non
             range(1, 51)
         )
         disks.empty(mount)
-        after_retry_time(journal)
+        after_space_retry_time(journal)
         journal.sync()
         assert journal.durable_index == 650 and journal.space_retry_at is None
         expected = entries_of(journal)
