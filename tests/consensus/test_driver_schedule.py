@@ -7,9 +7,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from itertools import pairwise
-from typing import Any
 
 import pytest
+from waiting import wait_for
 
 from raftlog.consensus.driver import Driver
 
@@ -55,13 +55,6 @@ def add(driver: Driver, core: FakeCore, group_id: str | None = None) -> None:
     core.ticked.clear()
 
 
-def wait_for(condition: Callable[[], Any], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
 def test_an_active_core_is_ticked_at_once(driver: Driver) -> None:
     core = FakeCore(driver, "active")  # its timer is an hour away
     add(driver, core)
@@ -76,7 +69,7 @@ def test_a_core_due_by_its_timer_is_ticked(driver: Driver) -> None:
     assert core.ticked.wait(5), "a core whose timer fell due was not ticked"
     core.timer_in_s = 3600.0
     ticks = len(core.ticks)
-    time.sleep(0.5)
+    time.sleep(0.5)  # a negative window: rounds go by, the idle core is not ticked in them
     assert len(core.ticks) <= ticks + 1, "an idle core is ticked on every round"
 
 
@@ -88,13 +81,15 @@ def test_a_quiet_core_gets_no_idle_ticks_only_its_own_timer() -> None:
         quiet.quiet = True
         add(driver, busy)
         add(driver, quiet)
-        time.sleep(0.6)
-        assert len(busy.ticks) >= 4, "an idle core that is not quiet gets a tick per idle_tick_ms"
+        paced = len(busy.ticks) + 4
+        # an idle core that is not quiet gets a tick per idle_tick_ms: four of them since quiet came in,
+        # the rounds in which the quiet one would have had its idle ticks too
+        wait_for(lambda: len(busy.ticks) >= paced, "four idle ticks of the core not quiet", every_s=0.01)
         assert len(quiet.ticks) == 1, f"a quiet core was ticked by the idle pace: {quiet.ticks}"
         quiet.timer_in_s = 0.2  # its own rare tick
         assert quiet.on_activity is not None
         quiet.on_activity()  # woken (a proposal, a message): ticked at once, then at its timer
-        wait_for(lambda: len(quiet.ticks) >= 3, timeout_s=2)
+        wait_for(lambda: len(quiet.ticks) >= 3, "the woken core ticked, then at its timer", every_s=0.01)
     finally:
         driver.stop()
 
@@ -106,7 +101,7 @@ def test_left_over_work_is_ticked_in_the_next_rounds(driver: Driver) -> None:
     core.pending_work = 3
     assert core.on_activity is not None
     core.on_activity()
-    wait_for(lambda: len(core.ticks) >= ticks + 3)
+    wait_for(lambda: len(core.ticks) >= ticks + 3, "three ticks for the left-over work", every_s=0.01)
     assert core.pending_work == 0
 
 
@@ -121,7 +116,7 @@ def test_a_removed_core_is_never_ticked(driver: Driver) -> None:
     activity()  # a proposal racing the removal
     keeper = FakeCore(driver, "keeper", timer_in_s=0.05)
     add(driver, keeper)  # keeps rounds going past the removed core's due time
-    wait_for(lambda: keeper.ticks[-1] > past_due)
+    wait_for(lambda: keeper.ticks[-1] > past_due, "rounds past the removed core's due time", every_s=0.01)
     assert len(core.ticks) == ticks, "a removed core was ticked"
 
 
@@ -146,7 +141,7 @@ def test_inbound_groups_are_ticked_and_only_they() -> None:
         with lock:
             pending.add("g7")
         assert cores[7].ticked.wait(5), "a group with inbound messages was not ticked"
-        time.sleep(0.2)
+        time.sleep(0.2)  # a negative window: rounds go by without ticking the idle cores
         after = [len(core.ticks) for core in cores]
         ticked = [i for i in range(len(cores)) if after[i] != before[i]]
         assert ticked == [7], f"rounds ticked idle cores too: {ticked}"
@@ -168,7 +163,7 @@ def timed_cores(driver: Driver, timers_s: list[float], routine: bool, ticks: int
     cores = [FakeCore(driver, f"g{i}", timer_in_s=t, routine=routine) for i, t in enumerate(timers_s)]
     for core in cores:
         add(driver, core)
-    wait_for(lambda: all(len(c.ticks) >= ticks for c in cores))
+    wait_for(lambda: all(len(c.ticks) >= ticks for c in cores), f"{ticks} ticks of every core", every_s=0.01)
     for core in cores:
         core.timer_in_s = 3600.0
     return cores
@@ -221,7 +216,7 @@ def test_a_round_with_many_ready_cores_is_cut_short_so_other_work_runs_in_betwee
         core.on_activity()  # all ready in the same round
     done = driver.submit(lambda: ticked_before_call.append(sum(len(c.ticks) > 1 for c in cores)))
     done.result(timeout=5)
-    wait_for(lambda: all(len(c.ticks) >= 2 for c in cores))
+    wait_for(lambda: all(len(c.ticks) >= 2 for c in cores), "every ready core ticked", every_s=0.01)
     assert ticked_before_call[0] < len(cores), "one round ticked every ready core before anything else ran"
     assert driver.rounds_cut >= 1
     firsts = sorted(cores, key=lambda c: c.ticks[1])
