@@ -9,6 +9,8 @@ import gc
 import threading
 import time
 
+from waiting import wait_until
+
 from raftlog import gc_pauses, loop_lag
 from raftlog.histogram import Histogram
 
@@ -48,8 +50,13 @@ def test_every_garbage_collection_is_timed_once_watched() -> None:
 
 def test_a_callback_holding_the_event_loop_shows_as_its_lag() -> None:
     async def scenario() -> None:
+        started = loop_lag.LAG_SECONDS.snapshot().count
         watcher = asyncio.ensure_future(loop_lag.watch(interval_s=0.01))
-        await asyncio.sleep(0.02)  # the watcher sleeps
+
+        async def watching() -> bool:
+            return loop_lag.LAG_SECONDS.snapshot().count > started
+
+        await wait_until(watching, "the watcher's first observation", every_s=0.01)  # now it sleeps again
         before = loop_lag.LAG_SECONDS.snapshot()
         time.sleep(0.08)  # a callback that blocks the loop
         deadline = time.monotonic() + 30
