@@ -134,6 +134,16 @@ def _propose(kind: str, node: Any, sequence: int, callback: Any) -> None:
         node.submit(sequence.to_bytes(8, "big"), callback)
 
 
+def joined(nodes: list[Any], timeout_s: float = 60.0) -> None:
+    """Until every destroyed node's tick thread has closed its sockets and ended (``destroy`` only asks it
+    to)."""
+    for node in nodes:
+        thread = node._SyncObj__thread
+        thread.join(timeout_s)
+        if thread.is_alive():
+            raise TimeoutError(f"{node.selfNode.id}: tick thread still running {timeout_s} s after destroy")
+
+
 def _crash(node: Any) -> None:
     """Nothing leaves the node from now on; its own tick thread then closes its sockets and stops."""
     node._SyncObj__transport.send = lambda *args, **kwargs: False
@@ -272,7 +282,7 @@ def run_trial(
     finally:
         for node in nodes:
             node.destroy()
-        time.sleep(0.3)
+        joined(nodes)
     result.elapsed_s = time.monotonic() - started
     return result
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from acked_write_scenario import joined
 from list_machine import ListMachine
 from pysyncobj import FAIL_REASON
 from pysyncobj.node import Node
@@ -62,7 +63,7 @@ def mux_cluster() -> Iterator[tuple[list[RaftCore], list[ListMachine]]]:
     yield cores, machines
     for core in cores:
         core.destroy()
-    time.sleep(0.2)
+    joined(cores)  # each core's tick thread has let go of its transport before the hubs close
     for hub in hubs:
         hub.close()
 
