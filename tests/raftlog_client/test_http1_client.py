@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from waiting import wait_until
 
 from raftlog_client.http1 import Http1Client, ProtocolError, parse_head
 from raftlog_dev.layout import free_port
@@ -18,6 +19,12 @@ class Server:
         self.base_url = base_url
         self.peers: list[object] = []  # the client's address, per request
         self.release = asyncio.Event()
+        self.runner: web.AppRunner | None = None
+
+    def connections(self) -> int:
+        """The connections the server holds open now."""
+        assert self.runner is not None and self.runner.server is not None
+        return len(self.runner.server.connections)
 
 
 @pytest.fixture
@@ -55,6 +62,7 @@ async def server() -> AsyncIterator[Server]:
     app.router.add_post("/chunked", chunked)
     runner = web.AppRunner(app, keepalive_timeout=0.3)
     await runner.setup()
+    state.runner = runner
     await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
         yield state
@@ -105,7 +113,11 @@ async def test_a_connection_the_server_closes_is_not_used_again(server: Server, 
     assert answer.body == b"bye"
     await client.request("POST", server.base_url, "/echo", b"", {}, 5)
     assert len(set(server.peers)) == 2
-    await asyncio.sleep(0.8)  # longer than the server's keep-alive timeout: it closes the idle one
+
+    async def idle_closed() -> bool:
+        return server.connections() == 0
+
+    await wait_until(idle_closed, "the server closed the idle connection at its keep-alive timeout")
     again = await client.request("POST", server.base_url, "/echo", b"q", {}, 5)
     assert again.body == b"q"
     assert len(set(server.peers)) == 3
