@@ -13,6 +13,7 @@ from typing import Any
 import crc32c
 from kafka_fixtures import RawKafka, http_client, request_frame
 from kio.schema.errors import ErrorCode
+from waiting import wait_until
 
 from kafka_api import wire
 from kafka_api.door import Door
@@ -295,7 +296,11 @@ async def test_a_client_that_never_reads_is_closed_and_connections_are_bounded()
         tiny.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills after a few answers
         tiny.connect(("127.0.0.1", server.port))
         _, silent = await asyncio.open_connection(sock=tiny)
-        await asyncio.sleep(0.1)
+
+        async def silent_admitted() -> bool:
+            return len(server._open) == 1
+
+        await wait_until(silent_admitted, "the silent client holds the only connection")
         refused = await asyncio.to_thread(lambda: RawKafka(address).closed_by_server())
         assert refused and server.stats.refused_connections >= 1
         closed = False
@@ -339,7 +344,11 @@ async def test_one_address_may_hold_hundreds_and_at_the_bound_a_newcomer_takes_f
     try:
         holders = [socket.create_connection(("127.0.0.1", bounded.port), source_address=("127.0.0.2", 0))
                    for _ in range(3)]  # fmt: skip
-        await asyncio.sleep(0.1)
+
+        async def holders_admitted() -> bool:
+            return len(bounded._open) == 3
+
+        await wait_until(holders_admitted, "127.0.0.2 holds all three connections")
         newcomer = await asyncio.to_thread(RawKafka, f"127.0.0.1:{bounded.port}")
         served = await asyncio.to_thread(_versions, newcomer)
         assert served.error_code is ErrorCode.none and bounded.stats.cut_for_newcomer == 1
