@@ -25,6 +25,7 @@ from raftlog.storage.batch import (
     with_log_append_time,
 )
 from raftlog.storage.errors import InvalidRecord, RecordBatchTooLarge, RecordTooLarge
+from raftlog.storage.log import wall_clock_ms
 from raftlog_contract import RECORD_BATCH
 
 
@@ -172,7 +173,8 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
     group_id = metadata.group_id(0)
     stored_before = [b.data for b in leader.replicas.get(group_id).log.read_batches(0, 1 << 20)]
 
-    await asyncio.sleep(0.002)  # a retry is stamped with a later clock than the first append was
+    stamped = first.log_append_time_ms
+    await until(lambda: wall_clock_ms() > stamped, what="the clock past the first stamp")  # a later stamp
     retry = await leader.data.produce_batch("stamped", 0, first_batch, 5000)
     assert (retry.base_offset, retry.end_offset, retry.duplicate) == (0, 2, True)
     assert retry.log_append_time_ms == first.log_append_time_ms, "a duplicate answers its first stamp"
