@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+from waiting import wait_until
+
 from partitions.metadata.catch_up import CatchUp
 from partitions.metadata.service import ControllerSnapshot
 from raftlog.consensus.errors import NoLeader
@@ -36,6 +38,7 @@ class Controller:
 
 
 async def settle() -> None:
+    """A negative window: some of the fence's polls go by, and what it must not do is not done."""
     for _ in range(30):
         await asyncio.sleep(0.02)
 
@@ -48,7 +51,11 @@ async def test_a_replica_is_fenced_until_it_applied_what_the_leader_had_applied(
         await settle()
         assert not fence.caught_up and controller.asked == [], "no leader known yet: nothing to ask"
         controller.leader = "n1"
-        await asyncio.sleep(0.5)
+
+        async def asked_twice() -> bool:
+            return len(controller.asked) >= 2
+
+        await wait_until(asked_twice, "the fence asked n1, and again after its refusal")
         assert controller.asked[-1] == ("n1", 5) and len(controller.asked) == 2, "asked again after a refusal"
         assert not fence.caught_up
         controller.applied = 39
