@@ -283,7 +283,15 @@ def test_node_with_wrong_secret_cannot_join() -> None:
             spies = [i.add_group("g", [*members, i.node_id]) for i in intruders]
             wait_until(lambda: leader_of(nodes, "g") is not None, 15, "a leader among the good nodes")
             commit(nodes, ["g"], count=3, timeout_s=10)
-            time.sleep(1.0)
+            wait_until(
+                lambda: (
+                    all(n.groups["g"].value == 3 for n in nodes)
+                    and intruders[1].hub.stats().get("authentication_failures", 0) > 0
+                    and sum(n.hub.stats().get("authentication_failures", 0) for n in nodes) > 0
+                ),
+                60,
+                "every good node applied the increments and both intruders' handshakes were refused",
+            )  # meanwhile a negative window: none of the intruders' tries got them in
 
             for intruder, spy in zip(intruders, spies, strict=True):
                 assert not any(intruder.hub.peers.is_connected(n.node_id) for n in nodes)
@@ -549,7 +557,7 @@ def test_redials_a_missing_peer_with_backoff() -> None:
     hub = MuxHub("n9", "127.0.0.1:0", SECRET, peers={"n1": dead_address}, config=config)
     hub.start()
     try:
-        time.sleep(2.0)
+        time.sleep(2.0)  # a negative window with a count: the dials made in it bound the back-off both ways
         dials = hub.stats().get("dials", 0)
         # back-off 0.05, 0.1, 0.2, 0.4, 0.4... (jittered x0.5-1): at least 5 tries, far fewer than a
         # retry on every 0.1 s loop tick would make (~20)
@@ -646,7 +654,7 @@ def test_a_polled_hub_not_run_past_its_idle_timeout_reads_before_it_judges_a_pee
             assert time.monotonic() < deadline, "the hubs did not connect"
             starved.poll(0.02)
         established = starved.stats()["connections_established"]
-        time.sleep(1.2)  # twice the idle timeout without running; the peer pings all along
+        time.sleep(1.2)  # the stimulus: twice the idle timeout without running; the peer pings all along
         starved.poll(0.0)
         assert starved.peers.is_connected("n1"), "closed a connection whose pings waited unread"
         assert starved.stats()["connections_established"] == established
