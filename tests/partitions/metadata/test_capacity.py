@@ -36,7 +36,7 @@ async def test_a_topic_beyond_the_clusters_capacity_is_refused_and_nothing_chang
     assert refused.value.room == {"n1": 1, "n2": 1, "n3": 1}
     assert "at most 6 partition replicas" in str(refused.value)
     assert leader.metadata.topics() == ["fits"]
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # a negative window: no replica of the refused topic opens anywhere
     assert all(node.metadata.metrics()["partition_replicas"] == 5 for node in small_cluster), (
         "a refused topic opened"
     )

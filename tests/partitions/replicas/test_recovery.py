@@ -345,7 +345,7 @@ async def test_closing_the_replica_or_the_node_stops_its_recovery(tmp_path: path
     await harness.recoveries.close()
     assert not harness.recoveries.running("b")
     count = len(calls)
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # a negative window: no fetch after the stop
     assert len(calls) == count and pairs[0].follower.behind, "nothing more after the stop"
 
 
