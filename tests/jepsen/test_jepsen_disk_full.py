@@ -3,13 +3,13 @@ what is freed meanwhile is taken again, and stopping it gives the room back."""
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import random
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from jepsen import control, disks, nemesis
 from jepsen.recorder import Recorder
@@ -42,7 +42,12 @@ async def test_the_disk_full_fault_fills_keeps_full_and_empties_the_targets_disk
             assert refused.value.errno == errno.ENOSPC
         if "n1" in active.targets:  # room a node frees goes to the ballast at the next top-up
             os.unlink(os.path.join(cluster.data_dir("n1"), "kept"))
-            await asyncio.sleep(nemesis.BALLAST_TOP_UP_S * 2.5)
+
+            async def taken_again(directory: str = cluster.data_dir("n1")) -> bool:
+                free = os.statvfs(directory)
+                return free.f_bfree * free.f_frsize < 1 << 20
+
+            await wait_until(taken_again, "the ballast took the freed 4 MiB again", every_s=0.1)
             with pytest.raises(OSError):
                 write(os.path.join(cluster.data_dir("n1"), "more"), 1 << 20)
         spared = [n.node_id for n in nodes if n.node_id not in active.targets]
