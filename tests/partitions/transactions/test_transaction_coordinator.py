@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -268,9 +269,15 @@ async def test_an_end_is_answered_once_decided_not_after_its_markers_and_the_com
     assert row(log, c).state is TxnState.ONGOING
 
 
+UNTIL_S = 60.0  # what a poll gives its condition before the test fails, naming it, on a busy machine
+
+
 async def _until(condition: Callable[[], bool]) -> None:
-    """Polls the condition on the event loop (the drivers run on it): never a fixed wait."""
+    """Polls the condition on the event loop (the drivers run on it): never a fixed wait, and bounded."""
+    deadline = time.monotonic() + UNTIL_S
     while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {UNTIL_S:g} s: {condition}")
         await asyncio.sleep(0.001)
 
 
