@@ -313,10 +313,12 @@ async def test_single_phase_shows_the_load_generators_librdkafka_cpu_second_by_s
         done.set()
         spinner.join()
     spin_pct = result.client_librdkafka_pct_per_second
-    # 0.8 s of spinning is 80 % of a quiet core; a loaded one gives it a share (24 % seen beside a whole run)
-    # a loop late past the timetable's end samples once more: a third figure, of a second without it
+    # 0.8 s of spinning is 80 % of a quiet core; a loaded one gives it a share (24 % seen beside a whole run,
+    # 5 % beside four CPU burners and four test workers): the second it ran in shows the most, the others
+    # (a loop late past the timetable's end samples once more: a third figure) next to nothing
     others = [pct for second, pct in enumerate(spin_pct) if second != 1]
-    assert len(spin_pct) in (2, 3) and spin_pct[1] >= 10 and all(pct < 5 for pct in others), spin_pct
+    assert len(spin_pct) in (2, 3) and spin_pct[1] >= 1, spin_pct
+    assert all(pct < min(5, spin_pct[1]) for pct in others), spin_pct
     lines = perf_report.format_seconds([result])
     assert "librdkafka threads, % of a core" in lines[2] and f"most {max(spin_pct):.0f}" in lines[2]
 
