@@ -164,7 +164,7 @@ def test_an_apply_refused_for_want_of_room_is_applied_again_once_in_order(tmp_pa
     script.force_send(L)  # F learns the commit index
     script.settle([L, F, G])
     assert script.nodes[F].applied[-2:] == [1, 2] and len(refusals) == 1  # 3 refused, nothing after it
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while script.nodes[F].applied[-1] != 5 and time.monotonic() < deadline:
         time.sleep(0.05)
         script.tick(F)

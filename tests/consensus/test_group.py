@@ -30,7 +30,7 @@ from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.errors import RaftlogError
 
-WAIT_S = 8.0
+WAIT_S = 30.0  # a condition waited for on a busy 2-core machine
 
 
 class ListStateMachine:

@@ -7,6 +7,7 @@ fails."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
@@ -42,12 +43,13 @@ class Controller:
         return ControllerSnapshot("n1", "http://n1", index, snapshot)
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    for _ in range(2000):
-        if condition():
-            return
+async def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Polls ``condition`` every millisecond, for up to ``timeout_s`` of a busy machine's time."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the follower did not get there within {timeout_s:g} s")
         await asyncio.sleep(0.001)
-    raise AssertionError("the follower did not get there")
 
 
 @pytest.fixture(autouse=True)

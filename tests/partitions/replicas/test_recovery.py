@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
+import time
 from collections.abc import Callable
 
 import pytest
@@ -143,12 +144,12 @@ class Harness:
         await asyncio.sleep(0)
         return function(*args)
 
-    async def finish(self, key: str, timeout_s: float = 10.0) -> None:
-        for _ in range(int(timeout_s / 0.001)):
-            if not self.recoveries.running(key):
-                return
+    async def finish(self, key: str, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.recoveries.running(key):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"recovery of {key} still running after {timeout_s:g} s")
             await asyncio.sleep(0.001)
-        raise AssertionError(f"recovery of {key} still running")
 
 
 async def test_batches_are_copied_unchanged_and_completion_is_confirmed_on_the_driver(
