@@ -59,6 +59,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -255,6 +256,16 @@ class Hostile:
     def count(self, attack: str, what: str, n: int = 1) -> None:
         self.tally.setdefault(attack, Counter())[what] += n
 
+    def _count_ended(self, tasks: Sequence[asyncio.Future[None]]) -> None:
+        """An attack ends only when stopped: one that ended before, on an exception its pacing does not
+        count, is counted (``attacker``, ``ended:<exception>``) and its traceback printed, so a window
+        without that attack's figures says why instead of passing for one it never reached."""
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                exc = task.exception()
+                self.count("attacker", f"ended:{type(exc).__name__}")
+                traceback.print_exception(exc, file=sys.stderr)
+
     def _source(self) -> str:
         self._source_turn += 1
         return self.sources[self._source_turn % len(self.sources)]
@@ -303,6 +314,7 @@ class Hostile:
             await self.stop.wait()
         finally:
             self.stopped_at_s = time.monotonic()
+            self._count_ended(tasks)
             if self.on_stop is not None:
                 self.on_stop()  # the tally first: closing thousands of connections may take a while
             for task in tasks:

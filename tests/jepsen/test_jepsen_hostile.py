@@ -5,8 +5,10 @@ memory risen by more than 768 MiB (a logged-in user pinning large requests among
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
+import random
 import time
 import zlib
 
@@ -71,6 +73,27 @@ def test_findings_are_what_shows_a_door_that_did_not_hold() -> None:
         "http-hanging-transaction: read_committed_frozen 2",
         "producer-id: injections_accepted 1",
     ]  # fmt: skip
+
+
+async def test_an_attack_that_ended_on_an_uncounted_exception_is_counted_and_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not a window without that attack's figures, passing for one where it never landed."""
+    attackers = hostile.Hostile([], [], {}, random.Random(1), None)
+
+    async def broken() -> None:
+        raise ValueError("no such attack")
+
+    async def paced() -> None:
+        await attackers.stop.wait()
+
+    tasks = [asyncio.ensure_future(broken()), asyncio.ensure_future(paced())]
+    await asyncio.sleep(0)  # the broken attack ends; the paced one waits for stop
+    attackers._count_ended(tasks)
+    attackers.stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert attackers.tally == {"attacker": {"ended:ValueError": 1}}
+    assert "ValueError: no such attack" in capsys.readouterr().err
 
 
 @pytest.mark.slow
