@@ -31,10 +31,13 @@ typecheck: bootstrap
 TEST_ENV = PYTHONDONTWRITEBYTECODE=
 
 # Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
-# (Three took 14.2 minutes quiet and 21.7 with four CPU burners, green once each, against two's 18.6 and
-# 28.1, green three times loaded: two stay until three have passed loaded as often. README, "tests".)
-# The files go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
-# both workers finish together.
+# Most of a worker's time is spent waiting on the processes it started (nodes, JVMs, browsers), so more
+# workers keep the two cores busier: four took 12.2 minutes quiet and 19.2 with four CPU burners beside
+# them, three 14.2 and 21.7, two 18.6 and 28.1 (README, "tests"). Two stay until four have passed loaded
+# three times in a row as two have (four: green, two runs with one load-sensitive test failed, each
+# mended, green).
+# The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
+# the workers finish together.
 unit: bootstrap
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

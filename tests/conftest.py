@@ -1,9 +1,9 @@
-"""Parallel test workers (``pytest -n 2``, pytest-xdist) choose ports side by side: each worker, and every
+"""Parallel test workers (``pytest -n 2`` or more, pytest-xdist) choose ports side by side: each worker, and every
 process it starts, takes its own part of the range ``raftlog_dev.layout.free_port`` chooses from, so two
 workers' clusters never pick the same port between the check and the bind.
 
 The files run dearest first (``file_costs.py``; with ``--dist loadfile --no-loadscope-reorder`` the workers
-take them in that order, so both end together on short files; the folders whose tests share a costly
+take them in that order, so all end together on short files; the folders whose tests share a costly
 session fixture go to one worker whole), and ``--files-under SECONDS`` keeps only
 the files that cost less (``make unit-fast``)."""
 

@@ -4,8 +4,8 @@
     .venv/bin/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder --junitxml=run.xml
     .venv/bin/python tests/file_costs.py run.xml
 
-``tests/conftest.py`` hands the files to the two workers dearest first (so the last ones to finish are
-short and both workers end together; a folder of SHARED_SESSION_FOLDERS goes to one worker whole), and
+``tests/conftest.py`` hands the files to the workers dearest first (so the last ones to finish are
+short and the workers end together; a folder of SHARED_SESSION_FOLDERS goes to one worker whole), and
 ``--files-under SECONDS`` (``make unit-fast``) keeps the cheap files only. A file the table does not know
 yet counts as ``UNKNOWN_S`` in the order, and stays in the cheap tier (it is likely the one being worked
 on)."""
