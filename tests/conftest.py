@@ -1,6 +1,6 @@
-"""Parallel test workers (``pytest -n 2`` or more, pytest-xdist) choose ports side by side: each worker, and every
-process it starts, takes its own part of the range ``raftlog_dev.layout.free_port`` chooses from, so two
-workers' clusters never pick the same port between the check and the bind.
+"""Parallel test workers (``pytest -n 2`` or more, pytest-xdist) choose ports side by side: each worker, and
+every process it starts, takes its own part of the range ``raftlog_dev.layout.free_port`` chooses from, so
+two workers' clusters never pick the same port between the check and the bind.
 
 The files run dearest first (``file_costs.py``; with ``--dist loadfile --no-loadscope-reorder`` the workers
 take them in that order, so all end together on short files; the folders whose tests share a costly
