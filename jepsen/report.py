@@ -26,11 +26,11 @@ import html
 import json
 import pathlib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+if TYPE_CHECKING:  # matplotlib (~0.6 s of CPU to import) loads when a plot is drawn, not with the checker
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
 
 from jepsen.history import History, HistoryError, JsonDict, Operation, read_history
 from jepsen.results import availability as history_availability
@@ -136,11 +136,15 @@ def _read_results(path: pathlib.Path) -> tuple[JsonDict, str | None]:
 
 
 def _save(figure: Figure, path: pathlib.Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(figure)
     figure.savefig(path, dpi=100)
 
 
 def _new_axes(title: str, ylabel: str) -> tuple[Figure, Any]:
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(11, 4.2), layout="constrained")
     axes = figure.add_subplot()
     axes.set_title(title)
@@ -152,6 +156,8 @@ def _new_axes(title: str, ylabel: str) -> tuple[Figure, Any]:
 
 def _shade(axes: Any, windows: Sequence[FaultWindow], end_time: float) -> list[Patch]:
     """Shade and label each fault window; returns legend handles, one per fault kind."""
+    from matplotlib.patches import Patch
+
     handles: dict[str, Patch] = {}
     lanes: list[float] = []  # the end of the last label in each text lane, so overlapping labels stack
     for window in windows:

@@ -8,9 +8,6 @@ import pathlib
 import random
 from typing import Any
 
-import numpy
-from matplotlib import image
-
 from jepsen import checker, report
 from jepsen.history import build, read_history, write_history
 
@@ -92,6 +89,9 @@ def make_run(tmp_path: pathlib.Path, *, check: bool = True) -> pathlib.Path:
 def assert_readable_png(path: pathlib.Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
     assert path.stat().st_size > 20_000, f"{path.name} is only {path.stat().st_size} bytes"
+    import numpy  # (matplotlib and numpy load with the tests that look at a plot)
+    from matplotlib import image
+
     pixels = image.imread(path)
     height, width = pixels.shape[:2]
     assert width >= 800 and height >= 300, (path.name, width, height)
