@@ -30,16 +30,15 @@ typecheck: bootstrap
 # (about a third of a node's start-up CPU). __pycache__ is git-ignored.
 TEST_ENV = PYTHONDONTWRITEBYTECODE=
 
-# Two workers (pytest-xdist), whole files each: a file's fixtures start once; ports: tests/conftest.py.
-# Most of a worker's time is spent waiting on the processes it started (nodes, JVMs, browsers), so more
-# workers keep the two cores busier: four took 12.2 minutes quiet and 19.2 with four CPU burners beside
-# them, three 14.2 and 21.7, two 18.6 and 28.1 (README, "tests"). Two stay until four have passed loaded
-# three times in a row as two have (four: green, two runs with one load-sensitive test failed, each
-# mended, green).
+# Four workers (pytest-xdist) on two cores, whole files each: a file's fixtures start once; ports:
+# tests/conftest.py. Most of a worker's time is spent waiting on the processes it started (nodes, JVMs,
+# browsers), so four keep the two cores busier than two: 12.2 and 12.4 minutes quiet against two's 18.6,
+# and about 19-20 with four CPU-bound processes beside them against two's 28-32, green loaded three
+# times in a row (README, "tests").
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
 unit: bootstrap
-	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	$(TEST_ENV) .venv/bin/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The quick tier while working: only the files that cost under FAST_FILE_S seconds each in the last whole
 # run (tests/file_costs.json; no application scenario, no JVM, no browser), a few minutes on 2 cores.
