@@ -20,6 +20,12 @@ from confluent_kafka import Producer
 QUIX_PYTHON = Path(sys.prefix) / "quixstreams" / "bin" / "python"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quixstreams_totals.py"
 KEYS = 20
+# A restarted exactly-once processor whose group's offsets were unstable (its killed self's transaction open
+# until the coordinator aborts it at its timeout) seeks its changelog partition as soon as its own
+# committed-offsets call answers, while the client's assignment may still be retrying the same fetch: the
+# partition is not started yet, and librdkafka refuses the seek. Seen once against raftlog: the killed
+# transaction aborted at its timeout 230 ms before the seek. The totals must still be exact.
+SEEK_RACE = "Local: Erroneous state"
 
 
 class Processor:
@@ -39,6 +45,7 @@ class Processor:
         self.state_dir = state_dir
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
+        self.restarted_after_race = False
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -52,8 +59,15 @@ class Processor:
         self.process = None
 
     def check_alive(self) -> None:
+        """AssertionError with the log's end when the processor exited, except once for quixstreams' seek
+        race (``SEEK_RACE``), after which it is started again, as its supervisor would."""
         if self.process is None or self.process.poll() is not None:
             tail = self.log.read_text(errors="replace")[-3000:]
+            if self.process is not None and not self.restarted_after_race and SEEK_RACE in tail:
+                self.restarted_after_race = True
+                print(f"the processor hit quixstreams' seek race; started again:\n{tail}", file=sys.stderr)
+                self.start()
+                return
             raise AssertionError(f"the processor exited; its log ends:\n{tail}")
 
 

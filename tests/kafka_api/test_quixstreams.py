@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
-from quixstreams_processes import KEYS, Processor, Readings
+from quixstreams_processes import KEYS, SEEK_RACE, Processor, Readings
 
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import node_metric, wait_for
@@ -202,3 +203,18 @@ def test_quixstreams_keeps_exact_totals_across_processor_and_node_crashes(
     finally:
         processor.kill()
         totals.consumer.close()
+
+
+def test_a_processor_ended_by_the_seek_race_is_started_again_once(tmp_path: Path) -> None:
+    """quixstreams' seek race (``quixstreams_processes.SEEK_RACE``) restarts the processor once; any exit
+    after that, or for another reason, fails the test."""
+    processor = Processor("127.0.0.1:9", ("in", "out"), "g", tmp_path / "state", tmp_path / "processor.log")
+    processor.argv = [sys.executable, "-c", f"print({SEEK_RACE!r})"]
+    processor.start()
+    assert processor.process is not None
+    processor.process.wait(30)
+    processor.check_alive()
+    assert processor.restarted_after_race
+    processor.process.wait(30)
+    with pytest.raises(AssertionError, match="the processor exited"):
+        processor.check_alive()
