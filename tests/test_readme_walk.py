@@ -31,6 +31,7 @@ from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_dev.layout import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
+from tests.waiting import wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 START, END = "## A five-minute tour", "### Operator tour"
@@ -174,13 +175,6 @@ def section_blocks(readme: str, heading: str) -> list[tuple[str, int, str]]:
     return _blocks(lines, first, last)
 
 
-def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} within {timeout_s:.0f} s"
-        time.sleep(0.5)
-
-
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=5):
@@ -223,12 +217,13 @@ def test_the_kafka_connect_section_runs_as_printed(walk_dir: tuple[pathlib.Path,
                         stdout=out,
                         stderr=out,
                     )
-                _until(
+                wait_for(
                     lambda started=worker: (
                         started.poll() is not None or _answers(f"http://127.0.0.1:{rest}/connectors")
                     ),
-                    CONNECT_WAIT_S,
                     f"{where}: the worker answers on its REST port",
+                    CONNECT_WAIT_S,
+                    every_s=0.5,
                 )
                 assert worker.poll() is None, f"{where}: the worker exited:\n{log.read_text()[-3000:]}"
                 continue
@@ -237,10 +232,11 @@ def test_the_kafka_connect_section_runs_as_printed(walk_dir: tuple[pathlib.Path,
                 done = _run(["bash", "-c", adapt(appended)], "", directory, env)
                 assert done.returncode == 0, f"{where}: {appended!r}: {done.stderr}"
                 sink = directory / "out.txt"
-                _until(
+                wait_for(
                     lambda sink=sink: sink.exists() and "hello" in sink.read_text(),
-                    CONNECT_WAIT_S,
                     f"{where}: hello reaches the sink's file",
+                    CONNECT_WAIT_S,
+                    every_s=0.5,
                 )
                 done = _run(["bash", "-c", adapt(shown)], "", directory, env)
                 assert done.returncode == 0 and done.stdout == "hello\n", (where, done.stdout, done.stderr)
@@ -348,10 +344,11 @@ def _counted(
     what: str,
 ) -> None:
     """Waits until the word count's sink holds counts that ``reached`` accepts, the pipeline still running."""
-    _until(
+    wait_for(
         lambda: pipeline.poll() is not None or reached(_latest_counts(cluster, "word-counts")),
-        SPARK_WAIT_S,
         f"{what}: its counts reach word-counts",
+        SPARK_WAIT_S,
+        every_s=0.5,
     )
     assert pipeline.poll() is None, f"{what}: the word count exited:\n{log.read_text()[-5000:]}"
 

@@ -3,39 +3,55 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0, every_s: float = 0.2) -> Any:
-    """``condition()``'s first true value, asked every ``every_s``; AssertionError naming ``what`` when none
-    comes within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(every_s)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
-
-
-async def wait_until(
-    check: Callable[[], Awaitable[Any]],
+def wait_for(
+    condition: Callable[[], Any],
     what: str,
     timeout_s: float = 60.0,
     every_s: float = 0.2,
     retrying: tuple[type[Exception], ...] = (),
 ) -> Any:
-    """``wait_for`` on an event loop: ``await check()``'s first true value; an exception of ``retrying``
-    counts as not yet. The AssertionError names the last value or exception."""
+    """``condition()``'s first true value, asked every ``every_s``; an exception of ``retrying`` counts as
+    not yet. AssertionError naming ``what`` and the last value or exception when none comes within
+    ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     last: Any = None
     while time.monotonic() < deadline:
         try:
-            last = await check()
+            last = condition()
+        except retrying as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(every_s)
+    raise AssertionError(f"not within {timeout_s} s: {what} (last: {last!r})")
+
+
+async def wait_until(
+    check: Callable[[], Any],
+    what: str,
+    timeout_s: float = 60.0,
+    every_s: float = 0.2,
+    retrying: tuple[type[Exception], ...] = (),
+) -> Any:
+    """``wait_for`` on an event loop: ``check()``'s first true value, awaited when ``check`` is a coroutine
+    function (a plain one tests state the loop's own tasks change); an exception of ``retrying`` counts as
+    not yet. The AssertionError names the last value or exception."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if inspect.isawaitable(last):
+                last = await last
         except retrying as exc:
             last = exc
         else:

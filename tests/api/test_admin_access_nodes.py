@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 from serve_args import token_file
 from test_auth import curl, node_processes
-from test_token_auth import TOKEN, make_user, until
+from test_token_auth import TOKEN, make_user
+
+from tests.waiting import wait_for
 
 ADMIN = ("-H", f"Authorization: Bearer {TOKEN}")
 FRANK = ("-u", "frank:p4ss")
@@ -50,7 +52,9 @@ def test_a_user_does_on_v1_what_its_acls_allow_on_every_node(servers: list[str])
     replica = made[1]["replicas"][0][0]
     elsewhere = next(n for n in ("n1", "n2", "n3") if n != replica)
     make_user(first, "frank")
-    until(lambda: call("GET", f"{third}/v1/cluster/health")[0] == 403, "frank not let in on n3")
+    wait_for(
+        lambda: call("GET", f"{third}/v1/cluster/health")[0] == 403, "frank not let in on n3", 15, every_s=0.1
+    )
 
     create = {"name": "frank-1", "partitions": 1, "replication_factor": 3}
     refusals = {
@@ -74,7 +78,12 @@ def test_a_user_does_on_v1_what_its_acls_allow_on_every_node(servers: list[str])
         {"resource_type": "topic", "name": "placed", "principal": "User:frank", "operation": "alter_configs"},
     ]
     assert call("POST", f"{second}/v1/acls", {"acls": grants}, ADMIN)[0] == 200
-    until(lambda: call("POST", f"{third}/v1/topics", create)[0] == 201, "frank's CREATE not applied on n3")
+    wait_for(
+        lambda: call("POST", f"{third}/v1/topics", create)[0] == 201,
+        "frank's CREATE applied on n3",
+        15,
+        every_s=0.1,
+    )
     status, configs = call("PATCH", f"{third}/v1/topics/placed/configs", {"configs": {"retention.ms": 60000}})
     assert status == 200 and isinstance(configs, dict) and configs["configs"] == {"retention.ms": 60000}
     moved = call("POST", f"{third}/v1/partitions/placed/0/replicas", {"replicas": [elsewhere]})

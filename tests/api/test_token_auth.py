@@ -10,11 +10,13 @@ import pathlib
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from serve_args import token_file
 from test_auth import curl, node_processes
+
+from tests.waiting import wait_for
 
 TOKEN = "admin-token-for-the-token-test"
 ADMIN = ("-H", f"Authorization: Bearer {TOKEN}")
@@ -39,13 +41,6 @@ def produce(url: str, token: str) -> int:
         "-d", '{"records": [{"value": "v"}]}',
     )  # fmt: skip
     return status
-
-
-def until(condition: Callable[[], bool], what: str, timeout_s: float = 15) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def make_user(url: str, name: str) -> None:
@@ -73,9 +68,9 @@ def test_a_token_made_on_one_node_works_on_the_others_as_its_user_until_revoked(
     made = make_token(second, "carol", '{"description": "ingest job"}')
     token = str(made["token"])
     # the token reached n3's controller metadata: let in, then refused by carol's ACLs (no WRITE yet)
-    until(lambda: produce(third, token) == 403, "carol's token not let in on n3")
+    wait_for(lambda: produce(third, token) == 403, "carol's token not let in on n3", 15, every_s=0.1)
     grant_write(first, "carol")
-    until(lambda: produce(third, token) == 200, "carol's WRITE not applied on n3")
+    wait_for(lambda: produce(third, token) == 200, "carol's WRITE applied on n3", 15, every_s=0.1)
     assert produce(first, token) == 200
 
     status, listed, _ = curl(f"{third}/v1/users/carol/tokens", *ADMIN)
@@ -85,7 +80,7 @@ def test_a_token_made_on_one_node_works_on_the_others_as_its_user_until_revoked(
 
     status, _, _ = curl("-XDELETE", f"{first}/v1/users/carol/tokens/{made['id']}", *ADMIN)
     assert status == 204
-    until(lambda: produce(second, token) == 401, "a revoked token still let in on n2")
+    wait_for(lambda: produce(second, token) == 401, "the revoked token refused on n2", 15, every_s=0.1)
     status, body, _ = curl(
         "-XPOST", f"{third}/topics/tokened/partitions/0", *JSON, "-H", f"Authorization: Bearer {token}",
         "-d", '{"records": [{"value": "v"}]}',
@@ -104,9 +99,9 @@ def test_an_expired_token_and_a_deleted_users_tokens_are_refused(servers: list[s
     grant_write(second, "erin")
     expiring = str(make_token(first, "erin", '{"lifetime_ms": 3000}')["token"])
     lasting = str(make_token(third, "erin")["token"])
-    until(lambda: produce(second, lasting) == 200, "erin's token not let in on n2")
-    until(lambda: produce(second, expiring) == 200, "the expiring token not let in on n2", timeout_s=2.5)
-    until(lambda: produce(second, expiring) == 401, "an expired token still let in on n2")
+    wait_for(lambda: produce(second, lasting) == 200, "erin's token let in on n2", 15, every_s=0.1)
+    wait_for(lambda: produce(second, expiring) == 200, "the expiring token let in on n2", 2.5, every_s=0.1)
+    wait_for(lambda: produce(second, expiring) == 401, "the expired token refused on n2", 15, every_s=0.1)
     assert produce(third, expiring) == 401 and produce(third, lasting) == 200
     status, listed, _ = curl(f"{third}/v1/users/erin/tokens", *ADMIN)  # expired, not revoked
     assert status == 200 and isinstance(listed, dict)
@@ -114,7 +109,12 @@ def test_an_expired_token_and_a_deleted_users_tokens_are_refused(servers: list[s
 
     status, _, _ = curl("-XDELETE", f"{first}/v1/users/erin", *ADMIN)
     assert status == 204
-    until(lambda: all(produce(url, lasting) == 401 for url in servers), "a deleted user's token let in")
+    wait_for(
+        lambda: all(produce(url, lasting) == 401 for url in servers),
+        "the deleted user's token refused on every node",
+        15,
+        every_s=0.1,
+    )
     status, body, _ = curl(f"{second}/v1/users/erin/tokens", *ADMIN)
     assert status == 404 and isinstance(body, dict) and body["error_code"] == 40407
 

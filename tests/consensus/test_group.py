@@ -29,6 +29,7 @@ from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import Role
 from raftlog.errors import RaftlogError
+from tests.waiting import wait_until
 
 WAIT_S = 30.0  # a condition waited for on a busy 2-core machine
 
@@ -56,14 +57,6 @@ class Replica:
     driver: Driver
     machine: ListStateMachine
     group: ReplicaGroup
-
-
-async def eventually(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def config_for(address: str, election_ms: tuple[int, int] = (400, 800), fallback_ms: int = 600) -> CoreConfig:
@@ -109,8 +102,11 @@ class Cluster:
 
     async def leader(self, among: list[str] | None = None) -> Replica:
         names = among or list(self.replicas)
-        await eventually(
-            lambda: sum(self.replicas[n].group.status().role is Role.LEADER for n in names) == 1, "one leader"
+        await wait_until(
+            lambda: sum(self.replicas[n].group.status().role is Role.LEADER for n in names) == 1,
+            "one leader",
+            WAIT_S,
+            every_s=0.02,
         )
         return next(self.replicas[n] for n in names if self.replicas[n].group.status().role is Role.LEADER)
 
@@ -151,9 +147,11 @@ async def test_proposals_commit_and_apply_in_order_everywhere(cluster: Cluster) 
         raise AssertionError("every round's leader was deposed before all 200 proposals committed")
     assert results == sorted(results) and len(set(results)) == 200, "apply results are the log indexes"
     assert leader.machine.commands[-200:] == commands
-    await eventually(
+    await wait_until(
         lambda: all(r.machine.commands == leader.machine.commands for r in cluster.replicas.values()),
         "followers applied",
+        WAIT_S,
+        every_s=0.02,
     )
     status = leader.group.status()
     assert status.leader_ready
@@ -194,8 +192,11 @@ async def test_isolated_leader_gives_outcome_unknown_then_no_leader(cluster: Clu
         cluster.stop(address)
     with pytest.raises(OutcomeUnknown):
         await leader.group.propose(b"maybe", timeout_ms=200)  # appended, can never commit: unknown
-    await eventually(
-        lambda: leader.group.status().role is not Role.LEADER, "leader steps down (fallback timeout)"
+    await wait_until(
+        lambda: leader.group.status().role is not Role.LEADER,
+        "leader steps down (fallback timeout)",
+        WAIT_S,
+        every_s=0.02,
     )
     with pytest.raises((NoLeader, NotLeader)):
         await leader.group.propose(b"no", timeout_ms=200)
@@ -206,7 +207,9 @@ async def test_close_fails_pending_and_later_calls(cluster: Cluster) -> None:
     for address in [a for a in cluster.replicas if a != leader.address]:
         cluster.stop(address)  # nothing can commit any more
     pending = asyncio.ensure_future(leader.group.propose(b"stuck", timeout_ms=5000))
-    await eventually(lambda: len(leader.group._bridge._pending) == 1, "the proposal pending")
+    await wait_until(
+        lambda: len(leader.group._bridge._pending) == 1, "the proposal pending", WAIT_S, every_s=0.02
+    )
     leader.group.close()
     with pytest.raises(GroupClosed):
         await pending
@@ -218,9 +221,11 @@ async def test_transfer_leadership_to_a_follower(cluster: Cluster) -> None:
     leader = await cluster.leader()
     await leader.group.propose(b"x", timeout_ms=5000)
     target = next(a for a in cluster.replicas if a != leader.address)
-    await eventually(
+    await wait_until(
         lambda: leader.group.status().match_index.get(target) == leader.group.status().last_index,
         "target caught up",
+        WAIT_S,
+        every_s=0.02,
     )
     await leader.group.transfer_leadership(target, timeout_ms=5000)
     new = await cluster.leader()
@@ -237,8 +242,11 @@ async def test_remove_and_add_back_a_replica(cluster: Cluster) -> None:
     await leader.group.propose(b"without", timeout_ms=5000)
     await leader.group.add_replica(victim, timeout_ms=5000)
     await leader.group.propose(b"with", timeout_ms=5000)
-    await eventually(
-        lambda: cluster.replicas[victim].machine.commands[-1:] == [b"with"], "re-added replica applies"
+    await wait_until(
+        lambda: cluster.replicas[victim].machine.commands[-1:] == [b"with"],
+        "re-added replica applies",
+        WAIT_S,
+        every_s=0.02,
     )
 
 
@@ -282,19 +290,23 @@ async def test_leadership_transfer_succeeds_under_a_stream_of_proposals(cluster:
 
         applied = len(leader.machine.commands)
         writer = asyncio.create_task(write())
-        await eventually(
+        await wait_until(
             lambda writer=writer, applied=applied, leader=leader: (
                 writer.done() or len(leader.machine.commands) >= applied + 50
             ),
             "the stream of proposals flowing",
+            WAIT_S,
+            every_s=0.02,
         )
         target = next(a for a in cluster.replicas if a != leader.address)
         status = leader.group.status
-        await eventually(
+        await wait_until(
             lambda status=status, target=target: (
                 status().match_index.get(target, 0) >= status().last_index - 50
             ),
             "target nearly caught up",
+            WAIT_S,
+            every_s=0.02,
         )
         lost = False
         for _ in range(20):  # TimeoutNow needs the target fully caught up at the instant it is sent
@@ -327,12 +339,17 @@ async def test_a_new_group_elects_the_replica_that_campaigns_first_at_once(tmp_p
         preferred = cluster.replicas[cluster.addresses[2]]
         preferred.group.campaign_if_new(delay_ms=100, attempts=3)
         leads = lambda: preferred.group.status().role is Role.LEADER  # noqa: E731
-        await eventually(leads, "the preferred replica leads", 5)
+        await wait_until(leads, "the preferred replica leads", 5, every_s=0.02)
         assert time.monotonic() - started < 5, "elected before any election timeout (5-8 s) could fire"
         assert preferred.group.status().term == 1
         await preferred.group.propose(b"x", timeout_ms=5000)
         replicas = list(cluster.replicas.values())
-        await eventually(lambda: all(r.machine.commands == [b"x"] for r in replicas), "applied everywhere")
+        await wait_until(
+            lambda: all(r.machine.commands == [b"x"] for r in replicas),
+            "applied everywhere",
+            WAIT_S,
+            every_s=0.02,
+        )
     finally:
         for address in list(cluster.replicas):
             cluster.stop(address)
@@ -352,7 +369,9 @@ async def test_a_late_replica_campaigning_in_a_group_with_a_leader_disturbs_nobo
         term = leader.group.status().term
         replica = await cluster.start(late)
         replica.group.campaign_if_new(delay_ms=0, attempts=5)
-        await eventually(lambda: replica.machine.commands == [b"x"], "the late replica caught up")
+        await wait_until(
+            lambda: replica.machine.commands == [b"x"], "the late replica caught up", WAIT_S, every_s=0.02
+        )
         await asyncio.sleep(1.0)  # 10 heartbeat intervals: room for every retry a deaf replica would make
         status = leader.group.status()
         assert (status.role, status.term) == (Role.LEADER, term)

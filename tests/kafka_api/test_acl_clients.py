@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -64,6 +64,7 @@ from test_sasl_clients import (
 
 from kafka_api import wire
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +89,6 @@ def topic_acl(name: str, topic: str, operation: str, **more: str) -> dict[str, A
         "operation": operation,
         **more,
     }
-
-
-def until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + PATIENCE_S
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
 
 
 def acls_everywhere(cluster: LocalCluster, principal: str) -> list[list[dict[str, Any]]]:
@@ -266,7 +260,11 @@ def test_a_revoked_acl_refuses_again_on_connections_let_in_before(cluster: Local
         )
         deleted = admin.delete_acls([revoke])[revoke].result(30)
         assert [(b.name, b.operation) for b in deleted] == [(topic, AclOperation.WRITE)]
-        until(lambda: all(len(acls) == 1 for acls in acls_everywhere(cluster, f"User:{name}")), "revoked")
+        wait_for(
+            lambda: all(len(acls) == 1 for acls in acls_everywhere(cluster, f"User:{name}")),
+            "the WRITE ACL revoked on every node",
+            PATIENCE_S,
+        )
         assert code(produce(settings, topic, producer)) == KafkaError.TOPIC_AUTHORIZATION_FAILED
         assert http_produce(cluster, name, topic)[0] == 403
         assert records_as_admin(cluster, topic) == ["v"]
@@ -279,7 +277,11 @@ def test_a_revoked_acl_refuses_again_on_connections_let_in_before(cluster: Local
             capture_output=True, text=True, timeout=60, env=env,
         )  # fmt: skip
         assert done.returncode == 0 and done.stdout.startswith("deleted 1 ACL(s)"), done.stdout + done.stderr
-        until(lambda: all(acls == [] for acls in acls_everywhere(cluster, f"User:{name}")), "revoked")
+        wait_for(
+            lambda: all(acls == [] for acls in acls_everywhere(cluster, f"User:{name}")),
+            "the READ ACL revoked on every node",
+            PATIENCE_S,
+        )
         producer_as_admin = Producer({**sasl(cluster, "admin", cluster.security["password"])})
         assert produce({}, topic, producer_as_admin) == 1  # a record for the consumer to be refused
         assert code(read(settings, topic, consumer)) == KafkaError.TOPIC_AUTHORIZATION_FAILED
@@ -335,12 +337,13 @@ def test_a_transactional_producer_needs_write_on_its_transactional_id(cluster: L
     admin_kafka = admin_client(cluster)  # held while its futures resolve
     for made in admin_kafka.create_acls([binding]).values():  # Kafka's CreateAcls, resource type 5
         made.result(30)
-    until(
+    wait_for(
         lambda: all(
             any(a["resource_type"] == "transactional_id" and a["name"] == "tx-" for a in acls)
             for acls in acls_everywhere(cluster, f"User:{name}")
         ),
         "every node to hold the transactional id's ACL",
+        PATIENCE_S,
     )
     producer = Producer({**settings, "transactional.id": tid})
     producer.init_transactions(30)
@@ -451,8 +454,10 @@ def test_acls_made_with_admin_clients_are_those_of_the_admin_api_and_only_alter_
         {"resource_type": "group", "name": "*", "pattern_type": "literal", "principal": principal,
          "host": "10.1.2.3", "operation": "read", "permission": "deny"},
     ]  # fmt: skip
-    until(
-        lambda: acls_everywhere(cluster, principal) == [as_json] * 3, "the same ACLs over HTTP on every node"
+    wait_for(
+        lambda: acls_everywhere(cluster, principal) == [as_json] * 3,
+        "the same ACLs over HTTP on every node",
+        PATIENCE_S,
     )
     match = AclBindingFilter(ResourceType.TOPIC, "audit-eu", ResourcePatternType.MATCH, None, None,
                              AclOperation.ANY, AclPermissionType.ANY)  # fmt: skip
@@ -488,7 +493,11 @@ def test_acls_made_with_admin_clients_are_those_of_the_admin_api_and_only_alter_
 
     gone = admin.delete_acls([mine])[mine].result(30)
     assert sorted(gone, key=str) == sorted(made, key=str)
-    until(lambda: acls_everywhere(cluster, principal) == [[], [], []], "deleted everywhere")
+    wait_for(
+        lambda: acls_everywhere(cluster, principal) == [[], [], []],
+        "the ACLs deleted on every node",
+        PATIENCE_S,
+    )
 
 
 # The attack as it was made (issue: one ListOffsets of a logged-in user naming 100,000 topics it may not

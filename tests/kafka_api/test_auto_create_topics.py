@@ -13,7 +13,6 @@ docs/kafka-compatibility.md."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +25,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.auto_topics import CREATIONS_PER_REQUEST_MAX
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
 
 PARTITIONS = 2  # the cluster's --num-partitions: not Kafka's default of 1, so the test sees it applied
 PATIENCE_S = 60.0
@@ -65,10 +65,7 @@ def _topics(cluster: LocalCluster) -> set[str]:
 
 
 def _until_created(cluster: LocalCluster, names: set[str]) -> None:
-    deadline = time.monotonic() + PATIENCE_S
-    while not names <= _topics(cluster):
-        assert time.monotonic() < deadline, f"not created: {sorted(names - _topics(cluster))}"
-        time.sleep(0.2)
+    wait_for(lambda: names <= _topics(cluster), f"the topics {sorted(names)} created", PATIENCE_S)
 
 
 def _produce(settings: dict[str, Any], topic: str) -> KafkaError | int:

@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from kafka_api import wire
 from raftlog_dev import layout
 from raftlog_dev.certificates import dev_certificates
 from raftlog_node.options import TOKEN_ENV
+from tests.waiting import wait_for
 
 TOKEN = "admin-token-for-the-kafka-limits-test"
 USER, PASSWORD = "alice", "alice's password"
@@ -175,15 +176,6 @@ def closed_by_server(sock: socket.socket, wait_s: float) -> bool:
         return True
 
 
-def until(condition: Callable[[], bool], within_s: float, what: str) -> float:
-    """Wait for ``condition``; the seconds it took."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < within_s, what
-        time.sleep(0.05)
-    return time.monotonic() - started
-
-
 def served(node: RunningNode) -> bool:
     """Whether a new confluent-kafka client logs in and is answered its Metadata."""
     try:
@@ -217,8 +209,12 @@ def test_silent_sockets_neither_keep_a_new_client_out_nor_stay(node: RunningNode
     held = [sock for sock in silent if not closed_by_server(sock, 0.5)]
     assert len(held) <= UNAUTHENTICATED, "the listener holds at most its unauthenticated slots"
     assert served(node), "a new client logs in while the silent sockets are held"
-    until(lambda: all(closed_by_server(sock, 0.1) for sock in held), LOGIN_TIMEOUT_S + SLACK_S,
-          "every silent socket is closed at the login deadline")  # fmt: skip
+    wait_for(
+        lambda: all(closed_by_server(sock, 0.1) for sock in held),
+        "every silent socket is closed at the login deadline",
+        LOGIN_TIMEOUT_S + SLACK_S,
+        every_s=0.05,
+    )
     for sock in silent:
         sock.close()
     counts = _kafka_cuts(node)  # what an operator's alert sees
@@ -239,8 +235,12 @@ def test_a_tls_handshake_never_begun_is_cut(node: RunningNode) -> None:
     if node.ca is None:
         pytest.skip("a plain listener has no handshake")
     bare = [node.connect("127.0.0.5", handshake=False) for _ in range(4)]
-    until(lambda: all(closed_by_server(sock, 0.1) for sock in bare), HANDSHAKE_TIMEOUT_S + SLACK_S,
-          "a socket that never begins its TLS handshake is closed at the handshake deadline")  # fmt: skip
+    wait_for(
+        lambda: all(closed_by_server(sock, 0.1) for sock in bare),
+        "a socket that never begins its TLS handshake is closed at the handshake deadline",
+        HANDSHAKE_TIMEOUT_S + SLACK_S,
+        every_s=0.05,
+    )
     for sock in bare:
         sock.close()
 
@@ -265,8 +265,12 @@ def test_a_dribbled_frame_is_cut_at_the_frame_deadline(node: RunningNode) -> Non
 
 def test_an_idle_connection_is_closed_at_the_idle_deadline(node: RunningNode) -> None:
     raw = logged_in(node)
-    until(lambda: closed_by_server(raw.sock, 0.2), IDLE_TIMEOUT_S + SLACK_S,
-          "an authenticated connection sending nothing is closed at the idle deadline")  # fmt: skip
+    wait_for(
+        lambda: closed_by_server(raw.sock, 0.2),
+        "an authenticated connection sending nothing is closed at the idle deadline",
+        IDLE_TIMEOUT_S + SLACK_S,
+        every_s=0.05,
+    )
     raw.close()
 
 

@@ -22,6 +22,7 @@ from kafka_fixtures import http_client
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
 from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
 
 PARTITIONS = 4
 BEFORE, AFTER = 400, 400  # records produced before and after the kill
@@ -123,13 +124,6 @@ def _produce(cluster: LocalCluster, topic: str, start: int, count: int) -> None:
     for i in range(start, start + count):
         producer.produce(topic, key=b"%d" % i, value=b"x", partition=i % PARTITIONS)
     assert producer.flush(LIMIT_S) == 0
-
-
-def _wait(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + LIMIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {LIMIT_S} s: {what}"
-        time.sleep(0.2)
 
 
 def _generation(url: str, group: str) -> int | None:
@@ -234,11 +228,12 @@ class Group:
         for member, assigned in zip(members, self.assignments, strict=True):
             read = {p for (p, _), at in zip(member.seen, member.seen_at, strict=True) if at > killed}
             assert read <= set(assigned), f"{name}: after the kill, a member read a partition another holds"
-        _wait(
+        wait_for(
             lambda: all(
                 _committed(survivor, name, p) == (BEFORE + AFTER) // PARTITIONS for p in range(PARTITIONS)
             ),
             f"{name}: every partition's offset committed to its end",
+            LIMIT_S,
         )
         print(f"{name}: coordinator killed, generation {self.generation}: {_commits_after(members, killed)}")
 
@@ -276,8 +271,10 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
     try:
         for name, (protocol, static) in zip(_names(), CASES, strict=True):
             groups.append(Group(kafka_cluster, name, static, protocol))
-        _wait(
-            lambda: all(g.settled() for g in groups), "every group's members assigned, the first records read"
+        wait_for(
+            lambda: all(g.settled() for g in groups),
+            "every group's members assigned, the first records read",
+            LIMIT_S,
         )
         admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
         coordinators = {g.before_the_kill(admin) for g in groups}
@@ -289,9 +286,11 @@ def test_members_keep_their_generation_and_assignment_when_the_coordinator_is_ki
         survivor = next(url for node, url in kafka_cluster.urls.items() if node != victim)
         for group in groups:
             _produce(kafka_cluster, group.name, BEFORE, AFTER)
-        _wait(lambda: all(g.consumed_after() for g in groups), "the later records consumed")
-        _wait(
-            lambda: all(g.committed_after(killed) for g in groups), "a commit of each member after the kill"
+        wait_for(lambda: all(g.consumed_after() for g in groups), "the later records consumed", LIMIT_S)
+        wait_for(
+            lambda: all(g.committed_after(killed) for g in groups),
+            "a commit of each member after the kill",
+            LIMIT_S,
         )
         for group in groups:
             group.check(survivor, killed)
@@ -324,7 +323,11 @@ def test_a_member_that_left_is_not_waited_for_when_the_coordinator_moves(kafka_c
     try:
         for member in members:
             member.start()
-        _wait(lambda: all(len(m.assigned()) == PARTITIONS // 2 for m in members), "both members assigned")
+        wait_for(
+            lambda: all(len(m.assigned()) == PARTITIONS // 2 for m in members),
+            "both members assigned",
+            LIMIT_S,
+        )
         admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
         before = admin.describe_consumer_groups([name])[name].result(timeout=30).coordinator.id
         target = next(node for node in kafka_cluster.urls if node != f"n{before}")
@@ -336,11 +339,19 @@ def test_a_member_that_left_is_not_waited_for_when_the_coordinator_moves(kafka_c
             f"{kafka_cluster.urls[target]}/v1/partitions/__consumer_groups/1/transfer_leadership?target={target}",
             method="POST",
         )
-        _wait(lambda: _transferred(request), f"__consumer_groups/1 handed to {target}")
-        _wait(lambda: staying.assigned() == tuple(range(PARTITIONS)), "the member left holds every partition")
+        wait_for(lambda: _transferred(request), f"__consumer_groups/1 handed to {target}", LIMIT_S)
+        wait_for(
+            lambda: staying.assigned() == tuple(range(PARTITIONS)),
+            "the member left holds every partition",
+            LIMIT_S,
+        )
         took_s = time.monotonic() - moved
         described: list[Any] = []
-        _wait(lambda: _describe(kafka_cluster, name, described), "the group described by its coordinator")
+        wait_for(
+            lambda: _describe(kafka_cluster, name, described),
+            "the group described by its coordinator",
+            LIMIT_S,
+        )
         after = described[-1]  # (the leader balancer may have moved the coordinator on since)
         assert [m.member_id for m in after.members] == [staying.member_ids[-1][1]]
         assert took_s < SESSION_LONG_MS / 1000, f"{took_s:.1f} s: the member that left was waited for"

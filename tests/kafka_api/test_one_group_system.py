@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, KafkaException, Producer
@@ -23,23 +23,11 @@ from kafka_fixtures import RawKafka, http_client
 from kafka_api import wire
 from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
 
 WAIT_S = 60
-T = TypeVar("T")
-
-
-def _until(what: str, probe: Callable[[], T | None], timeout_s: float = WAIT_S) -> T:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            found = probe()
-        except (KafkaException, RequestFailed, OSError) as exc:
-            found, last = None, exc
-        if found is not None:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not within {timeout_s} s (last error: {last})")
+# what an ask fails with while a node restarts or a coordinator moves: not yet, asked again
+ASKING_FAILS = (KafkaException, RequestFailed, OSError)
 
 
 def _get(cluster: LocalCluster, path: str) -> Any:
@@ -154,7 +142,12 @@ def test_a_kafka_group_is_one_group_of_both_doors_across_a_restart(kafka_cluster
     consumer.commit(asynchronous=False)
 
     # the HTTP door and the CLI see the running Kafka member, its partitions, commits and lag
-    listed = _until("the Kafka group listed over HTTP", lambda: _listed(cluster, "kafka-readers"))
+    listed = wait_for(
+        lambda: _listed(cluster, "kafka-readers"),
+        "the Kafka group listed over HTTP",
+        WAIT_S,
+        retrying=ASKING_FAILS,
+    )
     assert (listed["state"], listed["door"], listed["members"], listed["protocol_type"]) == (
         "Stable", "kafka", 1, "consumer",
     )  # fmt: skip
@@ -185,17 +178,24 @@ def test_a_kafka_group_is_one_group_of_both_doors_across_a_restart(kafka_cluster
     assert (status, body["error_code"], body["members"]) == (409, 40916, 1)
 
     consumer.close()  # leaves: the group is empty, its offsets stay
-    _until("the group empty", lambda: _state(cluster, "kafka-readers") == "Empty" or None)
+    wait_for(
+        lambda: _state(cluster, "kafka-readers") == "Empty", "the group empty", WAIT_S, retrying=ASKING_FAILS
+    )
     coordinator = _describe(admin, "kafka-readers")
     cluster.control("stop", f"n{coordinator.coordinator.id}", kill=True)
     cluster.control("start", f"n{coordinator.coordinator.id}")
-    after = _until(
-        "the empty group listed by Kafka's AdminClient after its coordinator's restart",
+    after = wait_for(
         lambda: _kafka_listed(admin, "kafka-readers"),
+        "the empty group listed by Kafka's AdminClient after its coordinator's restart",
+        WAIT_S,
+        retrying=ASKING_FAILS,
     )
     assert after.state is ConsumerGroupState.EMPTY
-    described = _until(
-        "the group described after the restart", lambda: _get(cluster, "/v1/consumer-groups/kafka-readers")
+    described = wait_for(
+        lambda: _get(cluster, "/v1/consumer-groups/kafka-readers"),
+        "the group described after the restart",
+        WAIT_S,
+        retrying=ASKING_FAILS,
     )
     assert described["members"] == [] and sum(r["committed_offset"] for r in described["unassigned"]) == 30
 
@@ -226,8 +226,11 @@ def test_an_http_group_is_seen_by_kafka_tools_and_refuses_kafka_members(kafka_cl
     )
     assert status == 204
     admin = _admin(cluster)
-    listed = _until(
-        "the HTTP group listed by Kafka's AdminClient", lambda: _kafka_listed(admin, "rest-readers")
+    listed = wait_for(
+        lambda: _kafka_listed(admin, "rest-readers"),
+        "the HTTP group listed by Kafka's AdminClient",
+        WAIT_S,
+        retrying=ASKING_FAILS,
     )
     assert listed.state is ConsumerGroupState.STABLE and not listed.is_simple_consumer_group
     group = _describe(admin, "rest-readers")

@@ -42,6 +42,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.sasl import failure_message
 from raftlog_client.local_cluster import LocalCluster
+from tests.waiting import wait_for
 
 PATIENCE_S = 15.0  # a user made on one node reaches the others' controller metadata within it
 
@@ -88,11 +89,14 @@ def http_login(cluster: LocalCluster, url: str, user: str, password: str) -> int
 def until_every_node(cluster: LocalCluster, user: str, password: str, status: int) -> None:
     """Wait until every node answers ``status`` to the user over HTTP Basic (its controller metadata has
     the change)."""
-    deadline = time.monotonic() + PATIENCE_S
-    for url in cluster.servers:
-        while http_login(cluster, url, user, password) != status:
-            assert time.monotonic() < deadline, f"{url} did not answer {status} to {user}"
-            time.sleep(0.2)
+    waiting = list(cluster.servers)  # a node that answered is not asked again
+
+    def answered() -> bool:
+        while waiting and http_login(cluster, waiting[0], user, password) == status:
+            waiting.pop(0)
+        return not waiting
+
+    wait_for(answered, f"every node answering {status} to {user} over HTTP Basic", PATIENCE_S)
 
 
 def make_user(cluster: LocalCluster, name: str, password: str) -> None:
@@ -106,16 +110,20 @@ def grant(cluster: LocalCluster, *acls: dict[str, Any]) -> None:
     status, body = as_admin(cluster, "POST", "/v1/acls", {"acls": list(acls)})
     assert status == 200, body
     wanted = [{"pattern_type": "literal", "host": "*", "permission": "allow", **acl} for acl in acls]
-    deadline = time.monotonic() + PATIENCE_S
-    for url in cluster.servers:
-        while True:
-            status, listed = curl(
-                cluster, f"{url}/v1/acls", "-H", f"Authorization: Bearer {cluster.security['admin_token']}"
-            )
-            if status == 200 and all(acl in json.loads(listed)["acls"] for acl in wanted):
-                break
-            assert time.monotonic() < deadline, f"{url} has not applied {acls}"
-            time.sleep(0.1)
+    waiting = list(cluster.servers)  # a node that applied them is not asked again
+
+    def applied(url: str) -> bool:
+        status, listed = curl(
+            cluster, f"{url}/v1/acls", "-H", f"Authorization: Bearer {cluster.security['admin_token']}"
+        )
+        return status == 200 and all(acl in json.loads(listed)["acls"] for acl in wanted)
+
+    def everywhere() -> bool:
+        while waiting and applied(waiting[0]):
+            waiting.pop(0)
+        return not waiting
+
+    wait_for(everywhere, f"every node having applied the ACLs {acls}", PATIENCE_S, every_s=0.1)
 
 
 def grant_everything(cluster: LocalCluster, user: str) -> None:

@@ -19,9 +19,10 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import RawKafka
-from test_connection_limits import RunningNode, _kafka_cuts, closed_by_server, log_in, one_node, until
+from test_connection_limits import RunningNode, _kafka_cuts, closed_by_server, log_in, one_node
 
 from kafka_api import wire
+from tests.waiting import wait_for
 
 MiB = 1024 * 1024
 ADMIN = ("admin", "the admin's password")
@@ -134,7 +135,7 @@ def test_a_hold_kept_alive_by_a_request_now_and_then_ends(tmp_path: pathlib.Path
         keeper.start()
         try:
             what = "the connections of a user at its cap are closed once idle past the at-cap timeout"
-            until(lambda: set(range(PER_USER)) <= closed, at_cap_s + every_s + SLACK_S, what)
+            wait_for(lambda: set(range(PER_USER)) <= closed, what, at_cap_s + every_s + SLACK_S, every_s=0.05)
             assert not closed & {PER_USER, PER_USER + 1}, "a user below its cap keeps its connections"
         finally:
             stop.set()

@@ -8,10 +8,11 @@ import socket
 from dataclasses import replace
 
 import pytest
-from udp_helpers import FAST, SECRET, all_alive, cluster, eventually, state_of
+from udp_helpers import FAST, SECRET, all_alive, cluster, state_of
 
 from membership import Gossip, InvalidAddress, Member, MemberState, MetadataTooLarge, NotStarted, wire
 from membership.messages import Ping
+from tests.waiting import wait_until
 
 
 async def test_members_join_through_a_seed_and_see_each_other() -> None:
@@ -25,7 +26,9 @@ async def test_members_join_through_a_seed_and_see_each_other() -> None:
             assert node.member(node.node_id) is not None
         # probes flowed (ten acked by each node, about a second of rounds at FAST's pace) and nobody was
         # suspected meanwhile on a clean network: a negative window counted in rounds, not seconds
-        await eventually(lambda: all(n.stats()["acks"] >= 10 for n in nodes), 30.0, "ten acks each")
+        await wait_until(
+            lambda: all(n.stats()["acks"] >= 10 for n in nodes), "ten acks each", 30.0, every_s=0.01
+        )
         assert all_alive(nodes)
         assert sum(n.stats()["deaths"] for n in nodes) == 0
 
@@ -36,10 +39,11 @@ async def test_a_crashed_member_is_declared_dead_by_everyone() -> None:
         nodes[0].subscribe(seen.append)
         victim = nodes[4]
         await victim.stop()  # no leave: looks like kill -9
-        await eventually(
+        await wait_until(
             lambda: all(state_of(n, victim.node_id) is MemberState.DEAD for n in nodes[:4]),
-            10.0,
             "victim dead everywhere",
+            10.0,
+            every_s=0.01,
         )
         states = [m.state for m in seen if m.node_id == victim.node_id]
         assert MemberState.DEAD in states
@@ -51,10 +55,11 @@ async def test_a_member_that_leaves_is_left_everywhere_not_dead() -> None:
         leaver = nodes[3]
         await leaver.leave(timeout_s=2.0)
         await leaver.stop()
-        await eventually(
+        await wait_until(
             lambda: all(state_of(n, leaver.node_id) is MemberState.LEFT for n in nodes[:3]),
-            5.0,
             "leaver LEFT everywhere",
+            5.0,
+            every_s=0.01,
         )
         await asyncio.sleep(1.0)  # it stays LEFT: nobody turns it into DEAD
         assert all(state_of(n, leaver.node_id) is MemberState.LEFT for n in nodes[:3])
@@ -67,10 +72,11 @@ async def test_set_meta_propagates_and_notifies_subscribers() -> None:
         before = nodes[1].incarnation
         nodes[1].set_meta(b"leader:p0@7")
         assert nodes[1].incarnation == before + 1
-        await eventually(
+        await wait_until(
             lambda: all(n.member("node-1").meta == b"leader:p0@7" for n in nodes),  # type: ignore[union-attr]
-            3.0,
             "new meta everywhere",
+            3.0,
+            every_s=0.01,
         )
         assert any(m.node_id == "node-1" and m.meta == b"leader:p0@7" for m in updates)
         with pytest.raises(MetadataTooLarge):
@@ -110,10 +116,11 @@ async def test_garbage_datagrams_are_counted_and_ignored() -> None:
             sock.sendto(b"\x01\x01" + b"\x00" * 2000, (host, int(port)))  # oversized
             sock.sendto(valid, (host, int(port)))
             sock.sendto(valid, (host, int(port)))  # a replay of an authentic datagram
-        await eventually(
+        await wait_until(
             lambda: target.stats()["replays"] > before["replays"] and target.stats()["oversized"] > 0,
-            2.0,
             "rejections counted",
+            2.0,
+            every_s=0.01,
         )
         after = target.stats()
         assert after["auth_failures"] - before["auth_failures"] == 1
@@ -121,7 +128,9 @@ async def test_garbage_datagrams_are_counted_and_ignored() -> None:
         assert after["oversized"] - before["oversized"] == 1
         assert after["replays"] - before["replays"] == 1
         # and the member keeps working: five more probes acked, and nobody suspected meanwhile
-        await eventually(lambda: target.stats()["acks"] >= before["acks"] + 5, 30.0, "five more acks")
+        await wait_until(
+            lambda: target.stats()["acks"] >= before["acks"] + 5, "five more acks", 30.0, every_s=0.01
+        )
         assert all_alive(nodes)
 
 
@@ -152,21 +161,25 @@ async def test_a_crashed_member_restarting_under_its_name_is_alive_again() -> No
         victim = nodes[2]
         address = victim.address
         await victim.stop()
-        await eventually(
-            lambda: all(state_of(n, "node-2") is MemberState.DEAD for n in nodes[:2]), 10.0, "victim dead"
+        await wait_until(
+            lambda: all(state_of(n, "node-2") is MemberState.DEAD for n in nodes[:2]),
+            "node-2 dead on the other nodes",
+            10.0,
+            every_s=0.01,
         )
         reborn = Gossip("node-2", address, SECRET, meta=b"reborn", config=FAST, seed=42)
         await reborn.start()
         try:
             assert await reborn.join([nodes[0].address]) == 1
             # it learns it was declared dead, refutes with a higher incarnation, and is alive everywhere
-            await eventually(
+            await wait_until(
                 lambda: all(
                     state_of(n, "node-2") is MemberState.ALIVE and n.member("node-2").meta == b"reborn"  # type: ignore[union-attr]
                     for n in nodes[:2]
                 ),
+                "node-2 alive again with its new meta on the other nodes",
                 5.0,
-                "reborn alive",
+                every_s=0.01,
             )
             assert reborn.incarnation > 0
         finally:
@@ -179,8 +192,18 @@ async def test_long_dead_members_are_removed_and_subscribers_hear_of_it() -> Non
         heard: list[Member] = []
         nodes[0].subscribe(heard.append)
         await nodes[2].stop()
-        await eventually(lambda: state_of(nodes[0], "node-2") is MemberState.DEAD, 10.0, "dead")
-        await eventually(lambda: nodes[0].member("node-2") is None, 5.0, "removed")
+        await wait_until(
+            lambda: state_of(nodes[0], "node-2") is MemberState.DEAD,
+            "node-2 dead on node-0",
+            10.0,
+            every_s=0.01,
+        )
+        await wait_until(
+            lambda: nodes[0].member("node-2") is None,
+            "node-2 removed from node-0's members",
+            5.0,
+            every_s=0.01,
+        )
         assert [m.node_id for m in nodes[0].members()] == ["node-0", "node-1"]
         assert heard[-1].node_id == "node-2" and heard[-1].state is MemberState.DEAD
         assert nodes[0].stats()["reaped"] == 1
@@ -190,7 +213,12 @@ async def test_stopped_members_refuse_calls_and_a_left_member_stays_left() -> No
     async with cluster(3) as nodes:
         await nodes[2].leave(timeout_s=1.0)
         nodes[2].set_meta(b"after leave")  # must not undo the leave with a new alive broadcast
-        await eventually(lambda: state_of(nodes[0], "node-2") is MemberState.LEFT, 3.0, "left")
+        await wait_until(
+            lambda: state_of(nodes[0], "node-2") is MemberState.LEFT,
+            "node-2 LEFT on node-0",
+            3.0,
+            every_s=0.01,
+        )
         await asyncio.sleep(0.5)  # a negative window: the later meta does not bring it back alive
         assert state_of(nodes[0], "node-2") is MemberState.LEFT
         await nodes[2].stop()

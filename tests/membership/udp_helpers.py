@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from membership import Gossip, GossipConfig, MemberState
@@ -20,21 +19,6 @@ FAST = GossipConfig(
     reconnect_interval_ms=3_000,
     push_pull_timeout_ms=2_000,
 )
-
-
-async def eventually(
-    predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition"
-) -> float:
-    """Poll until ``predicate()`` holds; returns the seconds it took, fails the test after ``timeout_s``."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    try:
-        async with asyncio.timeout(timeout_s):
-            while not predicate():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"{what} did not hold within {timeout_s}s") from None
-    return loop.time() - start
 
 
 def state_of(observer: Gossip, node_id: str) -> MemberState | None:
@@ -55,12 +39,16 @@ async def cluster(
         Gossip(f"node-{i}", "127.0.0.1:0", secret, meta=b"m%d" % i, config=config, seed=i)
         for i in range(count)
     ]
+    # imported here, not at the top: gossip_node.py, run as its own process without tests/ on its path,
+    # imports this module for FAST and SECRET
+    from tests.waiting import wait_until
+
     try:
         for node in nodes:
             await node.start()
         for node in nodes[1:]:
             assert await node.join([nodes[0].address], timeout_s=2.0) == 1
-        await eventually(lambda: all_alive(nodes), 10.0, "all members alive everywhere")
+        await wait_until(lambda: all_alive(nodes), "all members alive everywhere", 10.0, every_s=0.01)
         yield nodes
     finally:
         for node in nodes:

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 from raftlog_client.local_cluster import alive
 from raftlog_dev import control, layout, supervisor
 from raftlog_dev.control import Answer, ControlError, Request
+from tests.waiting import wait_for
 
 ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])}
 
@@ -51,15 +51,6 @@ def ready_pid(url: str) -> int:
         return int(json.loads(answer.read())["pid"])
 
 
-def until(predicate: Any, what: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not within {timeout_s} s")
-
-
 class Supervised:
     """``raftlog dev`` in a child process (its own session, so SIGINT reaches it alone)."""
 
@@ -74,7 +65,11 @@ class Supervised:
                  "--base-port", str(self.base_port)],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=ENV,
             )  # fmt: skip
-        until(lambda: "up; cluster.json" in self.text() or self.process.poll() is not None, "cluster up")
+        wait_for(
+            lambda: "up; cluster.json" in self.text() or self.process.poll() is not None,
+            "cluster up",
+            every_s=0.1,
+        )
         assert self.process.poll() is None, self.text()
 
     def text(self) -> str:
@@ -155,10 +150,12 @@ def test_a_second_raftlog_dev_on_the_same_folder_fails_at_once_and_leaves_everyt
 def test_a_node_that_dies_is_reported_and_the_supervisor_can_start_it_again(supervised: Supervised) -> None:
     pid = node_entry(supervised.data, "n1")["pid"]
     os.kill(pid, signal.SIGKILL)
-    until(lambda: node_entry(supervised.data, "n1")["state"] == "exited", "the death recorded")
+    wait_for(
+        lambda: node_entry(supervised.data, "n1")["state"] == "exited", "the death recorded", every_s=0.1
+    )
     entry = node_entry(supervised.data, "n1")
     assert entry["pid"] is None and entry["exit_code"] == -signal.SIGKILL
-    until(lambda: "n1 exited with signal SIGKILL" in supervised.text(), "the death reported")
+    wait_for(lambda: "n1 exited with signal SIGKILL" in supervised.text(), "the death reported", every_s=0.1)
     assert supervised.process.poll() is None
     started = raftlog("dev", "start", "n1", "--data-dir", str(supervised.data))
     assert started.returncode == 0, started.stderr

@@ -11,10 +11,11 @@ import subprocess
 import sys
 from typing import Any
 
-from test_dev import ENV, Supervised, description, until
+from test_dev import ENV, Supervised, description
 
 import raftlog
 from partitions.features import RAFTLOG_VERSION, SUPPORTED
+from tests.waiting import wait_for
 
 
 def cli(data: pathlib.Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -40,9 +41,10 @@ def test_versions_and_the_feature_upgrade_on_a_dev_cluster(tmp_path: pathlib.Pat
         data = supervised.data
         version = cli(data, "--version")
         assert version.stdout.strip() == f"raftlog {raftlog.version()}", version.stdout + version.stderr
-        until(
+        wait_for(
             lambda: features(data)["finalized"] == dict(SUPPORTED),
             "the cluster to finalize this release's levels once every node gossiped them",
+            every_s=0.1,
         )
         seen = features(data)
         assert seen["nodes"] == {

@@ -17,10 +17,11 @@ import time
 import urllib.request
 from typing import Any
 
-from test_dev import ENV, Supervised, description, raftlog, until
+from test_dev import ENV, Supervised, description, raftlog
 
 from raftlog_client.local_cluster import alive
 from raftlog_dev import layout
+from tests.waiting import wait_for
 
 
 def node_pids(data: pathlib.Path) -> list[int]:
@@ -76,7 +77,7 @@ def test_status_is_unhealthy_while_a_node_is_stopped_or_killed(tmp_path: pathlib
         code, seen = _status(data)
         assert (code, seen["healthy"]) == (0, True), seen
         os.kill(node_pids(supervised.data)[1], signal.SIGKILL)
-        until(lambda: _status(data)[0] == 1, "status to see the killed node", timeout_s=30)
+        wait_for(lambda: _status(data)[0] == 1, "status to see the killed node", timeout_s=30, every_s=0.1)
         assert _status(data)[1]["healthy"] is False
     finally:
         supervised.close()
@@ -129,7 +130,7 @@ def test_closing_the_terminal_stops_every_node(tmp_path: pathlib.Path) -> None:
     finally:
         os.close(terminal)  # the terminal goes away: SIGHUP to its session
     _, status = os.waitpid(pid, 0)
-    until(lambda: not any(alive(p) for p in pids), "every node gone", timeout_s=30)
+    wait_for(lambda: not any(alive(p) for p in pids), "every node gone", timeout_s=30, every_s=0.1)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
 
 
@@ -138,7 +139,12 @@ def test_a_supervisor_killed_outright_leaves_no_node_behind(tmp_path: pathlib.Pa
     pids = node_pids(supervised.data)
     supervised.process.send_signal(signal.SIGKILL)
     supervised.process.wait(10)
-    until(lambda: not any(alive(p) for p in pids), "the node gone with its supervisor", timeout_s=30)
+    wait_for(
+        lambda: not any(alive(p) for p in pids),
+        "the node gone with its supervisor",
+        timeout_s=30,
+        every_s=0.1,
+    )
 
 
 def _request(command: str) -> tuple[int, Any]:

@@ -6,12 +6,10 @@ node catches up and takes writes again without a restart, nothing acknowledged i
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +19,16 @@ from jepsen import disks
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import ClientError, RequestFailed
 from raftlog_contract import DISK_FULL
+from tests.waiting import wait_until
 
 from .cluster import ProcessCluster
 
 pytestmark = pytest.mark.slow
 TOPIC = "t"
 PARTITIONS = 3
+# a node refusing, or a check's own assertion failing, while the cluster settles: asked again
+NOT_YET = (ClientError, AssertionError)
 ALONE = "alone"  # one replica, moved to the node whose disk fills
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], timeout_s: float, what: str) -> Any:
-    """``check()`` until it returns something true; its last error or answer in the failure."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = await check()
-            if last:
-                return last
-        except (ClientError, AssertionError) as exc:
-            last = exc
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{what} not within {timeout_s} s: {last!r}")
 
 
 def metric(url: str, name: str) -> float | None:
@@ -98,8 +84,12 @@ async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(
         placed = [r["node"] for r in (await admin.cluster.partition_state(ALONE, 0))["replicas"]]
         if placed != [full_node]:
             await admin.cluster.move_replicas(ALONE, 0, [full_node])
-        await eventually(lambda: _led_by(admin, ALONE, full_node), 60, f"{ALONE}/0 led by {full_node}")
-        led = await eventually(lambda: _leads_one(admin, full_node), 60, f"{full_node} leading a partition")
+        await wait_until(
+            lambda: _led_by(admin, ALONE, full_node), f"{ALONE}/0 led by {full_node}", 60, retrying=NOT_YET
+        )
+        led = await wait_until(
+            lambda: _leads_one(admin, full_node), f"{full_node} leading a partition", 60, retrying=NOT_YET
+        )
         acked: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
         for round_ in range(5):
             await produce_everywhere(client, f"before{round_}", acked)
@@ -126,8 +116,11 @@ async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(
         await reader.close()
 
         for url in (cluster.url(full_node), cluster.urls[1]):
-            health = await eventually(
-                lambda u=url: _disk_full_health(u, full_node), 30, f"health at {url} naming the full disk"
+            health = await wait_until(
+                lambda u=url: _disk_full_health(u, full_node),
+                f"health at {url} naming the full disk",
+                30,
+                retrying=NOT_YET,
             )
             assert health["is_healthy"] is False and health["disk"][full_node]["full"] is True
         assert metric(cluster.url(full_node), f'raftlog_node_disk_full{{node="{full_node}"}}') == 1.0
@@ -135,11 +128,11 @@ async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(
         assert refusals is not None and refusals > 0
 
         disks.empty(disk.mount_point)
-        await eventually(lambda: _no_disk_full(admin), 30, "health without a full disk")
+        await wait_until(lambda: _no_disk_full(admin), "health without a full disk", 30, retrying=NOT_YET)
         await client.produce(ALONE, [Message("alone-after")], partition=0)
         for round_ in range(5):
             await produce_everywhere(client, f"after{round_}", acked)
-        await eventually(lambda: _in_sync(admin), 60, "every replica in sync again")
+        await wait_until(lambda: _in_sync(admin), "every replica in sync again", 60, retrying=NOT_YET)
         for partition in range(PARTITIONS):
             values = await read_all(client, TOPIC, partition)
             assert set(acked[partition]) <= set(values), partition

@@ -9,11 +9,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
+
+from tests.waiting import wait_for
 
 from .cluster import ProcessCluster
 
@@ -51,16 +53,6 @@ def metrics(url: str) -> dict[str, float]:
 # every partition the node leads (about 60 ms of a node's CPU at 700 led partitions), and the waits here
 # last tens of seconds; a term only grows, so a sparser sample still sees every election.
 ASK_EVERY_S = 2.0
-
-
-def wait_for(
-    condition: Callable[[], bool], what: str, timeout_s: float, every_s: float = ASK_EVERY_S
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(every_s)
 
 
 def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> bool:
@@ -128,7 +120,10 @@ def with_big_topic(cluster: ProcessCluster) -> None:
     assert status == 201, body
     node_ids = [n.node_id for n in cluster.nodes]
     wait_for(
-        lambda: replicas_open(cluster, node_ids, BIG + 1), f"{BIG + 1} replicas open on every node", SETTLE_S
+        lambda: replicas_open(cluster, node_ids, BIG + 1),
+        f"{BIG + 1} replicas open on every node",
+        SETTLE_S,
+        every_s=ASK_EVERY_S,
     )
 
 
@@ -156,7 +151,10 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
         cluster.processes[victim].wait(60)
         cluster.start(victim)
         wait_for(
-            lambda: replicas_open(cluster, [victim], BIG + 1), f"{victim} reopening its replicas", SETTLE_S
+            lambda: replicas_open(cluster, [victim], BIG + 1),
+            f"{victim} reopening its replicas",
+            SETTLE_S,
+            every_s=ASK_EVERY_S,
         )
         probe.goes_on(20)  # and after it, while the node takes up its part again
     assert partition_term(cluster, "probe", probe_leader) == probe_term, (
@@ -178,7 +176,7 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
             seen.append(controller_terms(cluster, node_ids))
             return replicas_open(cluster, node_ids, 1)
 
-        wait_for(dropped, "the big topic's replicas dropped on every node", 120)
+        wait_for(dropped, "the big topic's replicas dropped on every node", 120, every_s=ASK_EVERY_S)
         probe.goes_on(20)
     assert all(sample == terms for sample in seen), f"the controller held an election: {terms} -> {seen}"
     assert probe.sent > 10 and probe.failures == [], probe.failures[:5]

@@ -6,10 +6,6 @@ fails."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
-
 import pytest
 
 from partitions.controller.state import ControllerStateMachine, SetFeatureLevel, encode
@@ -19,6 +15,7 @@ from partitions.metadata.follower import MetadataFollower
 from partitions.metadata.service import ControllerSnapshot
 from raftlog.consensus.errors import NotLeader
 from raftlog.errors import RaftlogError
+from tests.waiting import wait_until
 
 
 class Controller:
@@ -43,15 +40,6 @@ class Controller:
         return ControllerSnapshot("n1", "http://n1", index, snapshot)
 
 
-async def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    """Polls ``condition`` every millisecond, for up to ``timeout_s`` of a busy machine's time."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the follower did not get there within {timeout_s:g} s")
-        await asyncio.sleep(0.001)
-
-
 @pytest.fixture(autouse=True)
 def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(follower, "POLL_S", 0.001)
@@ -65,15 +53,19 @@ async def test_a_node_outside_the_controller_group_follows_the_leader_it_is_told
     worker = MetadataFollower("n5", machine, controller.fetch, lambda: ["n4"], lambda: changes.append(1))
     worker.start()
     try:
-        await until(lambda: worker.synced)
+        await wait_until(lambda: worker.synced, "the follower synced from n1", 30.0, every_s=0.001)
         assert (worker.leader, machine.applied_index) == ("n1", 1)
         assert machine.metadata.features == {RAFTLOG_VERSION: 1}
         assert controller.asked[:2] == [("n4", None), ("n1", None)]  # n4 named the leader
-        await until(lambda: len(controller.asked) >= 6)
+        await wait_until(
+            lambda: len(controller.asked) >= 6, "six asks of the controller", 30.0, every_s=0.001
+        )
         assert changes == [1]  # unchanged since: asked with its index, answered without a snapshot
         assert set(controller.asked[2:]) == {("n1", 1)}
         controller.apply_level(2)
-        await until(lambda: machine.applied_index == 2)
+        await wait_until(
+            lambda: machine.applied_index == 2, "level 2 applied by the follower", 30.0, every_s=0.001
+        )
         assert machine.metadata.features == {RAFTLOG_VERSION: 2} and changes == [1, 1]
     finally:
         await worker.close()
@@ -86,12 +78,21 @@ async def test_when_the_leader_fails_the_follower_asks_the_live_nodes_again() ->
     worker = MetadataFollower("n5", machine, controller.fetch, lambda: ["n4"], lambda: None)
     worker.start()
     try:
-        await until(lambda: worker.synced)
+        await wait_until(lambda: worker.synced, "the follower synced from n1", 30.0, every_s=0.001)
         controller.down = True
-        await until(lambda: worker.leader is None)
+        await wait_until(
+            lambda: worker.leader is None, "the follower dropping the failed leader", 30.0, every_s=0.001
+        )
         asked = len(controller.asked)
-        await until(lambda: any(node == "n4" for node, _ in controller.asked[asked:]))
+        await wait_until(
+            lambda: any(node == "n4" for node, _ in controller.asked[asked:]),
+            "the follower asking the live node n4 again",
+            30.0,
+            every_s=0.001,
+        )
         controller.down = False
-        await until(lambda: worker.leader == "n1")
+        await wait_until(
+            lambda: worker.leader == "n1", "the follower back on n1 once it answers", 30.0, every_s=0.001
+        )
     finally:
         await worker.close()

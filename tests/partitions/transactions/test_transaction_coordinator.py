@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -41,6 +39,7 @@ from partitions.transactions.state import (
     encode,
 )
 from raftlog.consensus.errors import NoLeader, NotLeader
+from tests.waiting import wait_until
 
 T0, T1, T2 = TopicPartition("orders", 0), TopicPartition("orders", 1), TopicPartition("audit", 0)
 TID = "payments-1"
@@ -159,7 +158,12 @@ def row(log: MemoryLog, coordinator: TransactionCoordinator, tid: str = TID) -> 
 async def ended(log: MemoryLog, c: TransactionCoordinator, pid: int, epoch: int, commit: bool) -> None:
     """EndTxn, then the wait for its markers and ``Complete`` (the answer comes once it is decided)."""
     await c.end_transaction(TID, pid, epoch, commit)
-    await asyncio.wait_for(_until(lambda: not row(log, c).state.preparing), 10)
+    await wait_until(
+        lambda: not row(log, c).state.preparing,
+        "the transaction's markers written and its end complete",
+        10,
+        every_s=0.001,
+    )
 
 
 async def started(
@@ -263,22 +267,15 @@ async def test_an_end_is_answered_once_decided_not_after_its_markers_and_the_com
     with pytest.raises(ConcurrentTransactions):
         await c.add_partitions(TID, pid, epoch, [T2])
     markers.held[T1, 1].set()
-    await asyncio.wait_for(_until(lambda: row(log, c).state is TxnState.COMPLETE_COMMIT), 10)
+    await wait_until(
+        lambda: row(log, c).state is TxnState.COMPLETE_COMMIT,
+        "the commit complete once the held marker landed",
+        10,
+        every_s=0.001,
+    )
     await c.end_transaction(TID, pid, epoch, True)  # a retry once complete: the same answer
     await c.add_partitions(TID, pid, epoch, [T2])
     assert row(log, c).state is TxnState.ONGOING
-
-
-UNTIL_S = 60.0  # what a poll gives its condition before the test fails, naming it, on a busy machine
-
-
-async def _until(condition: Callable[[], bool]) -> None:
-    """Polls the condition on the event loop (the drivers run on it): never a fixed wait, and bounded."""
-    deadline = time.monotonic() + UNTIL_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {UNTIL_S:g} s: {condition}")
-        await asyncio.sleep(0.001)
 
 
 async def test_a_new_producer_of_the_id_aborts_the_open_transaction_and_fences_the_old_one(
@@ -288,7 +285,12 @@ async def test_a_new_producer_of_the_id_aborts_the_open_transaction_and_fences_t
     pid, epoch = await started(c, T0, T1)
     with pytest.raises(ConcurrentTransactions):
         await c.init_producer_id(TID, 10_000, -1, -1)
-    await asyncio.wait_for(_until(lambda: row(log, c).state is TxnState.COMPLETE_ABORT), 10)
+    await wait_until(
+        lambda: row(log, c).state is TxnState.COMPLETE_ABORT,
+        "the open transaction aborted by the new producer of its id",
+        10,
+        every_s=0.001,
+    )
     # the abort markers carry the bumped epoch: each partition fences the old producer too
     assert sorted(markers.written) == [
         (T0, pid, epoch + 1, False, 1, True),
@@ -315,7 +317,12 @@ async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced
     assert row(log, c).state is TxnState.ONGOING and markers.written == []
     clock.ms += 1
     await c.sweep()
-    await asyncio.wait_for(_until(lambda: row(log, c).state is TxnState.COMPLETE_ABORT), 10)
+    await wait_until(
+        lambda: row(log, c).state is TxnState.COMPLETE_ABORT,
+        "the timed-out transaction aborted",
+        10,
+        every_s=0.001,
+    )
     assert markers.written == [(T0, pid, epoch + 1, False, 1, True)]
     assert c.counters["transactions_timed_out"] == 1
     with pytest.raises(ProducerFenced):
@@ -331,7 +338,9 @@ async def test_after_a_failover_the_new_leader_completes_a_decided_transaction_a
     await first.add_partitions("other", other.producer_id, other.producer_epoch, [T2])
     markers.held[T1, 1] = asyncio.Event()
     await first.end_transaction(TID, pid, epoch, True)  # answered once decided
-    await asyncio.wait_for(_until(lambda: markers.tries == 2), 10)  # its driver sent both markers
+    await wait_until(
+        lambda: markers.tries == 2, "both markers sent by the first coordinator's driver", 10, every_s=0.001
+    )
     assert row(log, first).state is TxnState.PREPARE_COMMIT  # one not written yet
     # n1 loses the coordinator partitions to n2 in term 2; n1's driver is still waiting on its marker
     log.leader, log.term = "n2", 2
@@ -339,16 +348,31 @@ async def test_after_a_failover_the_new_leader_completes_a_decided_transaction_a
     with pytest.raises(NotLeader):
         await first.describe_transaction(TID)
     await second.sweep()
-    await asyncio.wait_for(_until(lambda: row(log, second).state is TxnState.COMPLETE_COMMIT), 10)
+    await wait_until(
+        lambda: row(log, second).state is TxnState.COMPLETE_COMMIT,
+        "the commit completed by the new leader's sweep",
+        10,
+        every_s=0.001,
+    )
     assert (T1, pid, epoch, True, 2, True) in markers.written  # the new leader's epoch
     assert row(log, second, "other").state is TxnState.ONGOING  # within its timeout: it goes on
     markers.held[T1, 1].set()  # the deposed driver's marker lands late; it completes nothing itself
-    await asyncio.wait_for(_until(lambda: (T1, pid, epoch, True, 1, True) in markers.written), 10)
+    await wait_until(
+        lambda: (T1, pid, epoch, True, 1, True) in markers.written,
+        "the deposed driver's late marker written",
+        10,
+        every_s=0.001,
+    )
     await first.close()  # its driver, if still running, stops
     assert row(log, second).state is TxnState.COMPLETE_COMMIT
     clock.ms += 5_001  # the open transaction's timeout runs from its replicated start, across the failover
     await second.sweep()
-    await asyncio.wait_for(_until(lambda: row(log, second, "other").state is TxnState.COMPLETE_ABORT), 10)
+    await wait_until(
+        lambda: row(log, second, "other").state is TxnState.COMPLETE_ABORT,
+        "the other transaction aborted at its timeout across the failover",
+        10,
+        every_s=0.001,
+    )
     await second.close()
 
 
@@ -403,7 +427,12 @@ async def test_ids_unused_for_seven_days_are_forgotten(
     await c.init_producer_id("idle", 1_000, -1, -1)
     clock.ms += EXPIRATION_MS
     await c.sweep()  # the open one times out, the idle one is forgotten
-    await asyncio.wait_for(_until(lambda: row(log, c).state is TxnState.COMPLETE_ABORT), 10)
+    await wait_until(
+        lambda: row(log, c).state is TxnState.COMPLETE_ABORT,
+        "the timed-out transaction aborted",
+        10,
+        every_s=0.001,
+    )
     with pytest.raises(UnknownTransactionalId):
         await c.describe_transaction("idle")
     clock.ms += EXPIRATION_MS

@@ -5,7 +5,6 @@ bumped epoch, gated on ``transaction.version`` 2 being finalized."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 
 import msgpack
@@ -33,7 +32,8 @@ from partitions.transactions.state import (
     decode,
     encode,
 )
-from tests.partitions.transactions.test_transaction_coordinator import Clock, Markers, MemoryLog, _until
+from tests.partitions.transactions.test_transaction_coordinator import Clock, Markers, MemoryLog
+from tests.waiting import wait_until
 
 T0 = TopicPartition("orders", 0)
 TID = "payments-1"
@@ -171,7 +171,12 @@ async def test_the_coordinator_bumps_only_once_version_2_is_finalized_and_its_ma
         await c.add_partitions(TID, pid, at, [T0])
         answered = await c.end_transaction(TID, pid, at, True, bump=bump)
         table = log.tables[c.coordinator_partition(TID)]
-        await asyncio.wait_for(_until(lambda: not table.transactions[TID].state.preparing), 10)
+        await wait_until(
+            lambda: not table.transactions[TID].state.preparing,
+            "the transaction's markers written and its end complete",
+            10,
+            every_s=0.001,
+        )
         return answered.producer_id, answered.producer_epoch
 
     assert await transaction(epoch, bump=True) == (pid, epoch)  # a cluster mid-upgrade: version 1
@@ -286,7 +291,12 @@ async def test_the_coordinator_answers_an_empty_abort_with_the_bumped_epoch_and_
     answered = await c.end_transaction(TID, given.producer_id, given.producer_epoch, False, bump=True)
     assert (answered.producer_id, answered.producer_epoch) == (given.producer_id, given.producer_epoch + 1)
     table = log.tables[c.coordinator_partition(TID)]
-    await asyncio.wait_for(_until(lambda: table.transactions[TID].state is TxnState.COMPLETE_ABORT), 10)
+    await wait_until(
+        lambda: table.transactions[TID].state is TxnState.COMPLETE_ABORT,
+        "the abort with no partition complete",
+        10,
+        every_s=0.001,
+    )
     assert markers.written == []  # no partition: no marker
     assert c.counters["transaction_epoch_bumps"] == 1
     with pytest.raises(InvalidTxnState):
