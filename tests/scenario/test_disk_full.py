@@ -103,10 +103,9 @@ async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(
         assert all(moved[p] not in (None, full_node) for p in led), moved
         took_s = time.monotonic() - started
 
-        with pytest.raises(RequestFailed) as refused:  # its lone partition has nowhere to go
-            await RaftlogClient([cluster.url(full_node)], timeout_s=10, retries=0).produce(
-                ALONE, [Message("alone-refused")], partition=0
-            )
+        async with RaftlogClient([cluster.url(full_node)], timeout_s=10, retries=0) as lone:
+            with pytest.raises(RequestFailed) as refused:  # its lone partition has nowhere to go
+                await lone.produce(ALONE, [Message("alone-refused")], partition=0)
         assert (refused.value.status, refused.value.error_code) == (507, DISK_FULL)
 
         reader = RaftlogClient([cluster.url(full_node)], timeout_s=10, retries=3)
