@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 from list_machine import ListMachine
 from pysyncobj.node import Node
@@ -16,6 +15,7 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core import RaftCore
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.transport import transport_class
+from tests.waiting import wait_for
 
 SECRET = b"raft-link-encryption-secret-0123456789"
 TOPIC_GROUP = "payroll-salaries/0"
@@ -63,14 +63,6 @@ class RecordingProxy:
             sock.close()
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.02)
-
-
 def test_records_and_group_ids_do_not_cross_the_raft_port_in_clear() -> None:
     n0 = MuxHub("n0", "127.0.0.1:0", SECRET)
     n1 = MuxHub("n1", "127.0.0.1:0", SECRET)  # n1 > n0: n1 dials n0, through the proxy
@@ -110,7 +102,7 @@ def test_records_and_group_ids_do_not_cross_the_raft_port_in_clear() -> None:
                 leaders[0].submit(RECORD, lambda result, error, done=done: done.set())
                 done.wait(5)
             time.sleep(0.05)
-        wait_until(lambda: len(proxy.captured) > 1000, 10, "traffic through the proxy")
+        wait_for(lambda: len(proxy.captured) > 1000, "traffic through the proxy", 10, every_s=0.02)
         with proxy.lock:
             captured = bytes(proxy.captured)
         assert b"n0" in captured  # the proxy saw the link: the handshake names both nodes in clear

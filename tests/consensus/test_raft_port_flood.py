@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from list_machine import ListMachine
@@ -26,6 +26,7 @@ from raftlog.consensus.core import RaftCore
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.hub_config import HubConfig
 from raftlog.consensus.transport import transport_class
+from tests.waiting import wait_for
 
 SECRET = b"raft-port-flood-test-secret-0123456789"
 FLOOD = pathlib.Path(__file__).with_name("raft_port_flood.py")
@@ -33,14 +34,6 @@ FLOOD_SOURCES = 24  # 127.0.0.2 .. 127.0.0.25
 FLOOD_PER_SOURCE = 8  # 192 wanted at once: three times the outsiders' pool of 64
 FLOOD_SECONDS = 90.0  # the flood's own bound; the test stops it as soon as it is done
 FLOOD_ATTEMPTS_MAX = 2_000_000
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -107,7 +100,12 @@ def test_peers_reconnect_while_an_outsider_floods_the_raft_port(
     hubs, cores, machines = cluster
     n0 = hubs[0]
     commit(cores, b"before", timeout_s=30)
-    wait_until(lambda: all(m.commands == [b"before"] for m in machines), 15, "every node applied 'before'")
+    wait_for(
+        lambda: all(m.commands == [b"before"] for m in machines),
+        "every node applied 'before'",
+        15,
+        every_s=0.02,
+    )
 
     host, port = n0.address.rsplit(":", 1)
     flood = subprocess.Popen(
@@ -123,21 +121,24 @@ def test_peers_reconnect_while_an_outsider_floods_the_raft_port(
     )
     try:
         # the flood has filled the pool: n0 refuses its newest connections
-        wait_until(lambda: n0.stats().get("rejected_too_many_handshakes", 0) > 0, 30, "pool full")
+        wait_for(lambda: n0.stats().get("rejected_too_many_handshakes", 0) > 0, "pool full", 30, every_s=0.02)
         established = n0.stats()["connections_established"]
         n0.peers.disconnect("n1")
         n0.peers.disconnect("n2")
-        wait_until(
+        wait_for(
             lambda: (
                 n0.stats()["connections_established"] >= established + 2
                 and n0.peers.is_connected("n1")
                 and n0.peers.is_connected("n2")
             ),
-            45,
             "n1 and n2 reconnected to n0 through the flood",
+            45,
+            every_s=0.02,
         )
         commit(cores, b"during", timeout_s=30)
-        wait_until(lambda: machines[0].commands == [b"before", b"during"], 30, "n0 applied 'during'")
+        wait_for(
+            lambda: machines[0].commands == [b"before", b"during"], "n0 applied 'during'", 30, every_s=0.02
+        )
         assert flood.poll() is None, "the flood ended before the peers were tested against it"
         assert n0.stats().get("rejected_too_many_handshakes", 0) > 0
     finally:

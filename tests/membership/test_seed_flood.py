@@ -14,10 +14,11 @@ import json
 import pathlib
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
+
+from tests.waiting import wait_for
 
 HERE = pathlib.Path(__file__).parent
 NODE = HERE / "gossip_node.py"
@@ -75,14 +76,6 @@ class Node:
                 self.kill()
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.05)
-
-
 def refused(node: Node) -> int:
     """Push-pull connections the node refused (per address or for the pool; before the per-address
     limit existed, every refusal was counted as ``push_pulls_refused``)."""
@@ -108,7 +101,7 @@ def test_a_restarted_member_joins_through_its_seed_while_an_outsider_holds_the_p
     member = Node("member", [seed.address])
     nodes.append(member)
     assert member.joined()[0] == 1
-    wait_until(lambda: seed.state_of("member") == "alive", 30, "the seed knows the member")
+    wait_for(lambda: seed.state_of("member") == "alive", "the seed knows the member", 30, every_s=0.05)
 
     host, port = seed.address.rsplit(":", 1)
     flood = subprocess.Popen(
@@ -124,17 +117,18 @@ def test_a_restarted_member_joins_through_its_seed_while_an_outsider_holds_the_p
     )
     try:
         # the flood holds the seed's push-pull connections: it refuses the outsiders' newest ones
-        wait_until(lambda: refused(seed) > 0, 30, "the seed refusing outsiders")
+        wait_for(lambda: refused(seed) > 0, "the seed refusing outsiders", 30, every_s=0.05)
         member.kill()
         restarted = Node("member", [seed.address])
         nodes.append(restarted)
         answered, seconds = restarted.joined()
         assert answered == 1, "the restarted member's join through its seed was refused"
         assert seconds < JOIN_BOUND_S
-        wait_until(
+        wait_for(
             lambda: restarted.state_of("seed") == "alive",
-            30,
             "the restarted member sees the seed alive",
+            30,
+            every_s=0.05,
         )
         assert flood.poll() is None, "the flood ended before the join was tested against it"
         assert refused(seed) > 0
