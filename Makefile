@@ -41,7 +41,8 @@ unit: bootstrap
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The quick tier while working: only the files that cost under FAST_FILE_S seconds each in the last whole
-# run (tests/file_costs.json; no application scenario, no JVM, no browser), a few minutes on 2 cores.
+# run (tests/file_costs.json; no application scenario, no JVM, no browser), a few minutes on 2 cores. Two
+# workers: these files keep the cores busy themselves, and every worker collects every file first.
 FAST_FILE_S ?= 10
 unit-fast: bootstrap
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --files-under $(FAST_FILE_S)
