@@ -35,10 +35,14 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # browsers), so four keep the two cores busier than two: 12.2 and 12.4 minutes quiet against two's 18.6,
 # and about 19-20 with four CPU-bound processes beside them against two's 28-32, green loaded three
 # times in a row (README, "tests").
+# A quiet four-worker run peaked at 6.6 GiB of memory used: a machine with less than 10 GiB available
+# runs two (green the same way; WORKERS=N chooses).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
+WORKERS ?= $(shell awk '/MemAvailable/ {print ($$2 >= 10 * 1024 * 1024) ? 4 : 2}' \
+	/proc/meminfo 2>/dev/null || echo 2)
 unit: bootstrap
-	$(TEST_ENV) .venv/bin/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15
+	$(TEST_ENV) .venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # The quick tier while working: only the files that cost under FAST_FILE_S seconds each in the last whole
 # run (tests/file_costs.json; no application scenario, no JVM, no browser), a few minutes on 2 cores. Two
