@@ -489,8 +489,10 @@ def test_kafka_s_own_java_client_commits_aborts_and_describes(
     observed = java_client(
         "transactions", {"bootstrap.servers": kafka_cluster.bootstrap_servers}, "java-txn", "java-producer"
     )
+    # commitTransaction returns once the coordinator has the decision (PrepareCommit), as Kafka's answers
+    # EndTxn before its markers are written: the describe just after may still see it (a quiet run did)
+    assert observed.pop("described_state") in ("PrepareCommit", "CompleteCommit")
     assert observed == {
-        "described_state": "CompleteCommit",
         "described_timeout_ms": 60_000,  # the Java client's transaction.timeout.ms default
         "listed": True,
         "committed_offset": 42,
