@@ -29,8 +29,11 @@ RECORDS_PER_TXN = 3
 # for a group's members, rejoining (the classic protocol's generation errors)
 REJOIN = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS}
 # the node being restarted refuses connections a moment: librdkafka says so through error_cb and connects
-# to it again by itself (its error_cb's transport errors are informational, not the client's failure)
-RECONNECTED = {KafkaError._TRANSPORT}
+# to it again by itself (its error_cb's transport errors are informational, not the client's failure).
+# It forgets a broker a Metadata answer left out (a node restarted a moment before, as Kafka leaves out a
+# fenced broker) and reconnects only to brokers it needs: a client whose known brokers were that node and
+# the one restarting now says all its brokers are down (a count, not a failure) and connects again.
+RECONNECTED = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 INFORMATIONAL = REJOIN | RECONNECTED | {KafkaError._PARTITION_EOF}
 HTTP_RETRIED = {503, 504}  # unavailable for now (no leader, a node catching up) or outcome unknown
 # what a node of the previous release (0.1.0) answers that this release no longer does: a commit whose
