@@ -1,10 +1,10 @@
 """Apache Kafka's own Java client (kafka-clients, the reference client) as the tests run it: the scenarios
-of ``java/Scenarios.java``, compiled once per run against the jars scripts/kafka/install.sh installed,
-each run in a JVM of its own. Client settings, passwords included, reach the JVM in a file only its owner
-reads, never in its argv.
+of ``java/Scenarios.java``, compiled once (``java_build``) against the jars scripts/kafka/install.sh
+installed, each run in a JVM of its own. Client settings, passwords included, reach the JVM in a file only
+its owner reads, never in its argv.
 
 A JVM's start is mostly loading and verifying kafka-clients' classes: the first scenario that ends well
-leaves them in a class-data-sharing archive (``-XX:ArchiveClassesAtExit``, under the run's directory),
+leaves them in a class-data-sharing archive (``-XX:ArchiveClassesAtExit``, beside the compiled jar),
 which every later JVM maps (``-XX:SharedArchiveFile``) and starts in about half the CPU time. An archive
 the JVM finds unusable is ignored (it then loads the classes as without one)."""
 
@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import IO, Any
 
+from java_build import compiled
+
 from raftlog_bench.kafka_peer import kafka_libs
 
 SCENARIOS = pathlib.Path(__file__).resolve().parent / "java" / "Scenarios.java"
@@ -29,19 +31,11 @@ TIMEOUT_S = 300.0
 class JavaClient:
     def __init__(self, workdir: pathlib.Path) -> None:
         self._classpath = f"{kafka_libs()}/*"
-        classes = workdir / "classes"
-        self._jar = workdir / "scenarios.jar"  # CDS archives classes from jars, not from directories
-        self._archive = workdir / "scenarios.jsa"
+        built = compiled(SCENARIOS, self._classpath, jar=True)  # shared by the run's workers (java_build.py)
+        self._jar = built / f"{SCENARIOS.stem}.jar"
+        self._archive = built / "scenarios.jsa"  # beside its jar: every worker maps the first one written
         self._settings = workdir / "settings"
         self._settings.mkdir(mode=0o700, parents=True, exist_ok=True)
-        subprocess.run(
-            ["javac", "-nowarn", "-d", str(classes), "-cp", self._classpath, str(SCENARIOS)],
-            check=True, capture_output=True, timeout=TIMEOUT_S,
-        )  # fmt: skip
-        subprocess.run(
-            ["jar", "cf", str(self._jar), "-C", str(classes), "."],
-            check=True, capture_output=True, timeout=TIMEOUT_S,
-        )  # fmt: skip
 
     def __call__(
         self, scenario: str, settings: dict[str, str], topic: str, argument: str = ""
@@ -123,12 +117,22 @@ class JavaRun:
                 line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 why = f"{self.scenario}: no {prefix!r} within {timeout_s} s:\n{self.output()}"
-                raise AssertionError(why) from None
+                raise AssertionError(f"{why}\n{self.threads()}") from None
             if line is None:
                 self._process.wait(timeout=TIMEOUT_S)
                 raise AssertionError(f"{self.scenario} ended before {prefix!r}:\n{self.output()}")
             if line.startswith(prefix):
                 return line[len(prefix) :]
+
+    def threads(self) -> str:
+        """What the JVM's threads are doing now (``jstack``), for a scenario that stopped answering."""
+        try:
+            dump = subprocess.run(
+                ["jstack", str(self._process.pid)], capture_output=True, text=True, timeout=60, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"(no thread dump: {exc})"
+        return f"its threads (jstack):\n{dump.stdout[-12000:]}{dump.stderr[-1000:]}"
 
     def send(self, line: str) -> None:
         assert self._process.stdin is not None

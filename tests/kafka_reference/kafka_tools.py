@@ -1,5 +1,5 @@
-"""Apache Kafka's own command-line tools as the tests run them: ``java/Tools.java`` (compiled once per
-run against the jars scripts/kafka/install.sh installed) runs each tool's main class in one JVM, one after
+"""Apache Kafka's own command-line tools as the tests run them: ``java/Tools.java`` (compiled once
+against the jars scripts/kafka/install.sh installed) runs each tool's main class in one JVM, one after
 another, as its ``bin/kafka-*.sh`` script would (``run``: its exit status and what it printed). One JVM for
 the run keeps a step under a second where a JVM of its own would take several."""
 
@@ -12,6 +12,8 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from typing import IO
+
+from java_build import compiled
 
 from raftlog_bench.kafka_peer import kafka_libs
 
@@ -53,11 +55,7 @@ class Outcome:
 class KafkaTools:
     def __init__(self, workdir: pathlib.Path) -> None:
         classpath = f"{kafka_libs()}/*"
-        classes = workdir / "classes"
-        subprocess.run(
-            ["javac", "-nowarn", "-d", str(classes), "-cp", classpath, str(SOURCE)],
-            check=True, capture_output=True, timeout=STEP_TIMEOUT_S,
-        )  # fmt: skip
+        classes = compiled(SOURCE, classpath) / "classes"  # shared by the run's workers (java_build.py)
         self._process = subprocess.Popen(
             ["java", "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{classpath}", "Tools"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -1,7 +1,8 @@
 """A Kafka Streams application as a user runs it: ``examples/kafka_streams/WordCount.java`` (exactly_once_v2),
-compiled once per run against the jars ``scripts/kafka/install.sh`` copies from Maven Central, each instance
-a JVM of its own (so kill -9 is real) with its own state directory, against any bootstrap servers. An
-instance's stdout is read line by line on a thread of its own, so every wait for a line is bounded."""
+compiled once (``java_build``) against the jars ``scripts/kafka/install.sh`` copies from Maven Central,
+each instance a JVM of its own (so kill -9 is real) with its own state directory, against any bootstrap
+servers. An instance's stdout is read line by line on a thread of its own, so every wait for a line is
+bounded."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import threading
 import time
 from typing import IO
 
+from java_build import compiled
+
 from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs, log_config
 
 SOURCE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "kafka_streams" / "WordCount.java"
 HEAP = ("-Xms32m", "-Xmx256m")
-COMPILE_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 30.0
 
 
@@ -26,17 +28,13 @@ class StreamsError(AssertionError):
     """An instance did not do what the test waited for (with its output's tail)."""
 
 
-def compile_word_count(directory: pathlib.Path) -> str:
+def compile_word_count() -> str:
     """The class path of the compiled application: its classes, then Kafka's jars (Kafka Streams among
     them)."""
     libs = kafka_libs()
     if not (libs / f"kafka-streams-{KAFKA_VERSION}.jar").exists():
         raise StreamsError(f"Kafka Streams is not installed in {libs}: run scripts/kafka/install.sh")
-    classes = directory / "classes"
-    subprocess.run(
-        ["javac", "-nowarn", "-d", str(classes), "-cp", f"{libs}/*", str(SOURCE)],
-        check=True, capture_output=True, timeout=COMPILE_TIMEOUT_S,
-    )  # fmt: skip
+    classes = compiled(SOURCE, f"{libs}/*") / "classes"  # shared by the run's workers (java_build.py)
     return f"{classes}{os.pathsep}{libs}/*"
 
 

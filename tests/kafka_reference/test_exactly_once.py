@@ -242,9 +242,9 @@ def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(
 
 
 @pytest.fixture(scope="module")
-def word_count(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The class path of ``examples/kafka_streams/WordCount.java``, compiled once for the module."""
-    return compile_word_count(tmp_path_factory.mktemp("word-count"))
+def word_count() -> str:
+    """The class path of ``examples/kafka_streams/WordCount.java``, compiled (``java_build``)."""
+    return compile_word_count()
 
 
 @pytest.mark.kafka_answer
