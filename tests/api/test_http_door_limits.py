@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from waiting import wait_for
 
 from raftlog_dev import layout
 
@@ -66,11 +67,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
         )
         try:
             url = nodes[0].http
-            deadline = time.monotonic() + 60
-            while _status(url + "/status/ready")[0] != 200:
-                assert process.poll() is None, f"the node exited; see {log_path}"
-                assert time.monotonic() < deadline, f"not ready; see {log_path}"
-                time.sleep(0.2)
+            wait_for(
+                lambda: _status(url + "/status/ready")[0] == 200 or process.poll() is not None,
+                f"ready; see {log_path}",
+            )
+            assert process.poll() is None, f"the node exited; see {log_path}"
             yield url, log_path
         finally:
             process.terminate()
@@ -221,10 +222,11 @@ def test_silent_connections_do_not_keep_a_client_out_for_long(node: tuple[str, p
             extra.sendall(b"GET /status/live HTTP/1.1\r\nHost: n1\r\n\r\n")
             assert extra.recv(65536).startswith(b"HTTP/1.1 503")
         # and served once the silent ones are cut at the head deadline
-        deadline = time.monotonic() + HEADER_TIMEOUT_S + 20
-        while _status(url + "/status/live")[0] != 200:
-            assert time.monotonic() < deadline, "the silent connections kept the client out"
-            time.sleep(0.2)
+        wait_for(
+            lambda: _status(url + "/status/live")[0] == 200,
+            "the client served despite the silent connections",
+            HEADER_TIMEOUT_S + 20,
+        )
         for sock in silent:  # each was cut: it reads the 408 and then the end
             sock.settimeout(10)
             assert sock.recv(65536).startswith(b"HTTP/1.1 408")
@@ -363,10 +365,9 @@ def test_metrics_name_topics_only_to_a_scraper_with_a_token(node: tuple[str, pat
     assert status == 401 and body["error_code"] == 40101 and "secret-plans" not in json.dumps(body)
     assert headers.get("WWW-Authenticate") == 'Bearer realm="raftlog"'
     assert _status(url + "/metrics", {"Authorization": "Bearer not-the-token"})[0] == 401
-    deadline = time.monotonic() + 20  # the topic's leader is elected, then its gauges appear
-    while 'topic="secret-plans"' not in _metrics(url, METRICS_TOKEN):
-        assert time.monotonic() < deadline, "the scraper never saw the topic"
-        time.sleep(0.2)
+    wait_for(  # the topic's leader is elected, then its gauges appear
+        lambda: 'topic="secret-plans"' in _metrics(url, METRICS_TOKEN), "the scraper to see the topic", 20
+    )
     assert "raftlog_login_failures_total" in _metrics(url, TOKEN)  # the admin token scrapes too
     live = _status(url + "/status/live")  # liveness stays open, and names no data, nor the node
     assert live[0] == 200 and set(live[1]) == {"status"}

@@ -13,7 +13,7 @@ from typing import Any
 import crc32c
 from kafka_fixtures import RawKafka, http_client, request_frame
 from kio.schema.errors import ErrorCode
-from waiting import wait_until
+from waiting import wait_for, wait_until
 
 from kafka_api import wire
 from kafka_api.door import Door
@@ -68,20 +68,19 @@ def _leader_and_follower(cluster: LocalCluster, topic: str) -> tuple[str, str]:
     try:
         cls = wire.request_class(3, METADATA_VERSION)
         topic_cls = wire.sibling(cls, "MetadataRequestTopic")
-        deadline = time.monotonic() + 30
-        while True:
-            request = wire.build(
-                cls,
-                topics=(wire.build(topic_cls, name=topic),),
-                allow_auto_topic_creation=False,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False,
-            )
-            answer = raw.call(3, METADATA_VERSION, request)
-            leader = answer.topics[0].partitions[0].leader_id
-            if leader >= 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.3)
+        request = wire.build(
+            cls,
+            topics=(wire.build(topic_cls, name=topic),),
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+
+        def led() -> Any:
+            partition = raw.call(3, METADATA_VERSION, request).topics[0].partitions[0]
+            return partition if partition.leader_id >= 0 else None
+
+        leader = wait_for(led, f"a leader of {topic}/0", 30, every_s=0.3).leader_id
     finally:
         raw.close()
     by_id = {broker_id(node): address for node, address in cluster.kafka.items()}

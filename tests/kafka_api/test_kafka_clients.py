@@ -16,6 +16,7 @@ from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, Topic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTopicPartition
 from kafka_fixtures import http_client
+from waiting import wait_for
 
 from raftlog_client.local_cluster import LocalCluster
 
@@ -179,10 +180,8 @@ def test_acks_zero_gets_no_answer_and_still_appends(kafka_cluster: LocalCluster)
     for i in range(50):
         producer.produce("acks0", key=b"%d" % i, value=b"x")
     assert producer.flush(30) == 0
-    deadline = time.monotonic() + 30
     with http_client(kafka_cluster) as client:
-        while client.offsets("acks0", 0)[1] < 50 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: client.offsets("acks0", 0)[1] >= 50, "the 50 records appended", 30)
         assert client.offsets("acks0", 0) == (0, 50)
 
 
@@ -247,9 +246,7 @@ def test_aiokafkas_default_producer_and_acks_0_are_stored(kafka_cluster: LocalCl
     asyncio.run(produce(1, b"a1-"))
     asyncio.run(produce(0, b"a0-"))
     with http_client(kafka_cluster) as client:
-        deadline = time.monotonic() + 30
-        while client.offsets("plain", 0)[1] < 100 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: client.offsets("plain", 0)[1] >= 100, "the 100 records appended", 30, every_s=0.1)
         assert client.offsets("plain", 0) == (0, 100)
     consumer = KafkaConsumer(bootstrap_servers=kafka_cluster.bootstrap_servers, enable_auto_commit=False,
                              consumer_timeout_ms=5000)  # fmt: skip

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from typing import Any
 
 from kafka_fixtures import http_client, kcat_path
+from waiting import wait_for
 
 from raftlog_client.local_cluster import LocalCluster
 
@@ -39,13 +41,13 @@ def _rows(output: str) -> list[tuple[int, int, str, str, int, str]]:
 def test_kcat_lists_every_broker_and_each_partitions_leader(kafka_cluster: LocalCluster) -> None:
     with http_client(kafka_cluster) as client:
         client.create_topic("listed", 3, 3)
-    deadline = time.monotonic() + 30
-    while True:
-        listing = json.loads(_kcat(kafka_cluster, "-L", "-J", "-t", "listed"))
-        partitions = listing["topics"][0]["partitions"]
-        if all(p["leader"] >= 0 for p in partitions) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+
+    def led() -> dict[str, Any] | None:
+        listing: dict[str, Any] = json.loads(_kcat(kafka_cluster, "-L", "-J", "-t", "listed"))
+        return listing if all(p["leader"] >= 0 for p in listing["topics"][0]["partitions"]) else None
+
+    listing = wait_for(led, "kcat to list a leader of every partition of listed", timeout_s=30, every_s=0.5)
+    partitions = listing["topics"][0]["partitions"]
     brokers = {b["id"]: b["name"] for b in listing["brokers"]}
     assert brokers == {i + 1: kafka_cluster.kafka[f"n{i + 1}"] for i in range(3)}
     assert [p["partition"] for p in partitions] == [0, 1, 2]

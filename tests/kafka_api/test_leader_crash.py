@@ -10,6 +10,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import http_client
+from waiting import wait_for
 
 from raftlog_client.local_cluster import LocalCluster
 
@@ -19,13 +20,12 @@ KILL_AFTER = 20_000  # acknowledged records before the leader is killed
 
 def _leader(cluster: LocalCluster, topic: str) -> str:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def led() -> str | None:
         leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
-        if leader >= 0:
-            return f"n{leader}"
-        time.sleep(0.2)
-    raise AssertionError(f"no leader of {topic}/0 within 30 s")
+        return f"n{leader}" if leader >= 0 else None
+
+    return str(wait_for(led, f"a leader of {topic}/0", 30))
 
 
 def test_acknowledged_records_survive_the_leaders_kill_exactly_once_in_order(

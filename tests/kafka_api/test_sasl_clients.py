@@ -453,10 +453,11 @@ def test_a_users_api_token_stands_in_for_its_password_over_plain_and_basic(clust
     assert status == 201, body
     made = json.loads(body)
     token = made["token"]
-    deadline = time.monotonic() + PATIENCE_S
-    while not lets_in(sasl(cluster, "kate", token, "PLAIN")):  # every node has the token
-        assert time.monotonic() < deadline, "kate's token did not let her in over SASL/PLAIN"
-        time.sleep(0.2)
+    wait_for(  # every node has the token
+        lambda: lets_in(sasl(cluster, "kate", token, "PLAIN")),
+        "kate let in by her token over SASL/PLAIN",
+        PATIENCE_S,
+    )
     until_every_node(cluster, "kate", token, 200)  # HTTP Basic kate:<token>
     told = failure_message("PLAIN")
     assert all(told in e for e in authentication_errors(refused(sasl(cluster, "liam", token, "PLAIN"))))
@@ -491,10 +492,9 @@ def test_a_revoked_token_or_a_deleted_user_cuts_the_connections_it_authenticated
     status, body = as_admin(cluster, "POST", "/v1/users/mona/tokens", {"description": "revoked below"})
     assert status == 201, body
     made = json.loads(body)
-    deadline = time.monotonic() + PATIENCE_S
-    while not lets_in(sasl(cluster, "mona", made["token"], "PLAIN")):  # every node has the token
-        assert time.monotonic() < deadline, "mona's token did not let her in"
-        time.sleep(0.2)
+    wait_for(  # every node has the token
+        lambda: lets_in(sasl(cluster, "mona", made["token"], "PLAIN")), "mona let in by her token", PATIENCE_S
+    )
     errors: list[KafkaError] = []
     settings = {**sasl(cluster, "mona", made["token"], "PLAIN"), "error_cb": errors.append}
     producer = Producer({**settings, "message.timeout.ms": 10_000})

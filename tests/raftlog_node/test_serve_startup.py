@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 from serve_args import args_for, token_file
+from waiting import wait_for
 
 from raftlog_contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
 from raftlog_dev import layout
@@ -128,11 +129,10 @@ def node_process(root: pathlib.Path, *serve_args: str) -> Iterator[tuple[subproc
     with open(root / "n1.out", "wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=ENV)
     try:
-        deadline = time.monotonic() + READY_S
-        while not _ready(node.http):
-            assert process.poll() is None, (root / "n1.out").read_text()
-            assert time.monotonic() < deadline, f"not ready within {READY_S} s; see {root}/n1.out"
-            time.sleep(0.2)
+        wait_for(
+            lambda: _ready(node.http) or process.poll() is not None, f"ready; see {root}/n1.out", READY_S
+        )
+        assert process.poll() is None, (root / "n1.out").read_text()
         yield process, node.http
     finally:
         process.terminate()

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from rest_fixtures import BINARY, JSON, V2, Answer, b64, call
+from waiting import wait_until
 
 from raftlog_client.local_cluster import LocalCluster
 
@@ -23,13 +24,12 @@ async def create_topic(cluster: LocalCluster, name: str, partitions: int) -> Non
     created = await call(cluster.servers[0], "POST", "/v1/topics", body=body, content_type="application/json")
     assert created.status == 201, created.body
     for base in cluster.servers:  # every node knows it and its leaders before the cases start
-        deadline = time.monotonic() + 20
-        while True:
+
+        async def led(base: str = base) -> bool:
             view = await call(base, "GET", f"/topics/{name}/partitions")
-            if view.status == 200 and all(p["leader"] for p in view.body):
-                break
-            assert time.monotonic() < deadline, view.body
-            await asyncio.sleep(0.2)
+            return view.status == 200 and all(p["leader"] for p in view.body)
+
+        await wait_until(led, f"{base} to know {name} and its leaders", timeout_s=20)
 
 
 async def produce_binary(base: str, topic: str, records: list[dict[str, Any]]) -> Answer:

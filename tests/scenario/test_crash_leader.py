@@ -16,6 +16,7 @@ from raftlog.storage.inspect import dump_records
 from raftlog.storage.segment import ScanStop
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import ClientError
+from tests.waiting import wait_until
 
 from .cluster import ProcessCluster
 
@@ -36,16 +37,11 @@ async def _produce_until(client: RaftlogClient, topic: str, prefix: str, count: 
 
 
 async def _leader(client: RaftlogClient, topic: str, timeout_s: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            state = await client.cluster.partition_state(topic, 0)
-            if state.get("leader"):
-                return str(state["leader"])
-        except ClientError:
-            pass
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no leader for {topic}/0 within {timeout_s} s")
+    async def led() -> object:
+        return (await client.cluster.partition_state(topic, 0)).get("leader")
+
+    leader = await wait_until(led, f"a leader for {topic}/0", timeout_s, every_s=0.1, retrying=(ClientError,))
+    return str(leader)
 
 
 async def _all_in_sync(
