@@ -30,7 +30,7 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
-from quixstreams_processes import KEYS, SEEK_RACE, Processor, Readings
+from quixstreams_processes import KEYS, RACES, Processor, Readings
 
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import node_metric, wait_for
@@ -205,11 +205,12 @@ def test_quixstreams_keeps_exact_totals_across_processor_and_node_crashes(
         totals.consumer.close()
 
 
-def test_a_processor_ended_by_the_seek_race_is_started_again_once(tmp_path: Path) -> None:
-    """quixstreams' seek race (``quixstreams_processes.SEEK_RACE``) restarts the processor once; any exit
-    after that, or for another reason, fails the test."""
+@pytest.mark.parametrize("race", RACES)
+def test_a_processor_ended_by_a_start_up_race_is_started_again_once(tmp_path: Path, race: str) -> None:
+    """quixstreams' seek or coordinator race (``quixstreams_processes.RACES``) restarts the processor once;
+    any exit after that, or for another reason, fails the test."""
     processor = Processor("127.0.0.1:9", ("in", "out"), "g", tmp_path / "state", tmp_path / "processor.log")
-    processor.argv = [sys.executable, "-c", f"print({SEEK_RACE!r})"]
+    processor.argv = [sys.executable, "-c", f"print({race!r})"]
     processor.start()
     assert processor.process is not None
     processor.process.wait(30)
