@@ -33,8 +33,8 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # Four workers (pytest-xdist) on two cores, whole files each: a file's fixtures start once; ports:
 # tests/conftest.py. Most of a worker's time is spent waiting on the processes it started (nodes, JVMs,
 # browsers), so four keep the two cores busier than two: 12.2 to 14.5 minutes quiet (the machine's speed
-# varies by the hour) against two's 18.6, and 19-22 with four CPU-bound processes beside them against
-# two's 28-32, green loaded six times in a row (README, "tests").
+# varies by the hour) against two's 18.6, and 19-24 with four CPU-bound processes beside them against
+# two's 28-32, green loaded eight times in a row (README, "tests").
 # A quiet four-worker run peaked at 6.5 GiB of memory used: a machine with less than 10 GiB available
 # runs two (green the same way; WORKERS=N chooses).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
