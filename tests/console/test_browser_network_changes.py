@@ -50,7 +50,7 @@ def _late_handshake_server(directory: pathlib.Path) -> Iterator[tuple[str, str]]
 
     def answer(connection: socket.socket) -> None:
         with connection:
-            time.sleep(HANDSHAKE_DELAY_S)
+            time.sleep(HANDSHAKE_DELAY_S)  # the stimulus: a server late to answer, not a wait
             try:
                 with context.wrap_socket(connection, server_side=True) as tls:
                     tls.settimeout(10)
