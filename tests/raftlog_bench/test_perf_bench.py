@@ -265,18 +265,21 @@ async def test_single_phase_leaves_near_each_slot_and_never_counts_an_early_send
 
 
 async def test_single_phase_shows_a_stall_in_its_second_that_the_windows_p99_hides() -> None:
-    """A 150 ms stall of 10 requests in 2,000 over 4 s: the window's p99 stays low, its second's does not."""
+    """A 400 ms stall of 10 requests in 2,000 over 4 s: the window's p99 stays below it, its second's does
+    not. The other requests take 1 ms, but on a loaded machine the event loop may run them 100 ms late or
+    more: the bound is the stall, not a figure of a quiet machine."""
+    stall_ms = 400.0
     target = _SlowTarget(service_s=0.001)
     stalled = set(range(1200, 1210))
 
     async def send_one(worker: int, partition: int) -> None:
-        await asyncio.sleep(0.15 if worker in stalled else 0.001)
+        await asyncio.sleep(stall_ms / 1000 if worker in stalled else 0.001)
 
     target.send_one = send_one  # type: ignore[method-assign]
     result = await perf_phases.single_phase(target, Layout("t", 3, 100, 1), 500.0, 4.0, {})  # type: ignore[arg-type]
     assert result.records == 2000 and len(result.p99_per_second_ms) == 4
-    assert result.latency.p99_ms < 100 and result.p99_per_second_ms[2] >= 150
-    assert max(result.p99_per_second_ms[i] for i in (0, 1, 3)) < 100
+    assert result.latency.p99_ms < stall_ms <= result.p99_per_second_ms[2]
+    assert max(result.p99_per_second_ms[i] for i in (0, 1, 3)) < stall_ms
     lines = perf_report.format_seconds([result])
     assert "worst" in lines[1] and f"window {result.latency.p99_ms:.2f} ms" in lines[1]
 
