@@ -4,9 +4,10 @@ Two network modes:
 
 - ``netns``: each node runs in its own network namespace ``<prefix>-nK`` with one veth (``eth0`` inside,
   ``<prefix>-nK`` in the root namespace) attached to a bridge ``<prefix>-br`` in the root namespace. Nodes
-  get 10.241.S.K/24 (S picked so the subnet is unused), the bridge 10.241.S.254 so the harness (root
-  namespace) reaches every node directly. Nothing is routed or forwarded off the bridge: traffic stays on
-  it. Partitions are blackhole routes inside the namespaces; delay/loss are qdiscs on the root-side veth.
+  get 10.241.S.K/24 (S unused, and claimed for the run: :func:`claim_subnet`), the bridge 10.241.S.254
+  so the harness (root namespace) reaches every node directly. Nothing is routed or forwarded off the
+  bridge: traffic stays on it. Partitions are blackhole routes inside the namespaces; delay/loss are
+  qdiscs on the root-side veth.
 - ``loopback``: every node on 127.0.0.1 on its own ports; partitions and link faults are unavailable.
 
 Cleanup is guaranteed by :meth:`Network.teardown` and :meth:`Cluster.stop_all` (both idempotent, both run
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import ipaddress
 import json
 import os
@@ -37,6 +39,7 @@ from raftlog_client import probe
 from raftlog_dev.layout import DevNode, free_base_port, plan
 
 SUBNET_BASE = "10.241"
+SUBNET_CLAIMS_DIR = "/tmp/raftlog-jepsen-subnets"  # machine-wide, whatever TMPDIR a run was given
 HTTP_PORT = 8081
 RAFT_PORT = 8181
 GOSSIP_PORT = 8281
@@ -161,13 +164,40 @@ def _used_subnets() -> set[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     return found
 
 
-def pick_subnet() -> int:
-    """The third octet S of an unused 10.241.S.0/24."""
+@dataclass
+class SubnetClaim:
+    """10.241.S.0/24 held by one run: an exclusive lock on S's file under ``SUBNET_CLAIMS_DIR``, which the
+    kernel drops when the holder releases it or dies. Without it, two runs started at once (the tests'
+    parallel workers) both saw S unused and both added it: one harness then drove the other run's nodes
+    (refused, another admin token)."""
+
+    third_octet: int
+    fd: int | None
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the file drops its lock
+            self.fd = None
+
+
+def claim_subnet() -> SubnetClaim:
+    """An unused 10.241.S.0/24, claimed until ``release`` (``Network.teardown`` releases its own)."""
+    os.makedirs(SUBNET_CLAIMS_DIR, exist_ok=True)
     used = _used_subnets()
     for third in range(1, 250):
         net = ipaddress.ip_network(f"{SUBNET_BASE}.{third}.0/24")
-        if not any(net.overlaps(u) for u in used):
-            return third
+        if any(net.overlaps(u) for u in used):
+            continue
+        fd = os.open(os.path.join(SUBNET_CLAIMS_DIR, str(third)), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another run holds it, its addresses maybe not added yet
+            os.close(fd)
+            continue
+        if any(net.overlaps(u) for u in _used_subnets()):  # left in use by a run that did not clean up
+            os.close(fd)
+            continue
+        return SubnetClaim(third, fd)
     raise ControlError(f"no free /24 under {SUBNET_BASE}.0.0/16")
 
 
@@ -189,9 +219,13 @@ class Network:
     """The namespaces, veths and bridge of one run (netns mode). ``teardown`` undoes all of it."""
 
     prefix: str
-    third_octet: int
+    claim: SubnetClaim
     nodes: list[NodeSpec]
     created: list[list[str]] = field(default_factory=list)  # undo commands, run in reverse
+
+    @property
+    def third_octet(self) -> int:
+        return self.claim.third_octet
 
     @property
     def bridge(self) -> str:
@@ -238,6 +272,7 @@ class Network:
                 problems.append(f"{' '.join(undo)}: {done.stderr.strip()}")
         self.created.clear()
         problems += [f"left behind: {what}" for what in sweep(self.prefix)]
+        self.claim.release()
         return problems
 
     # -- faults --------------------------------------------------------------------------------------

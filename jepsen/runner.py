@@ -272,9 +272,9 @@ def run(config: RunConfig) -> RunResult:
     verdict = "unknown"
     try:
         if mode == "netns":
-            third = control.pick_subnet()
-            specs = control.plan_netns(config.nodes, prefix, third)
-            network = control.Network(prefix, third, specs)
+            claim = control.claim_subnet()
+            specs = control.plan_netns(config.nodes, prefix, claim.third_octet)
+            network = control.Network(prefix, claim, specs)
             network.setup()
         else:
             specs = control.plan_loopback(config.nodes)

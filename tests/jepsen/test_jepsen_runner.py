@@ -92,8 +92,8 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
 @pytest.mark.skipif(not control.netns_available()[0], reason="network namespaces need root and iproute2")
 def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None:
     prefix = control.new_prefix()
-    third = control.pick_subnet()
-    network = control.Network(prefix, third, control.plan_netns(3, prefix, third))
+    claim = control.claim_subnet()
+    network = control.Network(prefix, claim, control.plan_netns(3, prefix, claim.third_octet))
     try:
         network.setup()
         assert len(control.leftover_namespaces(prefix)) == 3
@@ -110,6 +110,20 @@ def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None
         assert network.teardown() == []
     assert control.leftover_namespaces(prefix) == []
     assert control.leftover_links(prefix) == []
+    assert claim.fd is None  # the subnet is released with the rest
+
+
+@pytest.mark.skipif(not control.netns_available()[0], reason="network namespaces need root and iproute2")
+def test_runs_started_at_once_never_claim_the_same_subnet() -> None:
+    """Two claims before either run adds an address (two workers starting their runs together): each gets
+    its own /24, which the other sees as taken until it is released."""
+    first = control.claim_subnet()
+    try:
+        second = control.claim_subnet()
+        second.release()
+        assert second.fd is None and second.third_octet != first.third_octet
+    finally:
+        first.release()
 
 
 def _default_sigint() -> None:
