@@ -30,16 +30,17 @@ typecheck: bootstrap
 # (about a third of a node's start-up CPU). __pycache__ is git-ignored.
 TEST_ENV = PYTHONDONTWRITEBYTECODE=
 
-# Four workers (pytest-xdist) on two cores, whole files each: a file's fixtures start once; ports:
+# Six workers (pytest-xdist) on two cores, whole files each: a file's fixtures start once; ports:
 # tests/conftest.py. Most of a worker's time is spent waiting on the processes it started (nodes, JVMs,
-# browsers), so four keep the two cores busier than two: 12.2 to 14.5 minutes quiet (the machine's speed
-# varies by the hour) against two's 18.6, and 19-24 with four CPU-bound processes beside them against
-# two's 28-32, green loaded eight times in a row (README, "tests").
-# A quiet four-worker run peaked at 6.5 GiB of memory used: a machine with less than 10 GiB available
-# runs two (green the same way; WORKERS=N chooses).
+# browsers), so more workers than cores keep the two cores busy: six used nine tenths of the machine in a
+# quiet run (12.4 minutes) where four used four fifths (12.2 to 14.5 minutes, the machine's speed varies
+# by the hour) and two 18.6; eight spent more CPU on the same work (14.1 minutes) and starved Spark's
+# Python workers past the 10 s Spark gives them to connect. Loaded with four CPU-bound processes: see
+# README, "tests". A loaded six-worker run took 5.1 GiB more than the idle machine at its peak: a machine
+# with less than 10 GiB available runs two (WORKERS=N chooses).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
-WORKERS ?= $(shell awk '/MemAvailable/ {print ($$2 >= 10 * 1024 * 1024) ? 4 : 2}' \
+WORKERS ?= $(shell awk '/MemAvailable/ {print ($$2 >= 10 * 1024 * 1024) ? 6 : 2}' \
 	/proc/meminfo 2>/dev/null || echo 2)
 unit: bootstrap
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
