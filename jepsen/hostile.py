@@ -412,12 +412,8 @@ class Hostile:
 
     async def _bomb(self, target: NodeSpec) -> None:
         turn = 0
-        if not self._bombs:  # made once, by the first bomber, while the other attacks begin
-            self._bombs = {"gzip": b"", "zstd": b""}
-            self._bombs = {"gzip": await asyncio.to_thread(gzip_bomb, BOMB_INFLATED_BYTES),
-                           "zstd": await asyncio.to_thread(zstd_bomb, BOMB_INFLATED_BYTES)}  # fmt: skip
-        while not self._bombs["zstd"]:  # another bomber makes them
-            await asyncio.sleep(0.1)
+        if not self._bombs:  # made once, by the first bomber, on the loop: about 15 ms of CPU
+            self._bombs = {"gzip": gzip_bomb(BOMB_INFLATED_BYTES), "zstd": zstd_bomb(BOMB_INFLATED_BYTES)}
 
         async def one() -> None:
             nonlocal turn
