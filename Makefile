@@ -36,7 +36,7 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # quiet run (12.4 minutes) where four used four fifths (12.2 to 14.5 minutes, the machine's speed varies
 # by the hour) and two 18.6; eight spent more CPU on the same work (14.1 minutes) and starved Spark's
 # Python workers past the 10 s Spark gives them to connect. Loaded with four CPU-bound processes: see
-# README, "tests". A loaded six-worker run took 5.1 GiB more than the idle machine at its peak: a machine
+# README, "tests". Loaded six-worker runs took up to 5.6 GiB more than the idle machine at their peak: a machine
 # with less than 10 GiB available runs two (WORKERS=N chooses).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
