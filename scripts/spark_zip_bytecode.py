@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import py_compile
 import sys
+import tempfile
 import warnings
 import zipfile
-from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
+
+UNCHECKED = py_compile.PycInvalidationMode.UNCHECKED_HASH  # the zip changes only when pip replaces it whole
 
 
 def installed_zip() -> str:
@@ -41,18 +44,27 @@ def compile_into(path: str) -> int:
     number of modules compiled."""
     partial = path + ".partial"
     count = 0
-    with zipfile.ZipFile(path) as source, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+    with (
+        zipfile.ZipFile(path) as source,
+        zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        module, compiled = os.path.join(scratch, "module.py"), os.path.join(scratch, "module.pyc")
         for info in source.infolist():
             data = source.read(info)
             out.writestr(info, data)
             if not info.filename.endswith(".py") or "/tests/" in info.filename:  # pyspark's tests: not run
                 continue
+            with open(module, "wb") as f:
+                f.write(data)
             with warnings.catch_warnings():  # pyspark's, shown when the module is compiled, not ours to see
                 warnings.simplefilter("ignore", SyntaxWarning)
-                code = compile(data, os.path.join(path, info.filename), "exec", dont_inherit=True)
+                py_compile.compile(module, compiled, os.path.join(path, info.filename), doraise=True,
+                                   invalidation_mode=UNCHECKED)  # fmt: skip
             pyc = zipfile.ZipInfo(info.filename + "c", info.date_time)
             pyc.compress_type = zipfile.ZIP_DEFLATED
-            out.writestr(pyc, bytes(_code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False)))
+            with open(compiled, "rb") as f:
+                out.writestr(pyc, f.read())
             count += 1
     os.replace(partial, path)
     return count
