@@ -49,7 +49,7 @@ def compile_into(path: str) -> int:
         zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out,
         tempfile.TemporaryDirectory() as scratch,
     ):
-        module, compiled = os.path.join(scratch, "module.py"), os.path.join(scratch, "module.pyc")
+        module, bytecode = os.path.join(scratch, "module.py"), os.path.join(scratch, "module.pyc")
         for info in source.infolist():
             data = source.read(info)
             out.writestr(info, data)
@@ -59,11 +59,11 @@ def compile_into(path: str) -> int:
                 f.write(data)
             with warnings.catch_warnings():  # pyspark's, shown when the module is compiled, not ours to see
                 warnings.simplefilter("ignore", SyntaxWarning)
-                py_compile.compile(module, compiled, os.path.join(path, info.filename), doraise=True,
+                py_compile.compile(module, bytecode, os.path.join(path, info.filename), doraise=True,
                                    invalidation_mode=UNCHECKED)  # fmt: skip
             pyc = zipfile.ZipInfo(info.filename + "c", info.date_time)
             pyc.compress_type = zipfile.ZIP_DEFLATED
-            with open(compiled, "rb") as f:
+            with open(bytecode, "rb") as f:
                 out.writestr(pyc, f.read())
             count += 1
     os.replace(partial, path)
