@@ -4,10 +4,12 @@
 Each node is a combined broker and controller (``process.roles=broker,controller``, a static quorum of
 the three), with the settings a production cluster of three brokers is given: replication factor 3,
 ``min.insync.replicas=2``, the internal topics replicated 3 ways, no automatic topic creation, and heaps
-sized for this 2-core machine (``-Xmx768m`` each). Kafka acknowledges a write once the in-sync replicas
-have it in their page cache (its default); ``flush_each=True`` adds ``log.flush.interval.messages=1``, so
-every record is fsynced before it is acknowledged, as raftlog does. The cluster's data, configs and logs
-live in the directory it is given; ``stop`` ends the JVMs by their PIDs (SIGTERM, then SIGKILL).
+sized for this 2-core machine (``-Xmx768m`` each; ``$KAFKA_HEAP_OPTS`` and ``$KAFKA_JVM_PERFORMANCE_OPTS``
+replace the heap and the collector, as in Kafka's own start scripts). Kafka acknowledges a write once the
+in-sync replicas have it in their page cache (its default); ``flush_each=True`` adds
+``log.flush.interval.messages=1``, so every record is fsynced before it is acknowledged, as raftlog does.
+The cluster's data, configs and logs live in the directory it is given; ``stop`` ends the JVMs by their
+PIDs (SIGTERM, then SIGKILL).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import asyncio
 import base64
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 
 from raftlog_bench.peers import PeerMissing, free_ports, stop_processes
 from raftlog_bench.targets import Layout
@@ -27,7 +31,14 @@ from raftlog_bench.targets import Layout
 KAFKA_VERSION = "4.1.1"  # scripts/kafka/pom.xml's
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
-HEAP = ("-Xms256m", "-Xmx768m")
+HEAP = ("-Xms256m", "-Xmx768m")  # a broker's, unless $KAFKA_HEAP_OPTS says otherwise
+PERFORMANCE = ("-XX:+UseG1GC",)  # a broker's, unless $KAFKA_JVM_PERFORMANCE_OPTS says otherwise
+# The storage tool formats a node's directory before its first start and is done in seconds: the JIT's
+# first tier and the serial collector run it on about half the CPU of a broker's options.
+TOOL_JVM = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# A broker that lives for a test, not a measurement (the suite's, as $KAFKA_JVM_PERFORMANCE_OPTS or
+# ``KafkaCluster(performance=...)``): the same first tier and collector, a third less CPU per broker.
+SHORT_LIVED = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 NODES = 3
 
 
@@ -44,6 +55,18 @@ def kafka_libs() -> pathlib.Path:
 
 def kafka_check() -> None:
     kafka_libs()
+
+
+def broker_jvm_options(
+    performance: Sequence[str] | None = None, environ: Mapping[str, str] = os.environ
+) -> list[str]:
+    """A broker's heap and performance options: ours, or what ``$KAFKA_HEAP_OPTS`` and
+    ``$KAFKA_JVM_PERFORMANCE_OPTS`` say, each replacing its half as Kafka's ``kafka-run-class.sh`` has it;
+    ``performance``, when given, replaces the second whatever the environment says."""
+    heap = shlex.split(environ.get("KAFKA_HEAP_OPTS", "")) or list(HEAP)
+    if performance is None:
+        performance = shlex.split(environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "")) or PERFORMANCE
+    return [*heap, *performance]
 
 
 def node_properties(
@@ -124,10 +147,17 @@ class KafkaCluster:
     ``authorizer``: Kafka's StandardAuthorizer decides for the SASL users (whoever comes over PLAINTEXT is
     a super user; a resource no ACL names stays open to all)."""
 
-    def __init__(self, directory: str, flush_each: bool = False, authorizer: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str,
+        flush_each: bool = False,
+        authorizer: bool = False,
+        performance: Sequence[str] | None = None,
+    ) -> None:
         self.directory = directory
         self.flush_each = flush_each
         self.authorizer = authorizer
+        self.jvm_options = broker_jvm_options(performance)
         self._libs = kafka_libs()
         ports = free_ports(3 * NODES)
         self._broker_ports, self._controller_ports = ports[:NODES], ports[NODES : 2 * NODES]
@@ -148,8 +178,8 @@ class KafkaCluster:
     def pids(self) -> dict[str, int]:
         return {f"kafka{i + 1}": p.pid for i, p in enumerate(self._processes)}
 
-    def _java(self, main: str, *args: str, logs: str | None = None) -> list[str]:
-        argv = ["java", *HEAP, "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+    def _java(self, main: str, *args: str, options: Sequence[str], logs: str | None = None) -> list[str]:
+        argv = ["java", *options, "-Djava.awt.headless=true"]
         if logs is not None:
             argv.append(f"-Dlog4j2.configurationFile={logs}")
         return [*argv, "-cp", f"{self._libs}/*", main, *args]
@@ -190,6 +220,7 @@ class KafkaCluster:
                     config,
                     "--feature",
                     "share.version=1",  # share groups (KIP-932, a preview in Kafka 4.1)
+                    options=TOOL_JVM,
                     logs=logs,
                 ),
                 check=True,
@@ -197,8 +228,11 @@ class KafkaCluster:
                 stderr=open(os.path.join(node, "format.err"), "wb"),  # noqa: SIM115 (closed by the child's end)
                 timeout=120,
             )
+        broker = self.jvm_options
+        if broker != [*HEAP, *PERFORMANCE]:  # not the benchmark's own: said, next to its numbers
+            print(f"kafka: the brokers' JVM options are {shlex.join(broker)}", file=sys.stderr, flush=True)
         self._commands = [
-            (self._java("kafka.Kafka", config, logs=logs), os.path.join(node, "stdout.log"))
+            (self._java("kafka.Kafka", config, options=broker, logs=logs), os.path.join(node, "stdout.log"))
             for node, config, logs in configs
         ]
         self._processes = []

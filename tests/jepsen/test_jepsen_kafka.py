@@ -30,7 +30,7 @@ from kafka_histories import kafka_history
 from jepsen import group_checker, group_workload, kafka_workload, txn_checker, txn_workload, workload
 from jepsen.history import parse_lines, read_history
 from jepsen.recorder import Recorder
-from raftlog_bench.kafka_peer import KafkaCluster
+from raftlog_bench.kafka_peer import SHORT_LIVED, KafkaCluster
 
 TOPIC_TIMEOUT_S = 60.0
 
@@ -51,7 +51,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Kaf
 
     def cluster() -> KafkaCluster:
         if not started:
-            started.append(KafkaCluster(str(tmp_path_factory.mktemp("kafka"))))
+            started.append(KafkaCluster(str(tmp_path_factory.mktemp("kafka")), performance=SHORT_LIVED))
             started[0].start()
         return started[0]
 

@@ -25,7 +25,7 @@ from go_client import build_go_client
 from java_client import JavaClient
 from kafka_answers import STASH, answers_of, key
 
-from raftlog_bench.kafka_peer import KAFKA_VERSION, KafkaCluster
+from raftlog_bench.kafka_peer import KAFKA_VERSION, SHORT_LIVED, KafkaCluster
 from raftlog_client.local_cluster import LocalCluster
 
 
@@ -136,7 +136,9 @@ def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
     started: list[KafkaCluster] = []
 
     def start_kafka() -> KafkaCluster:
-        kafka = KafkaCluster(str(tmp_path_factory.mktemp("apache-kafka")), authorizer=True)
+        kafka = KafkaCluster(
+            str(tmp_path_factory.mktemp("apache-kafka")), authorizer=True, performance=SHORT_LIVED
+        )
         started.append(kafka)
         kafka.start()
         return kafka

@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from raftlog_bench.kafka_peer import KafkaCluster, kafka_libs, node_properties
+from raftlog_bench.kafka_peer import (
+    HEAP,
+    PERFORMANCE,
+    SHORT_LIVED,
+    KafkaCluster,
+    broker_jvm_options,
+    kafka_libs,
+    node_properties,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +48,17 @@ def test_each_node_is_a_broker_and_controller_of_three_on_loopback_with_rf_3() -
     assert fsync["log.flush.interval.messages"] == "1"
 
 
+def test_a_brokers_jvm_options_are_ours_unless_kafkas_variables_say_otherwise() -> None:
+    assert broker_jvm_options(environ={}) == [*HEAP, *PERFORMANCE]
+    assert broker_jvm_options(environ={"KAFKA_HEAP_OPTS": "-Xmx2g", "KAFKA_JVM_PERFORMANCE_OPTS": " "}) == [
+        "-Xmx2g",
+        *PERFORMANCE,
+    ]  # a blank variable is no choice, as in kafka-run-class.sh
+    environ = {"KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseZGC -Dx='a b'"}
+    assert broker_jvm_options(environ=environ) == [*HEAP, "-XX:+UseZGC", "-Dx=a b"]
+    assert broker_jvm_options(SHORT_LIVED, environ) == [*HEAP, *SHORT_LIVED]  # the caller's first
+
+
 @pytest.mark.slow
 def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
     kafka_libs()  # installed by make test (scripts/bootstrap.sh runs scripts/kafka/install.sh)
@@ -48,9 +68,12 @@ def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
         "--duration", "1.5", "--record-size", "100", "--batch-size", "100", "--concurrency", "4",
         "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "20", "--json", str(out),
     ]  # fmt: skip
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    # brokers that live for this test: the JIT's first tier and the serial collector, said in the output
+    env = {**os.environ, "KAFKA_JVM_PERFORMANCE_OPTS": shlex.join(SHORT_LIVED)}
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
     print(done.stdout)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert f"the brokers' JVM options are {shlex.join([*HEAP, *SHORT_LIVED])}" in done.stderr
     report = json.loads(out.read_text())
     phases = {p["phase"]: p for p in report["phases"]}
     assert set(phases) == {"produce", "consume", "group1", "group3", "single"}  # groups: Kafka's clients
@@ -74,7 +97,7 @@ def test_a_broker_that_cannot_start_leaves_no_other_broker_running(
     """The second broker cannot be started: start fails, and the first, already running, is stopped (a
     test fixture failing here leaves no JVM behind for the rest of the run)."""
     kafka_libs()
-    cluster = KafkaCluster(str(tmp_path))
+    cluster = KafkaCluster(str(tmp_path), performance=SHORT_LIVED)
     launch = cluster._launch
 
     def second_fails(index: int) -> subprocess.Popen[bytes]:

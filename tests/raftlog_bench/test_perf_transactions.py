@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from confluent_kafka import KafkaError, KafkaException
 from raftlog_bench import perf, perf_transactions
 from raftlog_bench.arguments import standalone_parser
 from raftlog_bench.cluster_report import LatencySummary
-from raftlog_bench.kafka_peer import kafka_libs
+from raftlog_bench.kafka_peer import SHORT_LIVED, kafka_libs
 from raftlog_bench.perf_report import (
     PhaseResult,
     Report,
@@ -236,7 +237,8 @@ def test_transactions_run_on_raftlog_and_apache_kafka_in_one_run(tmp_path: Path)
         "--dir", str(tmp_path), "--duration", "1", "--concurrency", "2", "--consume-seconds", "20",
         "--settle-seconds", "0.5", "--json", str(out),
     ]  # fmt: skip
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    env = {**os.environ, "KAFKA_JVM_PERFORMANCE_OPTS": shlex.join(SHORT_LIVED)}  # brokers for this test
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     print(done.stdout)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
