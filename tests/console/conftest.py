@@ -24,6 +24,7 @@ import pathlib
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+import folder_scope
 import pytest
 from console_browser import (
     ACTION_TIMEOUT_MS,
@@ -88,15 +89,17 @@ def _cluster(
 
 
 # The folder's files share each cluster (``file_costs.SHARED_SESSION_FOLDERS`` gives the folder to one
-# worker whole): their topics and users are named apart.
-@pytest.fixture(scope="session")
-def plain_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleCluster]:
-    yield from _cluster(tmp_path_factory, "console-plain", [])
+# worker whole), until the run leaves the folder (``folder_scope``): their topics and users are named apart.
+@pytest.fixture(scope="module")
+def plain_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ConsoleCluster:
+    return folder_scope.shared(request, lambda: _cluster(tmp_path_factory, "console-plain", []))
 
 
-@pytest.fixture(scope="session")
-def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleCluster]:
-    yield from _cluster(tmp_path_factory, "console-secure", ["--secure"])
+@pytest.fixture(scope="module")
+def secure_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> ConsoleCluster:
+    return folder_scope.shared(request, lambda: _cluster(tmp_path_factory, "console-secure", ["--secure"]))
 
 
 @pytest.fixture(autouse=True)

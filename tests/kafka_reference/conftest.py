@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "kafka_api"))  # kafka_fixtures
 
+import folder_scope
 from go_client import build_go_client
 from java_client import JavaClient
 from kafka_answers import STASH, answers_of, key
@@ -131,8 +132,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         answers_of(session.config).save()
 
 
-@pytest.fixture(scope="session")
-def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
+# The folder's files share both systems (``file_costs.SHARED_SESSION_FOLDERS`` gives the folder to one
+# worker whole) until the run leaves the folder (``folder_scope``).
+@pytest.fixture(scope="module")
+def systems(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Systems:
+    return folder_scope.shared(request, lambda: _systems(tmp_path_factory))
+
+
+def _systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
     started: list[KafkaCluster] = []
 
     def start_kafka() -> KafkaCluster:
@@ -153,9 +160,9 @@ def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
             kafka.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def servers(systems: Systems) -> Mapping[str, str]:
-    """Bootstrap servers of both systems, for the run."""
+    """Bootstrap servers of both systems."""
     return systems.servers()
 
 

@@ -1,4 +1,4 @@
-"""One raftlog cluster and one SparkSession for every Spark test (a JVM start costs seconds).
+"""One raftlog cluster and one SparkSession for the Spark tests (a JVM start costs seconds).
 
 ``local[2,4]``: two task slots, and a failed task is retried up to 4 times (plain ``local[2]`` never
 retries), so the sink's retry deduplication really runs. The session loads Spark's own Kafka source and
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import folder_scope
 import pytest
 from spark_cluster import SparkTestCluster
 
@@ -19,16 +20,28 @@ import raftlog_spark
 from raftlog_spark import spark_kafka
 
 
-@pytest.fixture(scope="session")
-def raftlog_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkTestCluster]:
+def _cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkTestCluster]:
     cluster = SparkTestCluster(str(tmp_path_factory.mktemp("raftlog")))
     cluster.start()
     yield cluster
     cluster.stop()
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+# The folder's files share the cluster and the session (``file_costs.SHARED_SESSION_FOLDERS`` gives the
+# folder to one worker whole) until the run leaves the folder (``folder_scope``).
+@pytest.fixture(scope="module")
+def raftlog_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> SparkTestCluster:
+    return folder_scope.shared(request, lambda: _cluster(tmp_path_factory))
+
+
+@pytest.fixture(scope="module")
+def spark(request: pytest.FixtureRequest) -> Any:
+    return folder_scope.shared(request, _session)
+
+
+def _session() -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
