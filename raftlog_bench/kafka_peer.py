@@ -54,7 +54,9 @@ def kafka_libs() -> pathlib.Path:
 
 
 def kafka_check() -> None:
+    """Before a run: the jars are there (PeerMissing) and Kafka's variables read as options (ValueError)."""
     kafka_libs()
+    broker_jvm_options()
 
 
 def broker_jvm_options(
@@ -63,10 +65,17 @@ def broker_jvm_options(
     """A broker's heap and performance options: ours, or what ``$KAFKA_HEAP_OPTS`` and
     ``$KAFKA_JVM_PERFORMANCE_OPTS`` say, each replacing its half as Kafka's ``kafka-run-class.sh`` has it;
     ``performance``, when given, replaces the second whatever the environment says."""
-    heap = shlex.split(environ.get("KAFKA_HEAP_OPTS", "")) or list(HEAP)
+    heap = _options(environ, "KAFKA_HEAP_OPTS") or list(HEAP)
     if performance is None:
-        performance = shlex.split(environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "")) or PERFORMANCE
+        performance = _options(environ, "KAFKA_JVM_PERFORMANCE_OPTS") or PERFORMANCE
     return [*heap, *performance]
+
+
+def _options(environ: Mapping[str, str], name: str) -> list[str]:
+    try:
+        return shlex.split(environ.get(name, ""))
+    except ValueError as exc:  # an unclosed quote
+        raise ValueError(f"${name} cannot be read as JVM options ({exc}): {environ[name]!r}") from None
 
 
 def node_properties(

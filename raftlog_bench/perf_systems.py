@@ -238,7 +238,8 @@ def run_async(work: Coroutine[Any, Any, T]) -> T:
 
 
 def preflight(systems: Sequence[str]) -> str | None:
-    """Refuse early, naming the set-up command, when a peer's software is missing."""
+    """Refuse early, naming the set-up command, when a peer's software is missing (or naming the
+    variable, when what it says cannot be read)."""
     checks: dict[str, Callable[[], object]] = {}
     from raftlog_bench import peers as peer_module
 
@@ -251,6 +252,6 @@ def preflight(systems: Sequence[str]) -> str | None:
         if system in checks:
             try:
                 checks[system]()
-            except PeerMissing as exc:
+            except (PeerMissing, ValueError) as exc:
                 return str(exc)
     return None

@@ -23,6 +23,7 @@ from raftlog_bench.kafka_peer import (
     kafka_libs,
     node_properties,
 )
+from raftlog_bench.perf_systems import preflight
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +58,20 @@ def test_a_brokers_jvm_options_are_ours_unless_kafkas_variables_say_otherwise() 
     environ = {"KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseZGC -Dx='a b'"}
     assert broker_jvm_options(environ=environ) == [*HEAP, "-XX:+UseZGC", "-Dx=a b"]
     assert broker_jvm_options(SHORT_LIVED, environ) == [*HEAP, *SHORT_LIVED]  # the caller's first
+    with pytest.raises(ValueError, match=r"\$KAFKA_HEAP_OPTS cannot be read as JVM options .*'-Xmx2g \"'"):
+        broker_jvm_options(environ={"KAFKA_HEAP_OPTS": '-Xmx2g "'})
+
+
+def test_a_variable_that_cannot_be_read_stops_the_benchmark_before_it_starts_anything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kafka_libs()
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseZGC '")
+    assert preflight(["raftlog", "kafka"]) == (
+        '$KAFKA_JVM_PERFORMANCE_OPTS cannot be read as JVM options (No closing quotation): "-XX:+UseZGC \'"'
+    )
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseZGC")
+    assert preflight(["raftlog", "kafka"]) is None
 
 
 @pytest.mark.slow
