@@ -24,7 +24,8 @@ _MADE = pytest.StashKey[dict[str, Any]]()
 
 
 class _Failed:
-    """A make that raised: every later module of the visit gets the same error, not a second attempt."""
+    """A make that raised: every later module of the visit gets the same error, not a second attempt (the
+    next visit tries again)."""
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -44,6 +45,7 @@ def shared(request: pytest.FixtureRequest, make: Callable[[], Iterator[T]]) -> T
             made[name] = next(steps)
         except BaseException as error:
             made[name] = _Failed(error)
+            folder.addfinalizer(lambda: made.pop(name, None))  # a later visit tries again
             raise
 
         def end() -> None:

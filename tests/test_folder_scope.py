@@ -88,3 +88,10 @@ def test_a_failed_make_is_every_later_modules_error_without_a_second_try(tmp_pat
     events, output = _run(tmp_path, "a", "b")
     assert events == ["make", "b"], output
     assert output.count("RuntimeError: cannot make it") >= 2 and "2 errors" in output, output
+
+
+def test_a_failed_make_is_tried_again_on_the_next_visit(tmp_path: pathlib.Path) -> None:
+    _folders(tmp_path)
+    (tmp_path / "a" / "fail").touch()
+    events, output = _run(tmp_path, "a/test_a1.py", "b/test_b.py", "a/test_a2.py")
+    assert events == ["make", "b", "make"], output
