@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from partitions import commands
 from partitions.controller.state import TopicMetadata
+from partitions.data import admission
 from partitions.data.service import (
     HIGH_WATERMARK,
     NO_LEADER_EPOCH,
@@ -64,7 +65,6 @@ from raftlog.histogram import Histogram
 from raftlog.storage.batch import (
     INFLATED_BYTES_MAX_DEFAULT,
     BatchHeader,
-    Compression,
     Record,
     TimestampType,
     check_producer_batch,
@@ -75,12 +75,10 @@ from raftlog.storage.batch import (
     with_log_append_time,
     with_producer_id,
 )
+from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import (
     InflatedTooLarge,
-    InvalidRecord,
     OffsetOutOfRange,
-    RecordBatchTooLarge,
-    RecordTooLarge,
 )
 from raftlog.storage.leader_epochs import end_offset_for, epoch_for_offset
 from raftlog.storage.log import Log, last_stable_offset
@@ -91,7 +89,6 @@ T = TypeVar("T")
 RunOnDriver = Callable[[Callable[[], Any]], Awaitable[Any]]  # RaftHost.run
 
 LEADER_READY_WAIT_S = 2.0
-TIMESTAMP_AHEAD_MAX_MS = 3_600_000  # how far a producer's record timestamps may run ahead of the clock
 READ_THREADS = 2  # threads that read (pread, CRC check) and compress batches off the event loop
 INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loop: a thread hop costs more
 # A producer's uncompressed batch this small is checked on the event loop (~25 us; a 1 MiB one takes
@@ -100,17 +97,6 @@ INLINE_READ_BYTES_MAX = 64 * 1024  # a fetch this small is read on the event loo
 # holds more than READ_THREADS times the bound
 INLINE_CHECK_BYTES_MAX = 64 * 1024
 INFLATED_REFUSAL_LOG_INTERVAL_S = 60.0  # at most one log line this often for batches refused as bombs
-NO_TIMESTAMP_LIMIT = 2**63 - 1
-_KEYLESS = "compacted topic cannot accept a record without a key ({topic}-{partition})"
-# the topic's compression.type -> the codec the leader stores batches with (None: as the producer sent it)
-STORED_CODEC: dict[str, Compression | None] = {
-    "producer": None,
-    "uncompressed": Compression.NONE,
-    "gzip": Compression.GZIP,
-    "snappy": Compression.SNAPPY,
-    "lz4": Compression.LZ4,
-    "zstd": Compression.ZSTD,
-}
 
 
 class DataPlane:
@@ -245,14 +231,10 @@ class DataPlane:
         turn = replica.submit_order.take()
         try:
             config = replica.log.config
-            if len(batch) > config.max_message_bytes:  # before anything is inflated
-                raise RecordTooLarge(len(batch), config.max_message_bytes)
-            if len(batch) > config.segment_bytes:  # no segment could hold it (Kafka's check at append)
-                raise RecordBatchTooLarge(len(batch), config.segment_bytes)
+            admission.check_size(len(batch), config)  # before anything is inflated
             now = self._clock()
-            append_time = config.timestamp_type == "LogAppendTime"
-            latest_ms = NO_TIMESTAMP_LIMIT if append_time else now + TIMESTAMP_AHEAD_MAX_MS
-            header = await self._checked(topic, partition, batch, latest_ms, config.max_message_bytes)
+            append_time = admission.appends_time(config)
+            header = await self._checked(topic, partition, batch, config, now)
             # a producer id is written only by the principal InitProducerId gave it to: before the
             # transaction's checks and the dedup window, so another's id is refused, never answered with
             # the offsets of its owner's records
@@ -272,8 +254,8 @@ class DataPlane:
                     producer if join_transaction else None,
                 )  # fmt: skip
             if config.compacted:
-                await self._check_keys(topic, partition, batch, header)
-            codec = STORED_CODEC[config.compression_type]
+                await self._check_keys(topic, partition, batch, header, config)
+            codec = admission.STORED_CODEC[config.compression_type]
             if codec is not None and codec is not header.compression:  # recompressing: off the event loop
                 batch = await self._off_loop(recompress, batch, header, codec)
             if append_time:
@@ -307,12 +289,14 @@ class DataPlane:
         return batches[0].header.max_timestamp_ms
 
     async def _checked(
-        self, topic: str, partition: int, batch: bytes, latest_ms: int, max_message_bytes: int
+        self, topic: str, partition: int, batch: bytes, config: LogConfig, now_ms: int
     ) -> BatchHeader:
-        """``check_producer_batch`` of a producer's batch: on the event loop when it is small and not
-        compressed, else on a reader thread. A batch refused as too large inflated is logged at most once
-        per INFLATED_REFUSAL_LOG_INTERVAL_S, with how many were refused since."""
-        bound = max(self.inflated_bytes_max, max_message_bytes)
+        """``check_producer_batch`` of a producer's batch by its topic's rules (``admission``): on the
+        event loop when it is small and not compressed, else on a reader thread. A batch refused as too
+        large inflated is logged at most once per INFLATED_REFUSAL_LOG_INTERVAL_S, with how many were
+        refused since."""
+        latest_ms = admission.latest_timestamp_ms(config, now_ms)
+        bound = admission.inflated_bound(config, self.inflated_bytes_max)
         if not is_compressed(batch) and len(batch) <= INLINE_CHECK_BYTES_MAX:
             return check_producer_batch(batch, latest_ms, bound)
         try:
@@ -330,15 +314,16 @@ class DataPlane:
                 self._inflated_logged_s = now_s
             raise
 
-    async def _check_keys(self, topic: str, partition: int, batch: bytes, header: BatchHeader) -> None:
-        """A compacted topic keeps each key's latest record: a record without a key is refused, as Kafka
-        refuses it (INVALID_RECORD). Decoded on a reader thread when compressed or large."""
+    async def _check_keys(
+        self, topic: str, partition: int, batch: bytes, header: BatchHeader, config: LogConfig
+    ) -> None:
+        """A compacted topic's records each need a key (``admission.check_keys``). Decoded on a reader
+        thread when compressed or large."""
         if not is_compressed(batch) and len(batch) <= INLINE_CHECK_BYTES_MAX:
             records = decode_records(batch, header)
         else:
             records = await self._off_loop(decode_records, batch, header)
-        if any(record.key is None for record in records):
-            raise InvalidRecord(_KEYLESS.format(topic=topic, partition=partition))
+        admission.check_keys(config, records, topic, partition)
 
     async def _off_loop(self, work: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)
@@ -347,11 +332,7 @@ class DataPlane:
         self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int, contiguous: bool
     ) -> ProduceResult:
         self.counters["produce_requests"] += 1
-        limit = replica.log.config.max_message_bytes
-        if len(batch) > limit:
-            raise RecordTooLarge(len(batch), limit)
-        if len(batch) > replica.log.config.segment_bytes:  # as recompressed or stamped
-            raise RecordBatchTooLarge(len(batch), replica.log.config.segment_bytes)
+        admission.check_size(len(batch), replica.log.config)  # as recompressed or stamped
         if contiguous and self._features is not None and not self._features.allows(PRODUCE_CONTIGUOUS):
             contiguous = False  # kind 10 is unknown to release 0.1.0: its rule waits for the feature level
         started = time.perf_counter()

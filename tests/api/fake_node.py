@@ -7,18 +7,24 @@ partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`
 cluster-wide services are the real ``partitions.peers.cluster.Cluster`` over the real peer client, so a call
 another node must serve crosses HTTP to that node's internal endpoints as between real nodes.
 
-Semantics kept: dense offsets from 0; a (producer_id, sequence) pair seen before answers with the original
-offsets and appends nothing, an older one outside the window is ``SequenceTooOld``; fetch waits on an
-``asyncio.Event`` for new records up to its timeout; committed consumer offsets never go backwards unless
-``reset``. Consumer groups run the real ``ConsumerService`` and ``GroupCoordinator`` over ``FakeGroupLog``:
-the group tables of the ``__consumer_groups`` partitions live in the cluster and commands apply at once on
-the partition's leader (no replication to fake). Transactions run the real ``TransactionCoordinator`` over
+Semantics kept: dense offsets from 0; a produced batch meets a real leader's rules, run by the same
+functions (``partitions.data.admission``: sizes, timestamps, a compacted topic's keys, LogAppendTime;
+``check_producer_batch``; the replicas' ``ProducerTable`` for sequences), and only its records are kept,
+each read back as a batch of its own (``test_fake_answers_as_a_leader`` sends the same batches to a real
+node); fetch waits on an ``asyncio.Event`` for new records up to its timeout; committed consumer offsets
+never go backwards unless ``reset``. Fault hooks on ``FakeData``: errors injected per method, a delay
+before a produce appends, answers lost after it appended.
+
+Consumer groups run the real ``ConsumerService`` and ``GroupCoordinator`` over ``FakeGroupLog``: the group
+tables of the ``__consumer_groups`` partitions live in the cluster and commands apply at once on the
+partition's leader (no replication to fake). Transactions run the real ``TransactionCoordinator`` over
 ``FakeTransactionLog`` the same way; its markers are recorded in the cluster (``FakeCluster.markers``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -37,6 +43,7 @@ from partitions.controller.placement import check_capacity, replica_counts
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
+from partitions.data import admission
 from partitions.data.service import (
     HIGH_WATERMARK,
     NO_LEADER_EPOCH,
@@ -61,7 +68,6 @@ from partitions.errors import (
     NoReassignment,
     PlacementImpossible,
     ReassignmentInProgress,
-    SequenceTooOld,
     TopicExists,
     UnknownCredential,
     UnknownNode,
@@ -88,6 +94,7 @@ from partitions.names import GROUPS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
 from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
+from partitions.replicas.dedup import Appended, ProducerTable
 from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.replicas.log_dirs import LogDir, ReplicaDir, log_dir
 from partitions.security.acls import AclBinding, AclFilter
@@ -101,19 +108,19 @@ from partitions.transactions.state import encode as encode_txn
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.batch import (
+    INFLATED_BYTES_MAX_DEFAULT,
+    BatchHeader,
     ProducerRecord,
     Record,
     TimestampType,
     check_producer_batch,
+    decode_header,
     decode_records,
     encode_batch,
     with_log_append_time,
 )
 from raftlog.storage.config import LogConfig
-from raftlog.storage.errors import OffsetOutOfRange, RecordTooLarge
-
-WINDOW = 5
-MAX_MESSAGE_BYTES_DEFAULT = 1024 * 1024
+from raftlog.storage.errors import OffsetOutOfRange
 
 
 async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
@@ -124,15 +131,6 @@ async def _no_transaction(
     tid: str, producer_id: int, epoch: int, topic: str, partition: int, principal: str | None
 ) -> None:
     raise InvalidTxnState("the fake coordinates no transaction")
-
-
-def record_size(record: Record | ProducerRecord) -> int:
-    return (
-        16
-        + (len(record.value) if record.value is not None else 0)
-        + (len(record.key) if record.key is not None else 0)
-        + sum(len(k) + (len(v) if v is not None else 0) for k, v in record.headers)
-    )
 
 
 def stored_batch(record: Record, term: int) -> bytes:
@@ -148,6 +146,20 @@ def stored_batch(record: Record, term: int) -> bytes:
     return encoded
 
 
+def batches_within(state: FakePartition, offset: int, max_bytes: int, term: int) -> list[bytes]:
+    """As a log read: the stored batches from ``offset`` (one per record: the fake keeps records, not
+    batches), at least one, then as many as ``max_bytes`` holds."""
+    out: list[bytes] = []
+    budget = max_bytes
+    for record in state.records[offset - state.log_start_offset :]:
+        batch = stored_batch(record, term)
+        if out and len(batch) > budget:
+            break
+        out.append(batch)
+        budget -= len(batch)
+    return out
+
+
 @dataclass
 class FakePartition:
     leader: str | None
@@ -155,7 +167,7 @@ class FakePartition:
     term: int = 1
     log_start_offset: int = 0
     records: list[Record] = field(default_factory=list)
-    producers: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    producers: ProducerTable = field(default_factory=ProducerTable)
     consumer_offsets: dict[str, int] = field(default_factory=dict)
     offset_epochs: dict[str, int] = field(default_factory=dict)  # group -> its offset's leader epoch
     txn_offsets: dict[int, dict[str, int]] = field(default_factory=dict)  # producer -> group -> offset
@@ -169,6 +181,15 @@ class FakePartition:
     def notify(self) -> None:
         self.changed.set()
         self.changed = asyncio.Event()
+
+
+def stamp_at(state: FakePartition, offset: int) -> int | None:
+    """As ``DataPlane._stamp_at``: the leader's stamp on the record at ``offset``, None when it was
+    deleted or kept its producer's time."""
+    if not state.log_start_offset <= offset < state.end_offset:
+        return None
+    record = state.records[offset - state.log_start_offset]
+    return record.timestamp_ms if record.timestamp_type is TimestampType.LOG_APPEND_TIME else None
 
 
 class FakeCluster:
@@ -393,74 +414,74 @@ class FakeData:
     async def produce_batch(
         self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
     ) -> ProduceResult:
+        """A real leader's rules (``partitions.data.admission``, ``check_producer_batch`` and the replicas'
+        ``ProducerTable``) over records kept in memory, with the fault hooks the tests set."""
         self._enter("produce_batch")
-        self._led_here(topic, partition)
-        header = check_producer_batch(batch, int(time.time() * 1000) + 3_600_000)
+        state = self._led_here(topic, partition)
+        config = self.cluster.topics[topic].log_config()
+        admission.check_size(len(batch), config)
+        now_ms = int(time.time() * 1000)
+        header = check_producer_batch(
+            batch,
+            admission.latest_timestamp_ms(config, now_ms),
+            admission.inflated_bound(config, INFLATED_BYTES_MAX_DEFAULT),
+        )
         if header.is_transactional:  # the data plane's rule: no transactional id, no transactional batch
             TransactionalWrites(None, tuple, _no_coordinator, _no_transaction).authorize(producer)
-        records = [
-            ProducerRecord(r.value, r.key, r.headers, r.timestamp_ms) for r in decode_records(batch, header)
-        ]
-        return await self._append(topic, partition, records, header.producer_id, header.sequence)
-
-    async def _append(
-        self,
-        topic: str,
-        partition: int,
-        records: Sequence[ProducerRecord],
-        producer_id: int | None,
-        sequence: int | None,
-    ) -> ProduceResult:
-        state = self._led_here(topic, partition)
+        append_time = admission.appends_time(config)
+        if append_time:  # stamping leaves keys alone: checked after it, they are those the producer sent
+            batch = with_log_append_time(batch, now_ms)
+            header = decode_header(batch)
+        records = decode_records(batch, header)
+        admission.check_keys(config, records, topic, partition)
         if self.produce_delay_s:
             await asyncio.sleep(self.produce_delay_s)
-        limit = int(self.cluster.topics[topic].configs.get("max.message.bytes", MAX_MESSAGE_BYTES_DEFAULT))
-        size = sum(record_size(r) for r in records)
-        if size > limit:
-            raise RecordTooLarge(size, limit)
-        window = None
-        if producer_id is not None and sequence is not None:
-            window = state.producers.setdefault(producer_id, {})
-            if sequence in window:
-                base, end = window[sequence]
-                return ProduceResult(partition, base, end, duplicate=True)
-            if window and sequence < max(window):
-                raise SequenceTooOld(producer_id, sequence, min(window))
-        base = state.end_offset
-        now_ms = int(time.time() * 1000)
-        append_time = self.cluster.topics[topic].configs.get("message.timestamp.type") == "LogAppendTime"
-        kind = TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME
-        for i, record in enumerate(records):
-            stamp = now_ms if append_time or record.timestamp_ms is None else record.timestamp_ms
-            state.records.append(Record(base + i, stamp, record.key, record.value, record.headers, kind))
-        end = state.end_offset
-        if window is not None and sequence is not None:
-            window[sequence] = (base, end)
-            for old in sorted(window)[:-WINDOW]:
-                del window[old]
-        state.notify()
+            state = self._led_here(topic, partition)  # it may have lost the lead meanwhile
+        result = self._append(state, partition, header, records)
         if self.lose_produce_answers:
             raise self.lose_produce_answers.pop(0)
-        return ProduceResult(partition, base, end)
+        if not append_time:
+            return result
+        return dataclasses.replace(
+            result, log_append_time_ms=stamp_at(state, result.base_offset) if result.duplicate else now_ms
+        )
 
-    async def _records(
+    def _append(
+        self, state: FakePartition, partition: int, header: BatchHeader, records: Sequence[Record]
+    ) -> ProduceResult:
+        """As a replica applies a batch (``PartitionStateMachine``): the producer's sequence decided by
+        the real ``ProducerTable`` (the HTTP door's rule, not Kafka's contiguous one), then dense offsets."""
+        producer_id, sequence = header.producer_id, header.sequence
+        epoch = header.producer_epoch or 0
+        if producer_id is not None and sequence is not None:
+            decision = state.producers.decide(producer_id, epoch, sequence, header.span)
+            if isinstance(decision, Appended):
+                return ProduceResult(
+                    partition, decision.base_offset, decision.end_offset, True,
+                    log_start_offset=state.log_start_offset,
+                )  # fmt: skip
+            if decision is not None:
+                raise decision
+        base = state.end_offset
+        state.records.extend(r._replace(offset=base + i) for i, r in enumerate(records))
+        end = state.end_offset
+        if producer_id is not None and sequence is not None:
+            state.producers.record(producer_id, epoch, sequence, base, end)
+        state.notify()
+        return ProduceResult(partition, base, end, log_start_offset=state.log_start_offset)
+
+    async def _batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> tuple[FakePartition, list[Record]]:
+    ) -> tuple[FakePartition, list[bytes]]:
+        """The led partition's batches from ``offset`` (``batches_within``), waiting up to ``timeout_ms``
+        for one when none is there."""
         state = self._led_here(topic, partition)
         if not state.log_start_offset <= offset <= state.end_offset:
             raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
         deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
         for _ in range(1000):  # bounded: each pass either returns or waits for a change
             if offset < state.end_offset:
-                out: list[Record] = []
-                budget = max_bytes
-                for record in state.records[offset - state.log_start_offset :]:
-                    size = record_size(record)
-                    if out and size > budget:
-                        break
-                    out.append(record)
-                    budget -= size
-                return state, out
+                return state, batches_within(state, offset, max_bytes, 1)
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return state, []
@@ -477,9 +498,8 @@ class FakeData:
         """The records from ``offset``, as one stored batch per record (a real log's batches may also start
         before ``offset``: the reader skips those records)."""
         self._enter("fetch")
-        state, records = await self._records(topic, partition, offset, max_bytes, timeout_ms)
-        data = b"".join(stored_batch(r, 1) for r in records)
-        return FetchedBatches(data, state.end_offset, state.log_start_offset)
+        state, batches = await self._batches(topic, partition, offset, max_bytes, timeout_ms)
+        return FetchedBatches(b"".join(batches), state.end_offset, state.log_start_offset)
 
     async def fetch_stable(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
@@ -533,9 +553,7 @@ class FakeData:
         """The fake keeps records, not batches: its producers' sequences only, no transaction open."""
         self._enter("producers")
         state = self._led_here(topic, partition)
-        return tuple(
-            ProducerState(pid, 0, max(window, default=-1)) for pid, window in state.producers.items()
-        )
+        return tuple(ProducerState(*row) for row in state.producers.states())
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         self._enter("committed_offset")
@@ -630,15 +648,8 @@ class FakeData:
             raise NotLeader(self.cluster.topics[topic].group_id(partition), state.leader)
         if not state.log_start_offset <= offset <= state.end_offset:
             raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
-        out: list[bytes] = []
-        budget = max_bytes
-        for record in state.records[offset - state.log_start_offset :]:
-            batch = stored_batch(record, state.term)
-            if out and len(batch) > budget:
-                break
-            out.append(batch)
-            budget -= len(batch)
-        return FetchedBatches(b"".join(out), state.end_offset, state.log_start_offset)
+        batches = batches_within(state, offset, max_bytes, state.term)
+        return FetchedBatches(b"".join(batches), state.end_offset, state.log_start_offset)
 
     async def leadership(self) -> Claims:
         """The partitions this node leads (Raft group -> term); the version is the sum of their terms."""

@@ -74,10 +74,10 @@ CHECKS: list[CheckFunction] = [
 
 
 class ShortWaitData(FakeData):
-    async def _records(
+    async def _batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> tuple[Any, list[Any]]:
-        return await super()._records(topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX))
+    ) -> tuple[Any, list[bytes]]:
+        return await super()._batches(topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX))
 
 
 class ServedCluster:

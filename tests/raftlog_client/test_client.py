@@ -50,8 +50,8 @@ async def test_produce_is_idempotent_across_a_lost_answer(cluster: FakeCluster, 
         assert n1.data.calls["produce_batch"] == 2  # the retry reached the data service and was deduplicated
         assert [r.value for r in cluster.partitions[("t", 0)].records] == [b"once", b"twice?"]
         await client.produce("t", [Message(b"next")])
-    windows = cluster.partitions[("t", 0)].producers
-    assert sorted(windows[77]) == [0, 1]  # one sequence per call, the retry reused its pair
+    rows = cluster.partitions[("t", 0)].producers.to_rows()  # [producer id, epoch, sequence, base, end]
+    assert [row[2:] for row in rows if row[0] == 77] == [[0, 0, 2], [1, 2, 3]]  # a sequence per call
 
 
 async def test_retries_503_then_gives_up(cluster: FakeCluster, n1: Node) -> None:

@@ -13,7 +13,7 @@ import time
 import aiohttp
 from in_process import Served, configs, controller_leader, http_of, partition_leader, until
 
-from partitions.data.plane import TIMESTAMP_AHEAD_MAX_MS
+from partitions.data.admission import TIMESTAMP_AHEAD_MAX_MS
 from raftlog_contract import JSON_V2
 
 
