@@ -1,11 +1,11 @@
 """What a produced batch must meet before its partition's leader proposes it, by the topic's configs (pure).
 
 The rules ``DataPlane.produce_batch`` applies, whichever door the batch came through, apart from where
-they run: the data plane runs them on the event loop or a reader thread by the batch's size, and the HTTP
-tests' in-memory node (``tests/api/fake_node.py``) runs the same functions, so its answers cannot drift
-from a real leader's. The checks of the batch's bytes themselves (format, CRC, timestamps, inflated size)
-are ``raftlog.storage.batch.check_producer_batch``; the producer's sequence is the replicas' rule
-(``partitions.replicas.dedup``), applied when the batch is committed.
+they run: the data plane runs them on the event loop or on a reader thread, by the batch's size, and
+checks the size again once the batch is recompressed or stamped. The checks of the batch's bytes
+themselves (format, CRC, timestamps, inflated size) are ``raftlog.storage.batch.check_producer_batch``;
+the producer's sequence is the replicas' rule (``partitions.replicas.dedup``), applied when the batch is
+committed.
 """
 
 from __future__ import annotations

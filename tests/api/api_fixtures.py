@@ -3,7 +3,7 @@ and those of the client and command-line tests, import them)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fake_node import FakeCluster
@@ -18,8 +18,10 @@ async def harness() -> AsyncIterator[Harness]:
 
 
 @pytest.fixture
-def cluster() -> FakeCluster:
-    return FakeCluster(["n1", "n2"])
+def cluster() -> Iterator[FakeCluster]:
+    made = FakeCluster(["n1", "n2"])
+    yield made
+    made.close()
 
 
 @pytest.fixture

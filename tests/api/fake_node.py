@@ -1,4 +1,4 @@
-"""An in-memory node with honest semantics, for testing the HTTP layer (test code only).
+"""Nodes in the test's process with honest semantics, for testing the HTTP layer (test code only).
 
 A ``FakeCluster`` holds the shared truth (topics, each partition's records, leader, producer table and
 consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local services (``FakeData``
@@ -7,13 +7,14 @@ partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`
 cluster-wide services are the real ``partitions.peers.cluster.Cluster`` over the real peer client, so a call
 another node must serve crosses HTTP to that node's internal endpoints as between real nodes.
 
-Semantics kept: dense offsets from 0; a produced batch meets a real leader's rules, run by the same
-functions (``partitions.data.admission``: sizes, timestamps, a compacted topic's keys, LogAppendTime;
-``check_producer_batch``; the replicas' ``ProducerTable`` for sequences), and only its records are kept,
-each read back as a batch of its own (``test_fake_answers_as_a_leader`` sends the same batches to a real
-node); fetch waits on an ``asyncio.Event`` for new records up to its timeout; committed consumer offsets
-never go backwards unless ``reset``. Fault hooks on ``FakeData``: errors injected per method, a delay
-before a produce appends, answers lost after it appended.
+Data: each node runs the real ``DataPlane`` (``partitions.data.plane``) over the cluster's partitions,
+each a real ``PartitionStateMachine`` over a real segmented ``Log`` in a temporary folder, whose Raft group
+applies a proposal at once (``fake_partition``): the produce rules, idempotence, offsets, deletes,
+transaction markers and reads are the product's own, and only replication and elections are left out
+(the cluster says who leads; ``transfer`` moves a leader and bumps the term). ``FakeData`` adds the fault
+hooks the tests set before the plane is called: errors injected per method, a node's wrong belief of who
+leads, a delay before a produce, answers lost after it appended. ``test_fake_answers_as_a_leader`` sends
+the same batches to a real node and compares the answers.
 
 Consumer groups run the real ``ConsumerService`` and ``GroupCoordinator`` over ``FakeGroupLog``: the group
 tables of the ``__consumer_groups`` partitions live in the cluster and commands apply at once on the
@@ -24,12 +25,15 @@ partition's leader (no replication to fake). Transactions run the real ``Transac
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import functools
+import inspect
 import time
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from fake_partition import FakePartition, FakeReplicas, Storage, run_now
 
 from partitions.consumers.service import ConsumerService
 from partitions.controller import acls as controller_acls
@@ -43,19 +47,11 @@ from partitions.controller.placement import check_capacity, replica_counts
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
-from partitions.data import admission
+from partitions.data.plane import DataPlane
 from partitions.data.service import (
-    HIGH_WATERMARK,
-    NO_LEADER_EPOCH,
-    EpochEndOffset,
     FetchedBatches,
-    GroupOffset,
-    PartitionOffsets,
     Producer,
     ProduceResult,
-    ProducerState,
-    TimestampOffset,
-    check_leader_epoch,
 )
 from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
@@ -74,14 +70,12 @@ from partitions.errors import (
     UnknownPartition,
     UnknownTopic,
     UnknownUser,
-    UnstableOffsetCommit,
 )
 from partitions.features import SUPPORTED, Features, check_upgrade
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.group_commands import GroupCommand
 from partitions.groups.group_commands import encode as encode_group
-from partitions.groups.share_partition import ShareOffset
 from partitions.groups.state import GroupResult, GroupTable
 from partitions.metadata.service import (
     ControllerSnapshot,
@@ -94,10 +88,10 @@ from partitions.names import GROUPS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
 from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
-from partitions.replicas.dedup import Appended, ProducerTable
 from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.replicas.log_dirs import LogDir, ReplicaDir, log_dir
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
@@ -107,20 +101,7 @@ from partitions.transactions.state import TransactionTable, TxnCommand, TxnResul
 from partitions.transactions.state import encode as encode_txn
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
-from raftlog.storage.batch import (
-    INFLATED_BYTES_MAX_DEFAULT,
-    BatchHeader,
-    ProducerRecord,
-    Record,
-    TimestampType,
-    check_producer_batch,
-    decode_header,
-    decode_records,
-    encode_batch,
-    with_log_append_time,
-)
 from raftlog.storage.config import LogConfig
-from raftlog.storage.errors import OffsetOutOfRange
 
 
 async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
@@ -133,65 +114,6 @@ async def _no_transaction(
     raise InvalidTxnState("the fake coordinates no transaction")
 
 
-def stored_batch(record: Record, term: int) -> bytes:
-    """A record as a one-record stored batch, with its timestamp type."""
-    encoded = encode_batch(
-        record.offset,
-        [ProducerRecord(record.value, record.key, record.headers, record.timestamp_ms)],
-        term,
-        0,
-    )
-    if record.timestamp_type is TimestampType.LOG_APPEND_TIME:
-        return with_log_append_time(encoded, record.timestamp_ms)
-    return encoded
-
-
-def batches_within(state: FakePartition, offset: int, max_bytes: int, term: int) -> list[bytes]:
-    """As a log read: the stored batches from ``offset`` (one per record: the fake keeps records, not
-    batches), at least one, then as many as ``max_bytes`` holds."""
-    out: list[bytes] = []
-    budget = max_bytes
-    for record in state.records[offset - state.log_start_offset :]:
-        batch = stored_batch(record, term)
-        if out and len(batch) > budget:
-            break
-        out.append(batch)
-        budget -= len(batch)
-    return out
-
-
-@dataclass
-class FakePartition:
-    leader: str | None
-    replicas: tuple[str, ...]
-    term: int = 1
-    log_start_offset: int = 0
-    records: list[Record] = field(default_factory=list)
-    producers: ProducerTable = field(default_factory=ProducerTable)
-    consumer_offsets: dict[str, int] = field(default_factory=dict)
-    offset_epochs: dict[str, int] = field(default_factory=dict)  # group -> its offset's leader epoch
-    txn_offsets: dict[int, dict[str, int]] = field(default_factory=dict)  # producer -> group -> offset
-    share_starts: dict[str, int] = field(default_factory=dict)  # share group -> its start, nothing in flight
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def end_offset(self) -> int:
-        return self.log_start_offset + len(self.records)
-
-    def notify(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
-
-
-def stamp_at(state: FakePartition, offset: int) -> int | None:
-    """As ``DataPlane._stamp_at``: the leader's stamp on the record at ``offset``, None when it was
-    deleted or kept its producer's time."""
-    if not state.log_start_offset <= offset < state.end_offset:
-        return None
-    record = state.records[offset - state.log_start_offset]
-    return record.timestamp_ms if record.timestamp_type is TimestampType.LOG_APPEND_TIME else None
-
-
 class FakeCluster:
     def __init__(self, node_ids: Sequence[str] = ("n1",)) -> None:
         self.node_ids = list(node_ids)
@@ -199,6 +121,7 @@ class FakeCluster:
         self.states: dict[str, str] = dict.fromkeys(self.node_ids, "alive")
         self.controller: str | None = self.node_ids[0]
         self.topics: dict[str, TopicMetadata] = {}
+        self.storage = Storage()  # the partitions' logs, in a temporary folder
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self._next_topic_id = 1
         self.group_partitions = 2  # of __consumer_groups, created on first use
@@ -250,8 +173,20 @@ class FakeCluster:
         self._next_topic_id += 1
         self.topics[name] = meta
         for p, replica_set in enumerate(meta.replicas):
-            self.partitions[(name, p)] = FakePartition(leader=replica_set[0], replicas=replica_set)
+            self.partitions[(name, p)] = self.storage.new_partition(replica_set[0], replica_set, meta)
         return meta
+
+    def drop_topic(self, name: str) -> None:
+        """The topic and its partitions gone: a read waiting on one wakes to find no topic."""
+        meta = self.topics.pop(name)
+        for p in range(meta.partitions):
+            state = self.partitions.pop((name, p))
+            state.notify()
+            state.close()
+
+    def close(self) -> None:
+        """Close the partitions' logs and remove their folder (also done when the cluster is collected)."""
+        self.storage.close()
 
 
 class FakeGroupLog:
@@ -341,6 +276,23 @@ class FakeTransactionLog:
         return table.apply(encode_txn(command))
 
 
+def served_by_plane(name: str, counted: str | None = None) -> Callable[..., Awaitable[Any]]:
+    """A ``DataService`` method of ``FakeData``: the fault hooks (the call counted, and refused by an
+    injected error, under ``counted``, by default its name; this node's belief of who leads the
+    partition), then the real data plane's method. Its signature is the plane's (``functools.wraps``)."""
+    real = getattr(DataPlane, name)
+    signature = inspect.signature(real)
+
+    @functools.wraps(real)
+    async def served(self: FakeData, *args: Any, **kwargs: Any) -> Any:
+        called = signature.bind(self, *args, **kwargs).arguments
+        self._enter(counted or name)
+        self._led_here(called["topic"], called["partition"])
+        return await getattr(self.plane, name)(*args, **kwargs)
+
+    return served
+
+
 class FakeData:
     """One node's ``DataService`` and ``PeerService`` over the cluster, and the state helpers the other
     fakes share (the calls counter, injected errors, this node's leadership beliefs)."""
@@ -355,6 +307,20 @@ class FakeData:
         self.inject: dict[str, list[BaseException]] = {}  # method name -> errors to raise, in order
         self.produce_delay_s = 0.0
         self.lose_produce_answers: list[BaseException] = []  # raised after the append: outcome unknown
+        self.plane = DataPlane(
+            node_id,
+            FakeReplicas(node_id, cluster.topics, cluster.partitions),  # type: ignore[arg-type]
+            FakeRouting(self),  # type: ignore[arg-type]
+            self.topic,
+            lambda: int(time.time() * 1000),
+            TransactionalWrites(None, tuple, _no_coordinator, _no_transaction),
+            ProducerIds(lambda: cluster.producer_owners, self._register_owner),
+            run_now,
+        )
+
+    async def _register_owner(self, principal: str) -> int:
+        owners = self.cluster.producer_owners  # as the controller numbers them
+        return owners.setdefault(principal, len(owners) + 1)
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -409,247 +375,46 @@ class FakeData:
             return None
         return state.leader
 
-    # -- data ------------------------------------------------------------------------------------------
+    # -- data: the real data plane over the partitions' real state, after the fault hooks ----------------
 
     async def produce_batch(
         self, topic: str, partition: int, batch: bytes, timeout_ms: int, producer: Producer | None = None
     ) -> ProduceResult:
-        """A real leader's rules (``partitions.data.admission``, ``check_producer_batch`` and the replicas'
-        ``ProducerTable``) over records kept in memory, with the fault hooks the tests set."""
         self._enter("produce_batch")
-        state = self._led_here(topic, partition)
-        config = self.cluster.topics[topic].log_config()
-        admission.check_size(len(batch), config)
-        now_ms = int(time.time() * 1000)
-        header = check_producer_batch(
-            batch,
-            admission.latest_timestamp_ms(config, now_ms),
-            admission.inflated_bound(config, INFLATED_BYTES_MAX_DEFAULT),
-        )
-        if header.is_transactional:  # the data plane's rule: no transactional id, no transactional batch
-            TransactionalWrites(None, tuple, _no_coordinator, _no_transaction).authorize(producer)
-        append_time = admission.appends_time(config)
-        if append_time:  # stamping leaves keys alone: checked after it, they are those the producer sent
-            batch = with_log_append_time(batch, now_ms)
-            header = decode_header(batch)
-        records = decode_records(batch, header)
-        admission.check_keys(config, records, topic, partition)
+        self._led_here(topic, partition)
         if self.produce_delay_s:
             await asyncio.sleep(self.produce_delay_s)
-            state = self._led_here(topic, partition)  # it may have lost the lead meanwhile
-        result = self._append(state, partition, header, records)
+        result = await self.plane.produce_batch(topic, partition, batch, timeout_ms, producer)
         if self.lose_produce_answers:
             raise self.lose_produce_answers.pop(0)
-        if not append_time:
-            return result
-        return dataclasses.replace(
-            result, log_append_time_ms=stamp_at(state, result.base_offset) if result.duplicate else now_ms
-        )
+        return result
 
-    def _append(
-        self, state: FakePartition, partition: int, header: BatchHeader, records: Sequence[Record]
-    ) -> ProduceResult:
-        """As a replica applies a batch (``PartitionStateMachine``): the producer's sequence decided by
-        the real ``ProducerTable`` (the HTTP door's rule, not Kafka's contiguous one), then dense offsets."""
-        producer_id, sequence = header.producer_id, header.sequence
-        epoch = header.producer_epoch or 0
-        if producer_id is not None and sequence is not None:
-            decision = state.producers.decide(producer_id, epoch, sequence, header.span)
-            if isinstance(decision, Appended):
-                return ProduceResult(
-                    partition, decision.base_offset, decision.end_offset, True,
-                    log_start_offset=state.log_start_offset,
-                )  # fmt: skip
-            if decision is not None:
-                raise decision
-        base = state.end_offset
-        state.records.extend(r._replace(offset=base + i) for i, r in enumerate(records))
-        end = state.end_offset
-        if producer_id is not None and sequence is not None:
-            state.producers.record(producer_id, epoch, sequence, base, end)
-        state.notify()
-        return ProduceResult(partition, base, end, log_start_offset=state.log_start_offset)
-
-    async def _batches(
-        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> tuple[FakePartition, list[bytes]]:
-        """The led partition's batches from ``offset`` (``batches_within``), waiting up to ``timeout_ms``
-        for one when none is there."""
-        state = self._led_here(topic, partition)
-        if not state.log_start_offset <= offset <= state.end_offset:
-            raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
-        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
-        for _ in range(1000):  # bounded: each pass either returns or waits for a change
-            if offset < state.end_offset:
-                return state, batches_within(state, offset, max_bytes, 1)
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return state, []
-            try:
-                await asyncio.wait_for(state.changed.wait(), remaining)
-            except TimeoutError:
-                return state, []
-            state = self._led_here(topic, partition)
-        return state, []
-
-    async def fetch_batches(
-        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> FetchedBatches:
-        """The records from ``offset``, as one stored batch per record (a real log's batches may also start
-        before ``offset``: the reader skips those records)."""
-        self._enter("fetch")
-        state, batches = await self._batches(topic, partition, offset, max_bytes, timeout_ms)
-        return FetchedBatches(b"".join(batches), state.end_offset, state.log_start_offset)
-
-    async def fetch_stable(
-        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> FetchedBatches:
-        """The fake stores no transactional batches: every record is stable, none aborted."""
-        return await self.fetch_batches(topic, partition, offset, max_bytes, timeout_ms)
-
-    async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
-        self._enter("offsets")
-        state = self._led_here(topic, partition)
-        return PartitionOffsets(state.log_start_offset, state.end_offset)
-
-    async def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> TimestampOffset | None:
-        self._enter("offset_for_timestamp")
-        state = self._led_here(topic, partition)
-        found = next((r for r in state.records if r.timestamp_ms >= timestamp_ms), None)
-        return None if found is None else TimestampOffset(found.offset, found.timestamp_ms)
-
-    async def epoch_end_offset(
-        self, topic: str, partition: int, leader_epoch: int, current_leader_epoch: int
-    ) -> EpochEndOffset:
-        """One epoch, the partition's term, over the whole log."""
-        self._enter("epoch_end_offset")
-        state = self._led_here(topic, partition)
-        check_leader_epoch(topic, current_leader_epoch, state.term)
-        if 0 <= leader_epoch <= state.term:
-            return EpochEndOffset(leader_epoch, state.end_offset)
-        return EpochEndOffset(-1, -1)
-
-    async def commit_offset(
-        self,
-        group: str,
-        topic: str,
-        partition: int,
-        offset: int,
-        reset: bool,
-        timeout_ms: int,
-        leader_epoch: int = NO_LEADER_EPOCH,
-    ) -> int:
-        self._enter("commit_offset")
-        state = self._led_here(topic, partition)
-        current = state.consumer_offsets.get(group)
-        if reset or current is None or offset > current:
-            state.consumer_offsets[group] = offset
-            state.offset_epochs[group] = leader_epoch
-        return state.consumer_offsets[group]
-
-    async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
-        """The fake keeps records, not batches: its producers' sequences only, no transaction open."""
-        self._enter("producers")
-        state = self._led_here(topic, partition)
-        return tuple(ProducerState(*row) for row in state.producers.states())
-
-    async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
-        self._enter("committed_offset")
-        return self._led_here(topic, partition).consumer_offsets.get(group)
-
-    async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
-        found = await self.group_offset(group, topic, partition, True)
-        return None if found is None else found.offset
-
-    async def open_transaction(self, topic: str, partition: int, producer_id: int) -> bool:
-        """The fake opens no transaction in its partitions (it keeps records, not batches)."""
-        self._enter("open_transaction")
-        self._led_here(topic, partition)
-        return False
-
-    async def group_offset(
-        self, group: str, topic: str, partition: int, require_stable: bool
-    ) -> GroupOffset | None:
-        self._enter("group_offset")
-        state = self._led_here(topic, partition)
-        if require_stable and any(group in groups for groups in state.txn_offsets.values()):
-            raise UnstableOffsetCommit(group)
-        offset = state.consumer_offsets.get(group)
-        if offset is None:
-            return None
-        return GroupOffset(offset, state.offset_epochs.get(group, NO_LEADER_EPOCH))
-
-    async def commit_txn_offset(
-        self,
-        group: str,
-        topic: str,
-        partition: int,
-        offset: int,
-        producer_id: int,
-        producer_epoch: int,
-        transaction: int,
-        timeout_ms: int,
-        leader_epoch: int = NO_LEADER_EPOCH,
-    ) -> None:
-        self._enter("commit_txn_offset")
-        self._led_here(topic, partition).txn_offsets.setdefault(producer_id, {})[group] = offset
-
-    async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
-        """The fake keeps records, not batches: a marker ends the producer's pending offsets only."""
-        self._enter("write_txn_marker")
-        state = self._led_here(topic, partition)
-        pending = state.txn_offsets.pop(marker.producer_id, {})
-        if marker.commit:
-            state.consumer_offsets.update(pending)
-        return -1
-
-    async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
-        self._enter("delete_offset")
-        return self._led_here(topic, partition).consumer_offsets.pop(group, None) is not None
-
-    async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
-        """As ``DataPlane.share_offset``: no records are ever acquired here, so the lag is the records from
-        the group's start to the high watermark."""
-        self._enter("share_offset")
-        state = self._led_here(topic, partition)
-        start = state.share_starts.get(group)
-        return None if start is None else ShareOffset(start, max(0, state.end_offset - start))
-
-    async def alter_share_offset(
-        self, group: str, topic: str, partition: int, offset: int, timeout_ms: int
-    ) -> None:
-        self._enter("alter_share_offset")
-        self._led_here(topic, partition).share_starts[group] = offset
-
-    async def delete_share_state(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
-        self._enter("delete_share_state")
-        return self._led_here(topic, partition).share_starts.pop(group, None) is not None
-
-    async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
-        self._enter("delete_records")
-        state = self._led_here(topic, partition)
-        offset = state.end_offset if offset == HIGH_WATERMARK else offset
-        if not 0 <= offset <= state.end_offset:
-            raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
-        if offset > state.log_start_offset:
-            del state.records[: offset - state.log_start_offset]
-            state.log_start_offset = offset
-        return state.log_start_offset
+    # the rest of DataService: the real data plane's, after the same hooks (counted under these names)
+    fetch_batches = served_by_plane("fetch_batches", "fetch")
+    fetch_stable = served_by_plane("fetch_stable", "fetch")
+    offsets = served_by_plane("offsets")
+    offset_for_timestamp = served_by_plane("offset_for_timestamp")
+    epoch_end_offset = served_by_plane("epoch_end_offset")
+    commit_offset = served_by_plane("commit_offset")
+    producers = served_by_plane("producers")
+    committed_offset = served_by_plane("committed_offset")
+    stable_committed_offset = served_by_plane("stable_committed_offset", "group_offset")
+    open_transaction = served_by_plane("open_transaction")
+    group_offset = served_by_plane("group_offset")
+    commit_txn_offset = served_by_plane("commit_txn_offset")
+    write_txn_marker = served_by_plane("write_txn_marker")
+    delete_offset = served_by_plane("delete_offset")
+    share_offset = served_by_plane("share_offset")
+    alter_share_offset = served_by_plane("alter_share_offset")
+    delete_share_state = served_by_plane("delete_share_state")
+    delete_records = served_by_plane("delete_records")
 
     # -- peer ------------------------------------------------------------------------------------------
 
     async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
-        """One batch per record (the fake keeps records, not batches), from any replica of the partition."""
+        """From any replica of the partition, as the data plane serves a peer."""
         self._enter("read_batches")
-        state = self._partition(topic, partition)
-        if self.node_id not in state.replicas:
-            raise NotLeader(self.cluster.topics[topic].group_id(partition), state.leader)
-        if not state.log_start_offset <= offset <= state.end_offset:
-            raise OffsetOutOfRange(offset, state.log_start_offset, state.end_offset)
-        batches = batches_within(state, offset, max_bytes, state.term)
-        return FetchedBatches(b"".join(batches), state.end_offset, state.log_start_offset)
+        return await self.plane.read_batches(topic, partition, offset, max_bytes)
 
     async def leadership(self) -> Claims:
         """The partitions this node leads (Raft group -> term); the version is the sum of their terms."""
@@ -695,6 +460,20 @@ class FakeData:
 
     async def leave_controller(self, why: str) -> None:
         self.cluster.left_controller.append(self.node_id)
+
+
+class FakeRouting:
+    """What the data plane asks of a node's ``Routing``: the leader the cluster knows."""
+
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
+
+    def leader_hint(self, topic: str, partition: int) -> str | None:
+        return self.data.known_leader(topic, partition)
+
+    def claimed_leader(self, metadata: TopicMetadata, partition: int) -> str | None:
+        leader = self.data.known_leader(metadata.name, partition)
+        return None if leader == self.data.node_id else leader
 
 
 def transfer(data: FakeData, topic: str, partition: int, target: str | None) -> str:
@@ -784,16 +563,16 @@ class FakeAdmin:
             self.cluster.topics[name] = grown
             for p in range(meta.partitions, count):
                 replicas = grown.replicas[p]
-                self.cluster.partitions[(name, p)] = FakePartition(leader=replicas[0], replicas=replicas)
+                self.cluster.partitions[(name, p)] = self.cluster.storage.new_partition(
+                    replicas[0], replicas, grown
+                )
         return grown
 
     async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         self.data._enter("delete_topic")
         self.data._controller_here()
-        meta = self.data.topic(name)
-        del self.cluster.topics[name]
-        for p in range(meta.partitions):
-            self.cluster.partitions.pop((name, p)).notify()
+        self.data.topic(name)
+        self.cluster.drop_topic(name)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         self.data._enter("alter_configs")
@@ -1121,10 +900,7 @@ class FakeMetadata:
 
     def log_dir(self) -> LogDir:
         held = [(t, p) for (t, p), part in self.cluster.partitions.items() if self.node_id in part.replicas]
-        replicas = (
-            ReplicaDir(t, p, sum(len(stored_batch(r, 1)) for r in self.cluster.partitions[(t, p)].records), 0)
-            for t, p in held
-        )
+        replicas = (ReplicaDir(t, p, self.cluster.partitions[(t, p)].size_bytes, 0) for t, p in held)
         return log_dir(f"/fake/{self.node_id}", None, replicas)
 
     def features(self) -> Features:
@@ -1140,7 +916,7 @@ class FakeMetadata:
             | self.data.transactions.metrics()
             | {"partitions_led": float(len(led)), "partition_replicas": float(len(self.cluster.partitions))}
             | {
-                f'partition_high_watermark{{topic="{topic}",partition="{partition}"}}': float(len(p.records))
+                f'partition_high_watermark{{topic="{topic}",partition="{partition}"}}': float(p.end_offset)
                 for (topic, partition), p in led
             }
         )
@@ -1187,6 +963,7 @@ class FakeNode:
 
     async def close(self) -> None:
         await self.peers.close()
+        self.data.plane.close()
 
 
 INTERNAL_CREDENTIAL = "fake-internal-credential"

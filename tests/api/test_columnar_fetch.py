@@ -115,8 +115,7 @@ async def test_columnar_fetch_keeps_the_fetch_errors(cluster: FakeCluster, n1: N
         assert response.status == status and response.content_type == "application/json"
         body: dict[str, Any] = await response.json()
         assert body["error_code"] == code
-    cluster.partitions[("t", 0)].log_start_offset = 2  # as if retention deleted offsets 0 and 1
-    del cluster.partitions[("t", 0)].records[:2]
+    assert await n1.data.delete_records("t", 0, 2, 1000) == 2  # offsets 0 and 1 gone
     response = await n1.client.get("/topics/t/partitions/0/records?offset=0", headers=accept)
     body = await response.json()
     assert response.status == 416 and (body["log_start_offset"], body["end_offset"]) == (2, 3)

@@ -1,9 +1,8 @@
-"""The HTTP tests' in-memory node answers a produced batch as a real leader does: the same batches, sent to
-``FakeData.produce_batch`` and to a real node's data plane (one node in this process, real Raft group and
-log), get the same offsets or the same refusal, word for word. The fake runs the leader's own rule
-functions (``partitions.data.admission``, ``check_producer_batch``, the replicas' ``ProducerTable``); this
-test is what tells when a rule is added to the real path and not to the fake. What both then hold is read
-back alike too."""
+"""The HTTP tests' node (``fake_node``) answers as a real one: the same batches and calls, sent to
+``FakeData`` and to a real node's data plane (one node in this process, a real Raft group and log), get the
+same offsets or the same refusal, word for word, and read back the same records. The fake runs the real
+data plane over real logs with Raft left out (``fake_partition``); this test is what tells when the part
+it stands in for (a replica's group, its log's configs, the node's routing) answers otherwise."""
 
 from __future__ import annotations
 
@@ -11,13 +10,13 @@ import pathlib
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import crc32c
 from fake_node import FakeCluster, FakeData
 
-from partitions.data.service import DataService, ProduceResult
+from partitions.data.service import HIGH_WATERMARK, DataService, ProduceResult
 from raftlog.storage.batch import ProducerRecord, Record, TimestampType, encode_batch, records_from
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "partitions"))  # in_process
@@ -92,6 +91,48 @@ async def outcome(data: DataService | FakeData, topic: str, produced: bytes) -> 
     return (result.base_offset, result.end_offset, result.duplicate, stamped, result.log_start_offset)
 
 
+def calls() -> list[tuple[str, Callable[[Any], Awaitable[Any]]]]:
+    """(what, call of a ``DataService``), made in this order on both after the batches above."""
+    t = 30_000
+    return [
+        ("offsets", lambda d: d.offsets("plain", 0)),
+        ("producers", lambda d: d.producers("plain", 0)),
+        ("the first record at or after 0", lambda d: d.offset_for_timestamp("plain", 0, 0)),
+        (
+            "none an hour ahead",
+            lambda d: d.offset_for_timestamp("plain", 0, int(time.time() * 1000) + HOUR_MS),
+        ),
+        ("a first commit", lambda d: d.commit_offset("g", "plain", 0, 5, False, t)),
+        ("a commit backwards", lambda d: d.commit_offset("g", "plain", 0, 3, False, t)),
+        ("the same offset with its epoch", lambda d: d.commit_offset("g", "plain", 0, 5, False, t, 1)),
+        ("the group's offset", lambda d: d.group_offset("g", "plain", 0, True)),
+        ("a reset backwards", lambda d: d.commit_offset("g", "plain", 0, 2, True, t)),
+        ("its offset and epoch", lambda d: d.group_offset("g", "plain", 0, False)),
+        ("committed", lambda d: d.committed_offset("g", "plain", 0)),
+        ("no group's", lambda d: d.committed_offset("h", "plain", 0)),
+        ("stable committed", lambda d: d.stable_committed_offset("g", "plain", 0)),
+        ("delete the offset", lambda d: d.delete_offset("g", "plain", 0, t)),
+        ("delete it again", lambda d: d.delete_offset("g", "plain", 0, t)),
+        ("delete records below 2", lambda d: d.delete_records("plain", 0, 2, t)),
+        ("delete records below 1", lambda d: d.delete_records("plain", 0, 1, t)),
+        ("delete records past the end", lambda d: d.delete_records("plain", 0, 1000, t)),
+        ("offsets after the deletes", lambda d: d.offsets("plain", 0)),
+        ("a fetch below the start", lambda d: d.fetch_batches("plain", 0, 0, 1 << 20, 0)),
+        ("a fetch past the end", lambda d: d.fetch_batches("plain", 0, 1000, 1 << 20, 0)),
+        ("delete every record", lambda d: d.delete_records("plain", 0, HIGH_WATERMARK, t)),
+        ("open transaction", lambda d: d.open_transaction("plain", 0, 7)),
+        ("an unknown partition", lambda d: d.offsets("plain", 1)),
+        ("an unknown topic", lambda d: d.offsets("nothing", 0)),
+    ]
+
+
+async def answer(call: Awaitable[Any]) -> Any:
+    try:
+        return await call
+    except Exception as exc:  # the refusal is the answer compared
+        return (type(exc).__name__, str(exc))
+
+
 async def stored(data: DataService | FakeData, topic: str) -> list[tuple[Any, ...]]:
     """The partition's records as a fetch from offset 0 reads them; a leader's stamp is its own clock's,
     so only that it is one is compared."""
@@ -123,6 +164,9 @@ async def test_the_fake_answers_every_batch_as_a_real_leader(tmp_path: pathlib.P
             assert faked == real, f"{what}: the fake answered {faked}, a real leader {real}"
         for topic in TOPICS:
             assert await stored(fake, topic) == await stored(node.data, topic), topic
+        for what, call in calls():
+            real, faked = await answer(call(node.data)), await answer(call(fake))
+            assert faked == real, f"{what}: the fake answered {faked}, a real leader {real}"
     finally:
         await served.stop()
     kinds = {answer[0] for _, answer in answers if isinstance(answer[0], str)}

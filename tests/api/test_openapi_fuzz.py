@@ -46,6 +46,8 @@ from schemathesis.specs.openapi.checks import (
 
 from api.app import ROUTES, build_app
 from api.openapi import document
+from partitions.controller.state import TopicMetadata
+from partitions.data.service import FetchedBatches
 from partitions.groups.group_model import InstanceConfig
 from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
@@ -74,10 +76,21 @@ CHECKS: list[CheckFunction] = [
 
 
 class ShortWaitData(FakeData):
-    async def _batches(
+    """Long polls cut short: a fuzzed fetch's timeout is anything up to the documented maximum."""
+
+    async def fetch_batches(
         self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
-    ) -> tuple[Any, list[bytes]]:
-        return await super()._batches(topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX))
+    ) -> FetchedBatches:
+        return await super().fetch_batches(
+            topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX)
+        )
+
+    async def fetch_stable(
+        self, topic: str, partition: int, offset: int, max_bytes: int, timeout_ms: int
+    ) -> FetchedBatches:
+        return await super().fetch_stable(
+            topic, partition, offset, max_bytes, min(timeout_ms, FETCH_WAIT_MS_MAX)
+        )
 
 
 class ServedCluster:
@@ -90,6 +103,8 @@ class ServedCluster:
         self.runners: list[web.AppRunner] = []
         self.nodes: list[FakeNode] = []
         self.data: dict[str, FakeData] = {}
+        self.made: dict[str, TopicMetadata] | None = None  # the topics as the last reset left them
+        self.applied: dict[tuple[str, int], int] = {}  # and the entries each partition had applied
         self.thread.start()
         for node_id in self.cluster.node_ids:
             self.cluster.addresses[node_id] = self.run(self._serve(node_id))
@@ -114,21 +129,46 @@ class ServedCluster:
         host, port = runner.addresses[0][:2]
         return f"http://{host}:{port}"
 
-    async def _reset(self) -> None:
+    def _untouched(self) -> bool:
+        """Whether the topics are as the last reset left them. A partition's state changes only by an
+        entry applied to it (each counted) or by the fake admin, which replaces its topic's metadata or
+        moves its leader."""
         cluster = self.cluster
-        cluster.topics.clear()
-        cluster.partitions.clear()
-        for name, replicas in TOPICS.items():
-            cluster.add_topic(name, len(replicas), replicas)
+        if self.made is None or cluster.topics != self.made:
+            return False
+        for name, meta in self.made.items():
+            if cluster.topics[name] is not meta:
+                return False
+            for p in range(meta.partitions):
+                state = cluster.partitions.get((name, p))
+                if state is None or (state.applied, state.term, state.leader, state.replicas) != (
+                    self.applied.get((name, p), 0),
+                    1,
+                    meta.replicas[p][0],
+                    meta.replicas[p],
+                ):
+                    return False
+        return True
+
+    async def _reset(self) -> None:
+        """Every case starts from the same cluster: the topics of ``TOPICS``, three records in each
+        partition, the consumer group's one instance. Partitions a case left untouched are kept (a log
+        costs about a millisecond to make, and most cases only read)."""
+        cluster = self.cluster
         for data in self.data.values():
             data.inject.clear()
             data.leader_overrides.clear()
-        for (name, partition), state in cluster.partitions.items():
-            leader = self.data[state.leader or "n1"]
-            for i in range(3):
-                value = f"{name}-{partition}-{i}".encode()
-                batch = encode_batch(0, [ProducerRecord(value)], 0, int(time.time() * 1000))
-                await leader.produce_batch(name, partition, batch, 1000)
+        if not self._untouched():
+            for name in list(cluster.topics):
+                cluster.drop_topic(name)
+            for name, replicas in TOPICS.items():
+                cluster.add_topic(name, len(replicas), replicas)
+            for (name, partition), state in cluster.partitions.items():
+                leader = self.data[state.leader or "n1"]
+                for i in range(3):
+                    value = f"{name}-{partition}-{i}".encode()
+                    batch = encode_batch(0, [ProducerRecord(value)], 0, int(time.time() * 1000))
+                    await leader.produce_batch(name, partition, batch, 1000)
         cluster.group_tables.clear()
         with contextlib.suppress(NotLeader):  # n1 (the controller) creates __consumer_groups
             await self.data["n1"].groups.create_instance(
@@ -138,6 +178,8 @@ class ServedCluster:
         if coordinator.node_id != "n1":
             await coordinator.groups.create_instance(GROUP, INSTANCE, InstanceConfig(offset_reset="earliest"))
         await coordinator.groups.subscribe(GROUP, INSTANCE, ["orders"])
+        self.made = dict(cluster.topics)
+        self.applied = {key: state.applied for key, state in cluster.partitions.items()}
 
     def reset(self) -> None:
         self.run(self._reset())
