@@ -1,4 +1,4 @@
-"""A partition of the in-memory cluster (``fake_node``) as a real replica without Raft: its state is a real
+"""A partition of the HTTP tests' cluster (``fake_node``) as a real replica without Raft: its state is a real
 ``PartitionStateMachine`` over a real segmented ``Log`` in a temporary folder, and each node's view of it
 is a ``Replica`` whose group applies a proposal at once. So every node of the fake cluster runs the real
 ``DataPlane`` over it: the produce rules, the idempotence window, offsets, transactions' markers and
@@ -145,11 +145,14 @@ class FakeReplicas:
         self.serving = RecoveryServing(lambda topic, partition: None)
 
     def get(self, group_id: str) -> Replica | None:
-        for meta in self._topics.values():
-            for p in range(meta.partitions):
-                if meta.group_id(p) == group_id:
-                    return self._view(meta, p)
-        return None
+        head, _, topic_id = group_id.rpartition(".")  # TopicMetadata.group_id: "{name}-{partition}.{id}"
+        name, _, partition = head.rpartition("-")
+        meta = self._topics.get(name)
+        if meta is None or str(meta.topic_id) != topic_id or not partition.isdigit():
+            return None
+        if meta.group_id(int(partition)) != group_id or int(partition) >= meta.partitions:
+            return None
+        return self._view(meta, int(partition))
 
     def _view(self, meta: TopicMetadata, partition: int) -> Replica | None:
         state = self._partitions.get((meta.name, partition))
