@@ -33,7 +33,7 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # Six workers (pytest-xdist) on two cores, whole files each: a file's fixtures start once; ports:
 # tests/conftest.py. Most of a worker's time is spent waiting on the processes it started (nodes, JVMs,
 # browsers), so more workers than cores keep the two cores busy: six used nine tenths of the machine in a
-# quiet run (11.0 minutes) where four used four fifths (12.2 to 14.5 minutes, the machine's speed varies
+# quiet run (11.0 to 11.9 minutes) where four used four fifths (12.2 to 14.5 minutes, the machine's speed varies
 # by the hour) and two 18.6; eight spent more CPU on the same work (14.1 minutes) and starved Spark's
 # Python workers past the 10 s Spark gives them to connect. Loaded with four CPU-bound processes: see
 # README, "tests". Loaded six-worker runs took up to 5.6 GiB more than the idle machine at their peak: a machine
