@@ -17,6 +17,7 @@ import crc32c
 from fake_node import FakeCluster, FakeData
 
 from partitions.data.service import HIGH_WATERMARK, DataService, ProduceResult
+from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage.batch import ProducerRecord, Record, TimestampType, encode_batch, records_from
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "partitions"))  # in_process
@@ -85,7 +86,9 @@ def cases() -> list[tuple[str, str, bytes]]:
 async def outcome(data: DataService | FakeData, topic: str, produced: bytes) -> tuple[Any, ...]:
     try:
         result: ProduceResult = await data.produce_batch(topic, 0, produced, 30_000)
-    except Exception as exc:  # the refusal is the answer compared
+    except RaftlogError as exc:  # a refusal is the answer compared; a bug (any other error) fails the test
+        if isinstance(exc, InvariantViolation):
+            raise
         return (type(exc).__name__, str(exc))
     stamped = result.log_append_time_ms is not None
     return (result.base_offset, result.end_offset, result.duplicate, stamped, result.log_start_offset)
@@ -129,7 +132,9 @@ def calls() -> list[tuple[str, Callable[[Any], Awaitable[Any]]]]:
 async def answer(call: Awaitable[Any]) -> Any:
     try:
         return await call
-    except Exception as exc:  # the refusal is the answer compared
+    except RaftlogError as exc:  # a refusal is the answer compared; a bug (any other error) fails the test
+        if isinstance(exc, InvariantViolation):
+            raise
         return (type(exc).__name__, str(exc))
 
 
