@@ -10,7 +10,7 @@ from typing import Any
 
 from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
-from partitions.controller.reconfigure import MemberView, MoveProgress
+from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import CONTROLLER_GROUP, TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
@@ -203,6 +203,9 @@ class PeerServer:
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
         return self._partitions.member_view(topic, partition)
+
+    async def replica_log(self, topic: str, partition: int) -> ReplicaLog:
+        return await self._partitions.replica_log(topic, partition)
 
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int

@@ -2,8 +2,9 @@
 
 A move is recorded in the controller (``controller.Reassignment``: original, target, the node joining
 now). The controller leader drives it by looking at the partition leader's Raft view (``MemberView``) and
-asking :func:`next_step` what to do next. Every step is idempotent and is chosen again from fresh state
-after any failure, so a crash or a leader change between steps only repeats a step:
+at the joining nodes' own accounts of their partition logs (``ReplicaLog``), and asking :func:`next_step`
+what to do next. Every step is idempotent and is chosen again from fresh state after any failure, so a
+crash or a leader change between steps only repeats a step:
 
 1. ``Record(adding=X)``: the controller names X, the first target node not yet a voter; X opens its
    replica as a learner (voters: the recorded replicas; learner: itself).
@@ -11,18 +12,27 @@ after any failure, so a crash or a leader change between steps only repeats a st
    learner: it receives the log but counts in no quorum, so the group commits as before however slow X
    is (a 3-voter group still needs 2, with or without X).
 3. wait until X's match index reaches the commit index the leader had when X was first seen a learner
-   (``catch_up_goal``), then ``Change("promote", X)``: the leader commits the change that makes X a voter.
+   (``catch_up_goal``) and X itself says that it applied up to that index and that its partition log holds
+   every record below its high watermark (``ReplicaLog.complete``), then ``Change("promote", X)``: the
+   leader commits the change that makes X a voter. The match index alone is not enough: a learner that
+   installed the leader's snapshot (the leader compacted its journal, always under a replication
+   throttle) holds the entries' metadata only, and copies the records from its peers' logs afterwards
+   (``partitions.replicas.recovery``), for as long as that takes.
 4. ``Record(replicas + X)``: the controller counts X as a replica, now that it is a voter.
-5. for a voter Y outside the target: ``Change("transfer", Z)`` of leadership to a staying voter first if
-   Y leads, then ``Change("remove", Y)``, then ``Record(replicas - Y)``: Y sees it no longer holds the
-   partition and deletes its replica.
+5. for a voter Y outside the target, once every voter that joined in this move says its log is complete:
+   ``Change("transfer", Z)`` of leadership to a staying voter first if Y leads, then
+   ``Change("remove", Y)``, then ``Record(replicas - Y)``: Y sees it no longer holds the partition and
+   deletes its replica.
    Joins and removals alternate, so a group never has more than one voter beyond the larger of its
    original and target sizes (a 3-node group replaced entirely peaks at 4 voters, not 6).
-6. ``Record(target)`` with nobody joining ends the move.
+6. ``Record(target)`` with nobody joining ends the move, once every voter that joined says its log is
+   complete: until then the move is in progress (``kafka-reassign-partitions --verify`` says so, and
+   ``--cancel`` finds it), as Kafka keeps a reassignment in progress until its new replicas are in sync.
 
 A learner the move no longer wants (cancelled while it caught up) is removed again, without waiting.
 
-Cancelling sets the target back to the original set; the same steps then walk back.
+Cancelling sets the target back to the original set; the same steps then walk back (nothing waits for a
+log then: the nodes that joined leave, and the original replicas never stopped holding theirs).
 """
 
 from __future__ import annotations
@@ -44,6 +54,25 @@ class MemberView:
     commit_index: int
     match_index: Mapping[str, int]  # per other member (voters and learners)
     learners: frozenset[str] = frozenset()  # (a default: a node of an older version sends none)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLog:
+    """A replica's own account of its partition log (``PeerService.replica_log``, asked of each node that
+    joins in a move), read between two applies: the Raft index its state machine applied through (a
+    snapshot it installed included), its log's end offset, and the high watermark that index reaches.
+    The leader knows which Raft entries a member holds (its match index), not whether the member's log
+    holds their records: one that installed a snapshot holds the metadata only until its recovery copied
+    the records from its peers."""
+
+    applied_index: int
+    end_offset: int
+    high_watermark: int
+
+    @property
+    def complete(self) -> bool:
+        """The log holds every record of the entries applied (none is still to be copied from a peer)."""
+        return self.end_offset >= self.high_watermark
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +118,43 @@ class MoveProgress:
         return cls(list(move.original), list(move.target), list(replicas), move.adding, move.cancelled)
 
 
+def joined(move: Reassignment, view: MemberView) -> list[str]:
+    """The group's members that joined in this move and stay: the target's learners (an original replica
+    that a cancelled move brings back is one too: it deleted its replica when it was removed) and its
+    voters outside the original set. :func:`next_step` needs each one's own ``ReplicaLog``."""
+    return sorted(
+        n for n in set(move.target) if n in view.learners or (n in view.voters and n not in move.original)
+    )
+
+
 def next_step(
-    move: Reassignment, recorded: Sequence[str], view: MemberView, catch_up_goal: int | None
+    move: Reassignment,
+    recorded: Sequence[str],
+    view: MemberView,
+    catch_up_goal: int | None,
+    logs: Mapping[str, ReplicaLog] | None = None,
 ) -> Step:
     """The next thing to do for ``move`` given the controller's recorded replicas and the leader's view.
 
     ``catch_up_goal``: the commit index when the learner joining now was first seen (None: not seen
-    before; the caller remembers ``view.commit_index`` as its goal)."""
+    before; the caller remembers ``view.commit_index`` as its goal). ``logs``: the accounts the members
+    :func:`joined` gave of their logs just now, by node; one missing (not asked, no answer) is a log not
+    known to be complete, so nothing that needs it happens."""
+    logs = logs or {}
+    step = _step(move, recorded, view, catch_up_goal, logs)
+    ends = isinstance(step, Record) and step.adding is None and set(step.replicas) == set(move.target)
+    if ends:  # whichever record ends it: every joiner holds its whole log first
+        return _joined_complete(move, view, logs) or step
+    return step
+
+
+def _step(
+    move: Reassignment,
+    recorded: Sequence[str],
+    view: MemberView,
+    catch_up_goal: int | None,
+    logs: Mapping[str, ReplicaLog],
+) -> Step:
     voters = view.voters
     recorded_set = set(recorded)
     target = set(move.target)
@@ -107,6 +166,12 @@ def next_step(
         match = view.match_index.get(node, 0)
         if match < goal:
             return Wait(f"{node} is catching up as a learner: match index {match} of {goal}")
+        own = logs.get(node)
+        if own is not None and own.applied_index < goal:
+            return Wait(f"{node} is catching up as a learner: applied index {own.applied_index} of {goal}")
+        incomplete = _incomplete(node, logs)
+        if incomplete is not None:
+            return incomplete
         return Change("promote", node)
     unrecorded = sorted(voters - recorded_set)
     for node in unrecorded:
@@ -123,7 +188,7 @@ def next_step(
     # Alternate: once a joined node is counted, a leaving one goes before the next joins, so the group
     # never holds more than one voter beyond the larger of its original and target sizes.
     if leaving and (not joining or len(voters) > len(target)):
-        return _remove(leaving[0], move, view)
+        return _joined_complete(move, view, logs) or _remove(leaving[0], move, view)
     if joining:
         node = joining[0]
         if move.adding != node:
@@ -132,6 +197,29 @@ def next_step(
     if move.adding is not None:
         return Record(tuple(recorded), None)
     return Record(move.target, None)
+
+
+def _incomplete(node: str, logs: Mapping[str, ReplicaLog]) -> Wait | None:
+    own = logs.get(node)
+    if own is None:
+        return Wait(f"{node} has not said whether its partition log holds every record it applied")
+    if not own.complete:
+        return Wait(
+            f"{node} is copying its partition log from its peers: offset {own.end_offset} "
+            f"of {own.high_watermark}"
+        )
+    return None
+
+
+def _joined_complete(move: Reassignment, view: MemberView, logs: Mapping[str, ReplicaLog]) -> Wait | None:
+    """Before an old voter goes and before the move ends: every member that joined holds its whole log
+    (a Wait naming the first that does not say so), so the partition never holds fewer full copies than
+    its replica list says."""
+    for node in joined(move, view):
+        incomplete = _incomplete(node, logs)
+        if incomplete is not None:
+            return incomplete
+    return None
 
 
 def _remove(node: str, move: Reassignment, view: MemberView) -> Step:

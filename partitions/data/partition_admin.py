@@ -149,6 +149,18 @@ class PartitionAdmin:
             raise NoLeader(replica.group.group_id)
         return view
 
+    async def replica_log(self, topic: str, partition: int) -> reconfigure.ReplicaLog:
+        """This node's replica's own account of its partition log, read on the driver thread between two
+        applies (a snapshot's restore included), so the applied index, the log's end and the high
+        watermark belong together; NotLeader when this node holds no replica of it."""
+        machine = self._data.replica(topic, partition).machine
+
+        def read() -> reconfigure.ReplicaLog:
+            log = machine.log
+            return reconfigure.ReplicaLog(machine.applied_index, log.end_offset, machine.high_watermark)
+
+        return await self._raft.run(read)
+
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
     ) -> None:

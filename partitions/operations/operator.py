@@ -6,7 +6,9 @@ applied the metadata committed before its election. Each tick it:
 
 1. advances every recorded replica move by one step (``reconfigure.next_step``), asking the partition's
    leader for its Raft view and membership changes wherever it is (in-process when it is this node, else
-   through the peer client, following leader hints);
+   through the peer client, following leader hints), and each node that joined in the move for its own
+   account of its partition log (``reconfigure.ReplicaLog``: a joiner is promoted, an old replica removed
+   and the move ended only once the joiners' logs hold every record);
 2. starts moves off decommissioning nodes, a few at a time (``reconfigure.replacement_for``);
 3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
    leadership transfer from ``balancer.plan``: a drain at once, a transfer that evens leaders out only
@@ -33,7 +35,7 @@ from partitions import features
 from partitions.controller import balancer, reconfigure
 from partitions.controller import members as controller_members
 from partitions.controller.members import ControllerMembers
-from partitions.controller.reconfigure import MemberView, Record, Wait
+from partitions.controller.reconfigure import MemberView, Record, ReplicaLog, Wait
 from partitions.controller.state import (
     ControllerCommand,
     ControllerMetadata,
@@ -55,6 +57,9 @@ TICK_S = 0.2
 BALANCE_INTERVAL_S = 3.0
 DECOMMISSION_MOVES_MAX = 4  # moves a decommission keeps in flight at once
 MEMBERSHIP_TIMEOUT_MS = 10_000
+# a joiner's account of its log is read in memory on its driver thread: one not given within this is asked
+# again next tick (a joiner that hangs holds up no other duty for the peer client's 15 s)
+REPLICA_LOG_TIMEOUT_S = 2.0
 
 
 class Controller(Protocol):
@@ -103,6 +108,10 @@ class PartitionLeaders(Protocol):
 
     async def join_controller(self, node_id: str, voters: list[str]) -> None:
         """Have ``node_id`` open its replica of the controller group (it is a learner of it)."""
+        ...
+
+    async def replica_log(self, node_id: str, topic: str, partition: int) -> ReplicaLog:
+        """``node_id``'s own account of its replica's partition log (``PeerService.replica_log``)."""
         ...
 
 
@@ -197,7 +206,8 @@ class Operator(Worker):
         goal = None
         if learners:
             goal = self._goals.setdefault((topic, partition, learners[0]), view.commit_index)
-        step = reconfigure.next_step(move, recorded, view, goal)
+        logs = await self._replica_logs(topic, partition, reconfigure.joined(move, view))
+        step = reconfigure.next_step(move, recorded, view, goal, logs)
         if isinstance(step, Wait):
             log.debug("move of %s/%d waits: %s", topic, partition, step.reason)
             return
@@ -217,6 +227,19 @@ class Operator(Worker):
         except RaftlogError as exc:
             log.info("move of %s/%d: no membership view from its leader: %s", topic, partition, exc)
             return None
+
+    async def _replica_logs(self, topic: str, partition: int, nodes: list[str]) -> dict[str, ReplicaLog]:
+        """Each node's own account of its replica's log, asked now; one that cannot be had (down, its
+        replica not open yet, a node of release 0.1.0, which serves no such call) is left out: its log is
+        not known to be complete, and the move waits for it."""
+        logs = {}
+        for node in nodes:
+            try:
+                asked = self._leaders.replica_log(node, topic, partition)
+                logs[node] = await asyncio.wait_for(asked, REPLICA_LOG_TIMEOUT_S)
+            except (RaftlogError, TimeoutError) as exc:
+                log.debug("move of %s/%d: no account of %s's log: %s", topic, partition, node, exc)
+        return logs
 
     async def _change(self, topic: str, partition: int, change: str, node: str) -> None:
         await self._leaders.call(

@@ -36,6 +36,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 from partitions.consumers.offsets import GroupOffsets
 from partitions.consumers.protocol import ConsumerRecords, GroupService
 from partitions.consumers.reader import read_assigned
+from partitions.controller.reconfigure import ReplicaLog
 from partitions.controller.state import CONTROLLER_GROUP
 from partitions.data.service import DataService, Served
 from partitions.data.share_records import ShareFetched, ShareService
@@ -361,7 +362,8 @@ class ClusterShares(Routed[ShareService]):
 
 class ClusterPeer(Routed[PeerService]):
     """The partition-leader calls of ``PeerService`` (a replica move's), run on the leader wherever it is,
-    and the controller leader's call to a node joining the controller group."""
+    and the controller leader's calls to a named node: one joining the controller group, one joining a
+    partition in a move (its account of its log)."""
 
     def __init__(self, router: Router, local: PeerService, client: PeerClient) -> None:
         super().__init__(router, local, lambda node: remote_peer(client, node))
@@ -375,6 +377,12 @@ class ClusterPeer(Routed[PeerService]):
             await self._here.join_controller(voters)
         else:
             await remote_peer(self._client, node_id).join_controller(voters)
+
+    async def replica_log(self, node_id: str, topic: str, partition: int) -> ReplicaLog:
+        """On ``node_id`` itself (never forwarded): its replica's own account of its partition log."""
+        if node_id == self._node_id:
+            return await self._here.replica_log(topic, partition)
+        return await remote_peer(self._client, node_id).replica_log(topic, partition)
 
 
 class Cluster:

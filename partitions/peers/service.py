@@ -26,7 +26,7 @@ from partitions.consumers.protocol import (
 )
 from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
-from partitions.controller.reconfigure import MemberView, MoveProgress
+from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import TopicMetadata
 from partitions.data.service import (
     EpochEndOffset,
@@ -118,6 +118,7 @@ RESULT_TYPES: tuple[type, ...] = (
     TopicMetadata,
     MoveProgress,
     MemberView,
+    ReplicaLog,
     ControllerMembers,
     ReplicaFailure,
     ScramCredential,
@@ -156,6 +157,13 @@ class PeerService(Protocol):
     @peer("The partition leader's Raft voters and progress", waits_for_leader=False)
     async def member_view(self, topic: str, partition: int) -> MemberView:
         """This node's Raft view of a partition it leads (NotLeader / NoLeader otherwise)."""
+        ...
+
+    @peer("This node's account of its replica's partition log: applied index, end offset, high watermark")
+    async def replica_log(self, topic: str, partition: int) -> ReplicaLog:
+        """Read between two applies on this node's replica (any role; asked of a node joining in a move,
+        whose log is complete once it holds every record of the entries it applied); NotLeader when this
+        node holds no replica of it. (Release 0.1.0 serves no such call: a move onto it waits.)"""
         ...
 
     @peer(

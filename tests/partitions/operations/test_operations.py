@@ -11,7 +11,7 @@ from typing import Any
 
 from partitions.controller import decommission
 from partitions.controller.members import ControllerMembers
-from partitions.controller.reconfigure import MemberView
+from partitions.controller.reconfigure import MemberView, ReplicaLog
 from partitions.controller.state import (
     CancelMove,
     ControllerCommand,
@@ -22,6 +22,7 @@ from partitions.controller.state import (
     SetNodeFlag,
     encode,
 )
+from partitions.errors import PeerUnreachable
 from partitions.features import SUPPORTED
 from partitions.operations.operator import Operator
 
@@ -48,6 +49,9 @@ class FakeNode:
     joins: list[tuple[str, list[str]]] = field(default_factory=list)
     # node -> the feature levels its code supports as gossiped ({}: release 0.1.0); absent: this release's
     supported: dict[str, Mapping[str, int] | None] = field(default_factory=dict)
+    # (node, topic, partition) -> the records its replica's log still lacks (absent: none), or None: the
+    # node does not answer for its log
+    copying: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
 
     def metadata(self) -> ControllerMetadata:
         return self.machine.metadata
@@ -104,6 +108,13 @@ class FakeNode:
             group.leader, frozenset(group.voters), group.commit, match, frozenset(group.learners)
         )
 
+    async def replica_log(self, node_id: str, topic: str, partition: int) -> ReplicaLog:
+        group = self.groups[(topic, partition)]
+        lacking = self.copying.get((node_id, topic, partition), 0)
+        if lacking is None:
+            raise PeerUnreachable(node_id, "no answer")
+        return ReplicaLog(group.commit, 5000 - lacking, 5000)
+
     async def change_membership(
         self, topic: str, partition: int, change: str, node: str, timeout_ms: int
     ) -> None:
@@ -148,6 +159,29 @@ async def test_a_move_runs_to_its_end_one_change_at_a_time() -> None:
         ("transfer", "n2"),
         ("remove", "n1"),
     ]  # n2: the preferred leader
+
+
+async def test_a_move_stays_in_progress_with_its_old_replica_while_the_joiner_copies_its_log() -> None:
+    """The joiner's Raft match index is caught up (it installed the leader's snapshot), its partition log
+    is not: it stays a learner, the move stays recorded (what ListPartitionReassignments and the admin
+    API report) and the old replica a voter; a joiner that cannot answer for its log waits the same."""
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"])
+    await node.propose(CreateTopic("t", [["n1", "n2", "n3"]]))
+    await node.propose(MoveReplicas("t", 0, ["n2", "n3", "n4"]))
+    node.copying[("n4", "t", 0)] = 4000
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 10)
+    assert [c[2:] for c in node.changes] == [("learner", "n4")]
+    assert ("t", 0) in node.machine.metadata.reassignments
+    assert node.groups[("t", 0)].voters == {"n1", "n2", "n3"}
+    assert node.machine.metadata.topics["t"].replicas == (("n1", "n2", "n3"),)
+    node.copying[("n4", "t", 0)] = None
+    await ticks(operator, 5)
+    assert [c[2:] for c in node.changes] == [("learner", "n4")], "no answer: not known to be complete"
+    del node.copying[("n4", "t", 0)]
+    await ticks(operator, 10)
+    assert node.machine.metadata.reassignments == {}
+    assert node.machine.metadata.topics["t"].replicas == (("n2", "n3", "n4"),)
 
 
 async def test_decommission_moves_replicas_off_a_few_at_a_time_and_recommission_turns_them_around() -> None:
