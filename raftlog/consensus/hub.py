@@ -83,6 +83,7 @@ from collections.abc import Callable
 from raftlog.consensus import wire, wire_errors, wire_messages
 from raftlog.consensus.hub_config import DuplicateGroup, HubClosed, HubConfig, TransportError
 from raftlog.consensus.hub_connector import Connector, dials
+from raftlog.consensus.hub_gate import LevelGate
 from raftlog.consensus.hub_inbox import (
     CONNECTED,
     DISCONNECTED,
@@ -118,9 +119,14 @@ class MuxHub:
         secret: bytes,
         peers: dict[str, str] | None = None,
         config: HubConfig | None = None,
+        gate: LevelGate | None = None,
     ) -> None:
+        """``gate``: what this node announces of its code's feature levels and which peers it lets in by
+        theirs (:mod:`raftlog.consensus.hub_gate`; None: announce nothing, let every peer in)."""
         self.node_id = wire_messages.check_node_id(node_id)
         self.config = config or HubConfig()
+        self.gate = gate if gate is not None else LevelGate()
+        self._recheck_due = False  # (lock) the gate's rule changed: judge every connection again
         if type(secret) is not bytes or len(secret) < 16:
             raise ValueError("the cluster secret must be bytes, at least 16 of them")
         self._secret = secret
@@ -146,6 +152,7 @@ class MuxHub:
             warnings=self._warnings,
             close=self._close,
             set_events=self._set_events,
+            levels=self.gate.levels,
         )
         self._wake_read, self._wake_write = nonblocking_pipe()
         self._selector = selectors.DefaultSelector()
@@ -205,7 +212,29 @@ class MuxHub:
         """Polled mode, on the polling thread: write the messages queued so far to their sockets now
         (e.g. a leader's appends before it fsyncs its own journal, so followers write in parallel)."""
         if self._on_poll_thread():
+            self._recheck_if_due()
             self._pump_dirty_peers()
+
+    def recheck(self) -> None:
+        """Judge every established connection by the gate again (from any thread): the rule changed (the
+        cluster's levels rose). Done before the hub next moves a queued message, so a message queued
+        after this call never reaches a peer the new rule keeps out."""
+        with self._lock:
+            self._recheck_due = True
+        if not self._on_poll_thread():
+            self._wake()
+
+    def _recheck_if_due(self) -> None:
+        with self._lock:
+            if not self._recheck_due:
+                return
+            self._recheck_due = False
+        for connection in list(self._connections):
+            if connection.state is ConnectionState.ESTABLISHED and connection.peer_id is not None:
+                reason = self.gate.judge(connection.peer_id, connection.peer_levels)
+                if reason is not None:
+                    self._counters["peers_kept_out"] += 1
+                    self._close(connection, f"kept out: {reason}", logging.WARNING)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the I/O loop and close every socket. Registered transports see all peers disconnect.
@@ -336,6 +365,7 @@ class MuxHub:
         if peers_changed:
             self._connector.reconcile()
         self._connector.dial_due(now)
+        self._recheck_if_due()
         self._pump_dirty_peers()
         for key, mask in self._selector.select(timeout_s):
             if key.data == "listen":
@@ -347,6 +377,7 @@ class MuxHub:
         # After reading: a thread that was not scheduled for longer than idle_timeout_s finds its peers'
         # pings waiting in the sockets, and must not close their connections for a silence of its own.
         self._check_timers(time.monotonic())
+        self._recheck_if_due()
         self._pump_dirty_peers()
         return True
 
@@ -427,7 +458,7 @@ class MuxHub:
             if peer_id is None:
                 raise wire_errors.MalformedFrame("dialing connection without a peer id")
             handshake = wire.DialerHandshake(
-                self._secret, self.node_id, peer_id, os.urandom(wire.NONCE_BYTES)
+                self._secret, self.node_id, peer_id, os.urandom(wire.NONCE_BYTES), self.gate.levels
             )
             connection.handshake = handshake
             connection.outbuf += handshake.hello()
@@ -471,8 +502,10 @@ class MuxHub:
         if isinstance(handshake, wire.DialerHandshake):
             auth, session = handshake.on_challenge(kind, payload)
             connection.outbuf += auth
+            connection.peer_levels = handshake.peer_levels
             self._established(connection, session)
-            self._flush(connection)
+            if connection.state is ConnectionState.ESTABLISHED:
+                self._flush(connection)
         elif isinstance(handshake, wire.AcceptorHandshake):
             if handshake.peer_id is None:
                 connection.outbuf += handshake.on_hello(kind, payload)
@@ -484,7 +517,9 @@ class MuxHub:
                     )
                 self._flush(connection)
             else:
-                self._established(connection, handshake.on_auth(kind, payload))
+                session = handshake.on_auth(kind, payload)
+                connection.peer_levels = handshake.peer_levels
+                self._established(connection, session)
         else:
             raise wire_errors.MalformedFrame(
                 f"handshake frame kind {kind} on a connection without a handshake"
@@ -494,6 +529,11 @@ class MuxHub:
         peer_id = connection.peer_id
         if peer_id is None:
             raise wire_errors.MalformedFrame("authenticated connection without a peer id")
+        reason = self.gate.judge(peer_id, connection.peer_levels)
+        if reason is not None:  # before any group hears of the peer: it receives and sends nothing
+            self._counters["peers_kept_out"] += 1
+            self._close(connection, f"kept out: {reason}", logging.WARNING)
+            return
         connection.session = session
         connection.handshake = None
         connection.state = ConnectionState.ESTABLISHED

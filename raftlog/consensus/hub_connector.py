@@ -17,7 +17,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from raftlog import admission
 from raftlog.addresses import is_ip_literal, normalize_host
@@ -55,8 +55,11 @@ class Connector:
         warnings: Warnings,
         close: Callable[[Connection, str, int], None],
         set_events: Callable[[Connection, int], None],
+        levels: Mapping[str, int] | None = None,
     ) -> None:
+        """``levels``: the feature levels this node announces in its handshakes (None: none)."""
         self.node_id = node_id
+        self._levels = levels
         self.config = config
         self.peers = peers
         self._secret = secret
@@ -155,7 +158,7 @@ class Connector:
             )
             connection.remote_host = host
             connection.handshake = wire.AcceptorHandshake(
-                self._secret, self.node_id, os.urandom(wire.NONCE_BYTES), self.peers.knows
+                self._secret, self.node_id, os.urandom(wire.NONCE_BYTES), self.peers.knows, self._levels
             )
             self._connections.add(connection)
             self._set_events(connection, selectors.EVENT_READ)

@@ -41,6 +41,7 @@ class Connection:
         self.reader.frame_bytes_max = wire.HANDSHAKE_FRAME_BYTES_MAX  # until authenticated
         self.outbuf = bytearray()
         self.handshake: wire.DialerHandshake | wire.AcceptorHandshake | None = None
+        self.peer_levels: dict[str, int] | None = None  # what the peer announced in the handshake
         self.session: wire.Session | None = None
         self.batch_encoder = wire_batch.BatchEncoder()
         self.batch_decoder = wire_batch.BatchDecoder()

@@ -25,6 +25,13 @@ version, the message-schema fingerprint, both node ids and both fresh 32-byte no
                                       proof=HMAC(secret, "acceptor-proof" | transcript)}
     dialer   -> acceptor  AUTH       {proof=HMAC(secret, "dialer-proof" | transcript)}
 
+Both HELLO and CHALLENGE may carry ``levels``, the feature levels the sender's code supports (a map of
+at most 32 names to levels, ``check_levels``), so that a node can keep out a peer of an earlier release
+once the cluster's levels are above what that peer announces (the hub's ``admit``). A node of release
+0.1.0 sends none and ignores the key. The acceptor answers with its own only to a HELLO that carried
+some, and the transcript then binds both maps (after the nonces), so neither can be altered or stripped
+on the way without failing the proofs; a peer that announced none is judged as announcing nothing.
+
 Each side then derives one key per direction (``HMAC(secret, "key dialer->acceptor" | transcript)`` and
 the reverse). ``seq`` is an implicit per-direction frame counter starting at 0, so a frame cannot be
 injected, reordered, replayed within a connection or replayed into another one (fresh nonces, fresh
@@ -254,20 +261,53 @@ class Session:
 # ---------------------------------------------------------------------------------------- handshake
 
 
-def _transcript(dialer_id: str, acceptor_id: str, dialer_nonce: bytes, acceptor_nonce: bytes) -> bytes:
-    packed: bytes = msgpack.packb(
-        [
-            b"raftlog-wire",
-            WIRE_VERSION,
-            SCHEMA_FINGERPRINT,
-            dialer_id,
-            acceptor_id,
-            dialer_nonce,
-            acceptor_nonce,
-        ],
-        use_bin_type=True,
-    )
+LEVELS_MAX = 32  # features a peer may announce
+LEVEL_NAME_BYTES_MAX = 64
+Levels = Mapping[str, int]
+
+
+def _transcript(
+    dialer_id: str,
+    acceptor_id: str,
+    dialer_nonce: bytes,
+    acceptor_nonce: bytes,
+    levels: tuple[Levels, Levels] | None = None,
+) -> bytes:
+    """What both proofs and keys are bound to; ``levels`` (the dialer's, the acceptor's) when both
+    announced theirs (a transcript without them is release 0.1.0's, byte for byte)."""
+    parts: list[object] = [
+        b"raftlog-wire",
+        WIRE_VERSION,
+        SCHEMA_FINGERPRINT,
+        dialer_id,
+        acceptor_id,
+        dialer_nonce,
+        acceptor_nonce,
+    ]
+    if levels is not None:
+        parts += [sorted(levels[0].items()), sorted(levels[1].items())]
+    packed: bytes = msgpack.packb(parts, use_bin_type=True)
     return packed
+
+
+def check_levels(levels: object) -> dict[str, int] | None:
+    """An announced ``levels`` map as sent (None: none announced); MalformedFrame when it is not a map of
+    at most ``LEVELS_MAX`` short names to levels."""
+    if levels is None:
+        return None
+    if (
+        type(levels) is not dict
+        or len(levels) > LEVELS_MAX
+        or not all(
+            type(name) is str
+            and 0 < len(name.encode("utf-8")) <= LEVEL_NAME_BYTES_MAX
+            and type(level) is int
+            and 0 <= level < 2**15
+            for name, level in levels.items()
+        )
+    ):
+        raise MalformedFrame(f"levels must be a map of at most {LEVELS_MAX} feature names to levels")
+    return dict(levels)
 
 
 def _mac(secret: bytes, label: bytes, transcript: bytes) -> bytes:
@@ -313,25 +353,29 @@ def _check_versions(obj: Mapping[Any, Any]) -> None:
 class DialerHandshake:
     """The connecting side. ``hello()`` first; then ``on_challenge()`` returns the AUTH frame and session."""
 
-    def __init__(self, secret: bytes, self_id: str, peer_id: str, nonce: bytes) -> None:
+    def __init__(
+        self, secret: bytes, self_id: str, peer_id: str, nonce: bytes, levels: Levels | None = None
+    ) -> None:
+        """``levels``: the feature levels this node's code supports, announced to the peer (None: none)."""
         _check_secret(secret)
         self._secret = secret
         self.self_id = check_node_id(self_id)
         self.peer_id = check_node_id(peer_id)
         self._nonce = _check_nonce(nonce)
+        self._levels = check_levels(None if levels is None else dict(levels))
+        self.peer_levels: dict[str, int] | None = None  # what the acceptor announced (after the challenge)
 
     def hello(self) -> bytes:
-        body = msgpack.packb(
-            {
-                "v": WIRE_VERSION,
-                "schema": SCHEMA_FINGERPRINT,
-                "node": self.self_id,
-                "to": self.peer_id,
-                "nonce": self._nonce,
-            },
-            use_bin_type=True,
-        )
-        return frame(KIND_HELLO, body)
+        hello: dict[str, object] = {
+            "v": WIRE_VERSION,
+            "schema": SCHEMA_FINGERPRINT,
+            "node": self.self_id,
+            "to": self.peer_id,
+            "nonce": self._nonce,
+        }
+        if self._levels is not None:
+            hello["levels"] = self._levels
+        return frame(KIND_HELLO, msgpack.packb(hello, use_bin_type=True))
 
     def on_challenge(self, kind: int, payload: bytes) -> tuple[bytes, Session]:
         obj = _parse_map(kind, payload, KIND_CHALLENGE, "challenge")
@@ -343,7 +387,11 @@ class DialerHandshake:
         acceptor_nonce = _check_nonce(obj.get("nonce"))
         if acceptor_nonce == self._nonce:
             raise AuthenticationFailed("acceptor echoed our nonce")
-        transcript = _transcript(self.self_id, self.peer_id, self._nonce, acceptor_nonce)
+        peer_levels = check_levels(obj.get("levels"))
+        if peer_levels is not None and self._levels is None:
+            raise MalformedFrame("the acceptor announced levels to a dialer that announced none")
+        bound = None if peer_levels is None or self._levels is None else (self._levels, peer_levels)
+        transcript = _transcript(self.self_id, self.peer_id, self._nonce, acceptor_nonce, bound)
         proof = obj.get("proof")
         if type(proof) is not bytes or not hmac.compare_digest(
             proof, _mac(self._secret, b"acceptor-proof", transcript)
@@ -359,6 +407,7 @@ class DialerHandshake:
             send_key=_mac(self._secret, b"key dialer->acceptor", transcript),
             receive_key=_mac(self._secret, b"key acceptor->dialer", transcript),
         )
+        self.peer_levels = peer_levels
         return auth, session
 
 
@@ -370,14 +419,23 @@ class AcceptorHandshake:
     """
 
     def __init__(
-        self, secret: bytes, self_id: str, nonce: bytes, is_known_peer: Callable[[str], bool]
+        self,
+        secret: bytes,
+        self_id: str,
+        nonce: bytes,
+        is_known_peer: Callable[[str], bool],
+        levels: Levels | None = None,
     ) -> None:
+        """``levels``: the feature levels this node's code supports, announced to a dialer that announced
+        its own (None: none)."""
         _check_secret(secret)
         self._secret = secret
         self.self_id = check_node_id(self_id)
         self._nonce = _check_nonce(nonce)
         self._is_known_peer = is_known_peer
+        self._levels = check_levels(None if levels is None else dict(levels))
         self.peer_id: str | None = None
+        self.peer_levels: dict[str, int] | None = None  # what the dialer announced (after the hello)
         self._transcript: bytes | None = None
 
     def on_hello(self, kind: int, payload: bytes) -> bytes:
@@ -397,19 +455,21 @@ class AcceptorHandshake:
         dialer_nonce = _check_nonce(obj.get("nonce"))
         if dialer_nonce == self._nonce:
             raise AuthenticationFailed("dialer echoed our nonce")
+        peer_levels = check_levels(obj.get("levels"))
+        bound = None if peer_levels is None or self._levels is None else (peer_levels, self._levels)
         self.peer_id = peer_id
-        self._transcript = _transcript(peer_id, self.self_id, dialer_nonce, self._nonce)
-        body = msgpack.packb(
-            {
-                "v": WIRE_VERSION,
-                "schema": SCHEMA_FINGERPRINT,
-                "node": self.self_id,
-                "nonce": self._nonce,
-                "proof": _mac(self._secret, b"acceptor-proof", self._transcript),
-            },
-            use_bin_type=True,
-        )
-        return frame(KIND_CHALLENGE, body)
+        self.peer_levels = peer_levels
+        self._transcript = _transcript(peer_id, self.self_id, dialer_nonce, self._nonce, bound)
+        challenge: dict[str, object] = {
+            "v": WIRE_VERSION,
+            "schema": SCHEMA_FINGERPRINT,
+            "node": self.self_id,
+            "nonce": self._nonce,
+            "proof": _mac(self._secret, b"acceptor-proof", self._transcript),
+        }
+        if bound is not None:
+            challenge["levels"] = self._levels
+        return frame(KIND_CHALLENGE, msgpack.packb(challenge, use_bin_type=True))
 
     def on_auth(self, kind: int, payload: bytes) -> Session:
         if self._transcript is None:

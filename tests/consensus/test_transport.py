@@ -24,6 +24,7 @@ from pysyncobj.node import Node
 from raftlog.consensus import wire
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.hub_config import DuplicateGroup, HubConfig, InvalidAddress, TransportError
+from raftlog.consensus.hub_gate import LevelGate
 from raftlog.consensus.transport import MuxTransport, transport_class
 
 SECRET = b"test-cluster-secret-0123456789ab"
@@ -77,11 +78,16 @@ class Node_:
     """One node: a hub, its groups, and the single driver thread that ticks them."""
 
     def __init__(
-        self, node_id: str, secret: bytes = SECRET, config: HubConfig | None = None, mode: str = "thread"
+        self,
+        node_id: str,
+        secret: bytes = SECRET,
+        config: HubConfig | None = None,
+        mode: str = "thread",
+        gate: LevelGate | None = None,
     ) -> None:
         self.node_id = node_id
         self.mode = mode  # "thread": hub I/O thread; "poll": the driver thread runs the hub's I/O
-        self.hub = MuxHub(node_id, "127.0.0.1:0", secret, config=config)
+        self.hub = MuxHub(node_id, "127.0.0.1:0", secret, config=config, gate=gate)
         self.groups: dict[str, Counter] = {}
         self._lock = threading.Lock()
         self._pending: list[Callable[[], None]] = []
