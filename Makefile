@@ -83,7 +83,7 @@ bench-compare: bench-setup
 	.venv/bin/raftlog bench perf --compare kafka,kafka-fsync,nats,rabbitmq --record-size 100,1024 \
 		--idle-partitions 100 --restart-mib 1024 --wait-quiet 20 --json bench-compare.json
 
-# A short fault run (about a minute: 3 nodes, kill + pause + partition; loopback without root; HTTP and
+# A short fault run (about a minute: 3 nodes, kill + pause + partition; root for the partitions; HTTP and
 # Kafka clients in turn) into runs/.
 # `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see the README.
 jepsen-short: bootstrap

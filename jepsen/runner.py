@@ -6,10 +6,11 @@
                          [--break-markers flip-abort]
 
 Creates ``DIR/<UTC timestamp>/`` with ``history.jsonl``, ``run.json`` (settings, seed, network mode,
-schedule, notes on skipped or approximated faults, final-read summary), ``logs/nK.log`` (every life of
+schedule, notes on approximated faults, final-read summary), ``logs/nK.log`` (every life of
 every node), ``data/`` and ``faults/`` (fsync traces, clock files); then runs the checker
 (``results.json``) and, when ``jepsen.report`` is importable, the HTML report. Exit status: 0 valid,
-1 invalid, 2 unknown, 3 the harness itself failed (the cluster never came up, bad arguments).
+1 invalid, 2 unknown, 3 the harness itself failed (the cluster never came up, bad arguments, a named fault
+this machine cannot run: ``jepsen.fault_tools``, refused before anything starts, never dropped).
 
 Phases: start the nodes and create the topics; workload and nemesis together for ``--time-limit``
 seconds; heal every fault and restart every node that is down; the final read (``compact``: one, then
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from jepsen import control, disks, lazyfs, nemesis, upgrade_fault
+from jepsen import control, fault_tools, lazyfs, nemesis, upgrade_fault
 from jepsen.drives import ENDS_MAX_S, WorkloadPhase
 from jepsen.run_config import CLIENTS, FILE_SYSTEMS, GROUP_PROTOCOLS, MARKER_FAULTS, WORKLOADS, RunConfig
 from raftlog_dev import releases
@@ -71,7 +72,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=6, help="client processes (one op in flight each)")
     parser.add_argument("--dir", default="runs", help="where run directories are created (default runs/)")
     parser.add_argument(
-        "--no-netns", action="store_true", help="run on 127.0.0.1 (no partitions or link faults)"
+        "--no-netns", action="store_true", help="run on 127.0.0.1 (partition, delay, loss refused)"
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the schedule, targets and workload")
     parser.add_argument(
@@ -188,7 +189,11 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"jepsen run: {exc}", file=sys.stderr)
         return EXIT_HARNESS
-    return run(config).exit_code
+    try:
+        return run(config).exit_code
+    except fault_tools.MissingTool as exc:
+        print(f"jepsen run: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
 
 
 def new_run_dir(directory: str) -> str:
@@ -217,6 +222,8 @@ def run(config: RunConfig) -> RunResult:
     """One whole run. Never leaves namespaces, links or node processes behind."""
     seed = config.seed if config.seed is not None else random.SystemRandom().getrandbits(32)
     rng = random.Random(seed)
+    fault_tools.refuse_missing(config)  # a fault it cannot run is refused before anything starts
+    other = _other_code(config)
     run_dir = new_run_dir(config.directory)
     prefix = control.new_prefix()
     notes: list[str] = []
@@ -231,37 +238,13 @@ def run(config: RunConfig) -> RunResult:
         usable, why = control.netns_available()
         if usable:
             mode = "netns"
-        else:
+        else:  # no network fault is named (fault_tools refused the run otherwise)
             notes.append(f"network namespaces unavailable ({why}): loopback mode")
-    if mode == "loopback":
-        skipped = [f for f in config.faults if f in nemesis.NETWORK_FAULTS]
-        if skipped:
-            notes.append(
-                f"loopback mode: {', '.join(skipped)} unavailable (needs network namespaces); skipped"
-            )
     info["network"] = mode
     fs = config.fs
-    if fs == "lazy":
-        why_not = lazyfs.unavailable()
-        if why_not is not None:
-            notes.append(f"lazy file systems unavailable ({why_not}): plain data directories")
-            fs = "plain"
-    if fs != "lazy" and nemesis.LAZY_FAULTS & set(config.faults):
-        lazy = sorted(nemesis.LAZY_FAULTS & set(config.faults))
-        notes.append(f"{', '.join(lazy)}: need --fs lazy; skipped")
     info["fs"] = {"kind": fs}
-    disk_mib = 0
-    if fs == "lazy" and nemesis.DISK_FAULTS & set(config.faults):
-        notes.append("disk-full: not on lazy file systems (they write through only at fsync, so a full "
-                     "disk would refuse the sync, not the write); skipped")  # fmt: skip
-    elif nemesis.DISK_FAULTS & set(config.faults):
-        why_not = disks.unavailable()
-        if why_not is None:
-            disk_mib = DISK_MIB
-        else:
-            notes.append(f"disk-full unavailable ({why_not}): the nodes share the run's disk; skipped")
+    disk_mib = DISK_MIB if nemesis.DISK_FAULTS & set(config.faults) else 0
     info["disk_mib"] = disk_mib
-    other = _other_code(config, notes)
     info["upgrade_from"] = None if other is None else dataclasses.asdict(other)
     print(f"jepsen run: {run_dir} ({mode}, {config.nodes} nodes, faults {list(config.faults)}, seed {seed}, "
           f"{fs} file system)", flush=True)  # fmt: skip
@@ -340,9 +323,10 @@ def run(config: RunConfig) -> RunResult:
     return RunResult(run_dir, exit_code, verdict, info)
 
 
-def _other_code(config: RunConfig, notes: list[str]) -> control.OtherCode | None:
+def _other_code(config: RunConfig) -> control.OtherCode | None:
     """The previous release's code for the upgrade fault (``raftlog_dev.releases``: built under
-    ``.releases/`` once, then reused), or None with a note when no upgrade is named or it cannot be had."""
+    ``.releases/`` once, then reused); None when no upgrade is named, ``MissingTool`` when it cannot be
+    had."""
     if not set(nemesis.VERSION_FAULTS) & set(config.faults):
         return None
     named = releases.released_commits(control.REPO_ROOT)
@@ -350,8 +334,10 @@ def _other_code(config: RunConfig, notes: list[str]) -> control.OtherCode | None
     try:
         built = releases.release(version, root=control.REPO_ROOT)
     except releases.ReleaseError as exc:
-        notes.append(f"upgrade: release {version or '(none named)'} unavailable ({exc}); skipped")
-        return None
+        raise fault_tools.MissingTool(
+            f"upgrade: needs the previous release's code: release {version or '(none named)'} "
+            f"unavailable ({exc})"
+        ) from exc
     return control.OtherCode(built.version, built.tree, built.python)
 
 

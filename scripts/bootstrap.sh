@@ -4,8 +4,8 @@
 #                                  and Python's headers build the record reader; the web console's chart
 #                                  library from the npm registry (npm ci in api/console)
 #   scripts/bootstrap.sh [test]    that, plus what the tests use (make test): the dev and Spark extras,
-#                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3 and
-#                                  promtool, as users run them, Debian's Chromium (the web console's
+#                                  quixstreams in .venv/quixstreams, Debian's kcat, zsh, fish, fuse3,
+#                                  iproute2, e2fsprogs and promtool, as users run them, Debian's Chromium (the web console's
 #                                  browser tests drive it with the dev extra's Playwright), Apache Kafka's jars (the broker, its tools,
 #                                  Kafka Connect's worker and FileStream connectors, Kafka Streams) from Maven Central
 #                                  (scripts/kafka/install.sh), Spark's own Kafka source and sink from there
@@ -65,6 +65,13 @@ debian_tool bootstrap zsh
 debian_tool bootstrap fish
 # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
 debian_tool bootstrap fusermount3 fuse3
+# The other faults' tools (tests/required_tools.py fails a test that lacks one, naming it): iproute2's ip
+# and tc (network namespaces: partition, delay, loss) and e2fsprogs' mkfs.ext4 with mount (the disk-full
+# fault's loop-mounted disks); root and the kernel give namespaces, /dev/fuse and loop devices
+debian_tool bootstrap ip iproute2
+debian_tool bootstrap tc iproute2
+debian_tool bootstrap mkfs.ext4 e2fsprogs
+debian_tool bootstrap mount mount
 # Debian's Chromium: the web console's tests (tests/console) drive it headless through Playwright (the dev
 # extra); Playwright's own browser download is never used
 debian_tool bootstrap chromium

@@ -15,6 +15,7 @@ from typing import Any
 import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
 import pytest
 from hang_report import pytest_runtest_protocol  # noqa: F401  (a hook: what a hung test awaits)
+from required_tools import pytest_configure, pytest_runtest_setup  # noqa: F401  (hooks: @pytest.mark.needs)
 
 from raftlog_dev import layout
 

@@ -17,6 +17,7 @@ TOOLS = (
     "bash", "env", "cat", "sha256sum", "cut", "ls", "rm", "touch", "dirname", "python3", "gcc", "mktemp",
     "mkdir",
 )  # fmt: skip
+FAULT_TOOLS = ("ip", "tc", "mkfs.ext4", "mount")  # network namespaces, small disks: tests/required_tools.py
 
 
 def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[str, str]]:
@@ -81,7 +82,7 @@ def test_the_test_level_names_chromium_for_the_browser_tests(tmp_path: pathlib.P
     # the web console's tests drive Debian's Chromium with the dev extra's Playwright
     root, _, environment = _project(tmp_path)
     tools = pathlib.Path(environment["PATH"])
-    for present in ("kcat", "zsh", "fish", "fusermount3"):  # the tools asked for before it
+    for present in ("kcat", "zsh", "fish", "fusermount3", *FAULT_TOOLS):  # the tools asked for before it
         (tools / present).write_text("#!/usr/bin/env bash\n")
         (tools / present).chmod(0o755)
     done = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "test"], env=environment,
@@ -91,3 +92,21 @@ def test_the_test_level_names_chromium_for_the_browser_tests(tmp_path: pathlib.P
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     dev_extra = extras["dev"]
     assert any(requirement.startswith("playwright") for requirement in dev_extra), dev_extra
+
+
+def test_the_test_level_names_the_fault_tools_it_needs(tmp_path: pathlib.Path) -> None:
+    """Without them the fault tests fail (``tests/required_tools.py``): the set-up installs each by name."""
+    root, _, environment = _project(tmp_path)
+    tools = pathlib.Path(environment["PATH"])
+    packages = {"ip": "iproute2", "tc": "iproute2", "mkfs.ext4": "e2fsprogs", "mount": "mount"}
+    for present in ("kcat", "zsh", "fish", "fusermount3"):
+        (tools / present).write_text("#!/usr/bin/env bash\n")
+        (tools / present).chmod(0o755)
+    for tool in FAULT_TOOLS:
+        done = subprocess.run(["bash", str(root / "scripts" / "bootstrap.sh"), "test"], env=environment,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 1
+        assert f"{tool} is missing" in done.stderr, done.stderr
+        assert f"apt-get install {packages[tool]}" in done.stderr, done.stderr
+        (tools / tool).write_text("#!/usr/bin/env bash\n")
+        (tools / tool).chmod(0o755)

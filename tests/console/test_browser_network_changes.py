@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import socket
 import ssl
 import subprocess
@@ -30,10 +29,7 @@ HANDSHAKE_DELAY_S = 0.3  # a loaded node's late TLS handshake: the window a netw
 LOADS = 20
 CHURN_PAUSE_S = 0.05
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip") is None,
-    reason="adding an interface to the root network namespace needs root and iproute2's ip",
-)
+pytestmark = pytest.mark.needs("ip-link")  # an interface added to the root network namespace
 
 
 @contextmanager

@@ -22,9 +22,8 @@ FAULTS = ("kill", "pause", "partition", "node-power-loss")
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
+@pytest.mark.needs("netns", "lazyfs")
 def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_path: pathlib.Path) -> None:
-    netns, _ = control.netns_available()
-    lazy = lazyfs.unavailable() is None
     config = run_config.RunConfig(
         nodes=3,
         faults=FAULTS,
@@ -32,10 +31,10 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
         rate=25.0,
         concurrency=4,
         directory=str(tmp_path / "runs"),
-        netns=netns,
+        netns=True,
         seed=SEED,
         clients=("http", "kafka"),
-        fs="lazy" if lazy else "plain",
+        fs="lazy",
         workload="compact",
         report=False,
     )
@@ -45,14 +44,10 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
 
     assert _processes_mentioning(str(run_dir)) == []
     assert control.leftover_namespaces(info["prefix"]) == []
-    if lazy:
-        assert lazyfs.mounted_under(lazyfs.FSNAME_PREFIX + info["prefix"]) == []
+    assert lazyfs.mounted_under(lazyfs.FSNAME_PREFIX + info["prefix"]) == []
 
     assert "harness_error" not in info, info.get("harness_error")
-    expected = (
-        {"kill", "pause"} | ({"partition"} if netns else set()) | ({"node-power-loss"} if lazy else set())
-    )
-    assert set(info["faults_started"]) == expected, (info["faults_started"], info["notes"])
+    assert set(info["faults_started"]) == set(FAULTS), (info["faults_started"], info["notes"])
     assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
     cleaner = info["cleaner"]
     assert all(v["complete"] for v in cleaner["final_read_after_cleaning"].values()), cleaner

@@ -22,10 +22,8 @@ def write(path: str, size: int) -> None:
         os.fsync(file.fileno())
 
 
+@pytest.mark.needs("small-disks")
 async def test_the_disk_full_fault_fills_keeps_full_and_empties_the_targets_disks(tmp_path: Path) -> None:
-    why = disks.unavailable()
-    if why is not None:
-        pytest.skip(why)
     nodes = control.plan_loopback(3)
     cluster = control.Cluster(str(tmp_path), nodes, admin_token="t", disk_mib=32)
     recorder = Recorder(str(tmp_path / "history.jsonl"))

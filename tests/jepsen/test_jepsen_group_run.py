@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from planted import one_acknowledged_record_lost, one_record_consumed_twice
+from required_tools import require
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, run_config, runner
@@ -28,15 +29,15 @@ TIME_LIMIT_S = 28.0
 def group_run(tmp_path: pathlib.Path, faults: tuple[str, ...], group_protocol: str) -> dict[str, Any]:
     """One short run of the group workload under ``faults``: VALID, drained, nothing left behind, and
     the history holds enough to catch a loss. Returns its results."""
-    netns, _ = control.netns_available()
+    require("netns")
     config = run_config.RunConfig(
         nodes=3,
-        faults=faults + (("partition",) if netns else ()),
+        faults=(*faults, "partition"),
         time_limit_s=TIME_LIMIT_S,
         rate=30.0,
         concurrency=6,
         directory=str(tmp_path / "runs"),
-        netns=netns,
+        netns=True,
         seed=SEED,
         workload="group",
         group_protocol=group_protocol,

@@ -15,7 +15,7 @@ import pytest
 
 from jepsen import lazyfs
 
-pytestmark = pytest.mark.skipif(lazyfs.unavailable() is not None, reason=str(lazyfs.unavailable()))
+pytestmark = pytest.mark.needs("lazyfs")
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from jepsen import control, lazyfs, run_config, runner
 from jepsen.history import read_history
 
 SHORT_TIME_LIMIT_S = 27.0  # the seed's partition at 1.8-11.8 s, kill and pause at 15.4-23.4 s
+SHORT_FAULTS = ("kill", "pause", "partition")
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -39,17 +40,16 @@ def _processes_mentioning(text: str) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
+@pytest.mark.needs("netns")
 def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path: pathlib.Path) -> None:
-    netns, _ = control.netns_available()
-    faults = ("kill", "pause", "partition") if netns else ("kill", "pause")
     config = run_config.RunConfig(
         nodes=3,
-        faults=faults,
+        faults=SHORT_FAULTS,
         time_limit_s=SHORT_TIME_LIMIT_S,
         rate=25.0,
         concurrency=5,
         directory=str(tmp_path / "runs"),
-        netns=netns,
+        netns=True,
         seed=20261121,
         clients=("http", "kafka"),  # workers take turns: HTTP requests, confluent-kafka clients
     )
@@ -63,12 +63,12 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
     assert control.leftover_links(info["prefix"]) == []
 
     assert "harness_error" not in info, info.get("harness_error")
-    assert info["network"] == ("netns" if netns else "loopback")
+    assert info["network"] == "netns"
     history = read_history(run_dir / "history.jsonl")  # raises on a malformed history
     assert not history.truncated
     started = {e.get("fault") for e in history.nemesis if e.f == "start"}
     assert started, "the nemesis did nothing"
-    assert started <= set(faults)
+    assert started <= set(SHORT_FAULTS)
     starts = sum(1 for e in history.nemesis if e.f == "start")
     assert starts == sum(1 for e in history.nemesis if e.f == "stop"), "every fault was healed"
     sends = [op for op in history.operations if op.f == "send"]
@@ -89,7 +89,7 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
     assert (run_dir / "index.html").stat().st_size > 0  # the report (the other runs in tests leave it out)
 
 
-@pytest.mark.skipif(not control.netns_available()[0], reason="network namespaces need root and iproute2")
+@pytest.mark.needs("netns")
 def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None:
     prefix = control.new_prefix()
     claim = control.claim_subnet()
@@ -113,7 +113,7 @@ def test_network_setup_and_teardown_leave_nothing_even_after_a_failure() -> None
     assert claim.fd is None  # the subnet is released with the rest
 
 
-@pytest.mark.skipif(not control.netns_available()[0], reason="network namespaces need root and iproute2")
+@pytest.mark.needs("netns")
 def test_runs_started_at_once_never_claim_the_same_subnet() -> None:
     """Two claims before either run adds an address (two workers starting their runs together): each gets
     its own /24, which the other sees as taken until it is released."""
@@ -194,7 +194,7 @@ def test_ctrl_c_in_the_middle_of_a_run_leaves_nothing_behind(tmp_path: pathlib.P
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-@pytest.mark.skipif(lazyfs.unavailable() is not None, reason=str(lazyfs.unavailable()))
+@pytest.mark.needs("lazyfs")
 def test_power_losses_on_lazy_file_systems_keep_every_acknowledged_record(tmp_path: pathlib.Path) -> None:
     """Every node's data directory on a lazy file system; the seed's schedule has a whole-cluster power
     loss (2-11 s) then a single node's (16-22 s): unsynced writes are dropped, nothing acknowledged is

@@ -65,10 +65,8 @@ async def read_all(client: RaftlogClient, topic: str, partition: int) -> list[st
         offset = records[-1].offset + 1
 
 
+@pytest.mark.needs("small-disks")
 async def test_a_node_whose_disk_fills_refuses_writes_serves_reads_and_recovers(tmp_path: Path) -> None:
-    why = disks.unavailable()
-    if why is not None:
-        pytest.skip(why)
     cluster = ProcessCluster.create(str(tmp_path))
     full_node = cluster.nodes[0].node_id
     disk = disks.SmallDisk(str(tmp_path / "n1.img"), str(tmp_path / "n1-disk"), 96)
