@@ -151,13 +151,15 @@ class PartitionAdmin:
 
     async def replica_log(self, topic: str, partition: int) -> reconfigure.ReplicaLog:
         """This node's replica's own account of its partition log, read on the driver thread between two
-        applies (a snapshot's restore included), so the applied index, the log's end and the high
-        watermark belong together; NotLeader when this node holds no replica of it."""
-        machine = self._data.replica(topic, partition).machine
+        applies (a snapshot's restore included), so the applied index (the group's: membership changes
+        count, which the state machine never sees), the log's end and the high watermark belong together;
+        NotLeader when this node holds no replica of it."""
+        replica = self._data.replica(topic, partition)
+        group, machine = replica.group, replica.machine
 
         def read() -> reconfigure.ReplicaLog:
-            log = machine.log
-            return reconfigure.ReplicaLog(machine.applied_index, log.end_offset, machine.high_watermark)
+            applied = group.status().last_applied
+            return reconfigure.ReplicaLog(applied, machine.log.end_offset, machine.high_watermark)
 
         return await self._raft.run(read)
 

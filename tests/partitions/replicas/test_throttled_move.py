@@ -1,9 +1,10 @@
 """A move under Kafka's replication throttles (what ``kafka-reassign-partitions --execute --throttle``
 sets): the joining replica, whose leader's journal no longer holds the records, copies them from its
 peers' logs at most at the follower rate, and its peers serve them at most at the leader rate; removing
-the configs (what ``--verify`` does) lifts the limit from the next chunk on, and the rest is copied
-unthrottled. A young partition, whose leader's journal still holds every record, is throttled all the
-same. Counted on the nodes' metrics, not timed."""
+the configs lifts the limit from the next chunk on, and the rest is copied unthrottled. A young
+partition, whose leader's journal still holds every record, is throttled all the same. Meanwhile the
+joining replica stays a learner and the move in progress; the move ends once its log holds every record.
+Counted on the nodes' metrics, not timed."""
 
 from __future__ import annotations
 
@@ -73,8 +74,11 @@ async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_remov
         served_bytes = sum(n.metadata.metrics()["recovery_served_throttled_bytes"] for n in nodes)
         assert served_bytes > 0, "the peers served under the leader throttle"
         assert joining.metadata.metrics()["recovery_served_throttled_bytes"] == 0, "not listed as a leader"
+        assert joining.replicas.get(group_id).machine.behind, "still copying"
+        assert ("t", 0) in controller.frontend.metadata().reassignments, "the move is in progress meanwhile"
+        assert leader.replicas.get(group_id).group.status().learners == {joining.node_id}, "not yet a voter"
 
-        for (kind, name), values in throttles.items():  # --verify removes them
+        for (kind, name), values in throttles.items():  # an operator removes them (kafka-configs)
             await controller.topic_changes.alter_resource_configs(kind, name, dict.fromkeys(values), False)
         await until(
             lambda: (
@@ -101,6 +105,10 @@ async def test_a_throttled_moves_catch_up_is_limited_until_the_throttle_is_remov
         assert after["recovery_throttled_bytes"] < total, "the rest was copied unthrottled"
         # past the removal, at most the chunk asked before it is counted
         assert after["recovery_throttled_bytes"] <= lifted + RATE + len(VALUE) + 200
+        await until(lambda: not moving(controller), timeout_s=60, what="the move ended")
+        voters = leader.replicas.get(group_id).group.status().voters
+        assert controller.frontend.metadata().topics["t"].replicas[0] == (*holders, joining.node_id)
+        assert joining.node_id in voters, voters
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
 
@@ -135,6 +143,7 @@ async def test_a_throttled_move_is_limited_while_the_leaders_journal_holds_every
             )
 
         await until(caught_up, timeout_s=60, what="the joining replica caught up")
+        await until(lambda: not moving(controller), timeout_s=60, what="the move ended")
         moved = joining.replicas.get(group_id).log
         metrics = joining.metadata.metrics()
         assert metrics["recovery_completed"] >= 1, "the records came through a recovery"
@@ -148,6 +157,10 @@ async def test_a_throttled_move_is_limited_while_the_leaders_journal_holds_every
         assert moved.end_offset == source.end_offset == YOUNG_RECORDS
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
+
+
+def moving(controller: Node) -> bool:
+    return ("t", 0) in controller.frontend.metadata().reassignments
 
 
 async def written_topic(nodes: list[Node], records: int) -> tuple[Node, str, list[str], Node, Node]:
