@@ -57,7 +57,7 @@ test: lint typecheck unit
 # Apache Kafka's side of the differential tests (tests/kafka_reference), run live and recorded afresh in
 # tests/kafka_reference/kafka_answers.json, and Kafka's histories of the fault harness's checker controls
 # in tests/jepsen/kafka_histories/ (commit them): the suite replays a test's Kafka side while Kafka
-# passed it as it is now, and runs it live where its source changed.
+# passed it as it is now, and runs it live where anything it reaches changed (tests/kafka_side.py).
 kafka-answers: bootstrap
 	RAFTLOG_KAFKA_ANSWERS=record $(TEST_ENV) .venv/bin/python -m pytest -q -n 0 -p no:randomly -m kafka_answer \
 		-k "kafka and not raftlog" tests/kafka_reference

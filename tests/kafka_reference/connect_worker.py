@@ -18,7 +18,7 @@ import urllib.request
 from typing import Any
 
 from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs, log_config
-from raftlog_dev.layout import free_port
+from raftlog_bench.peers import free_ports
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
@@ -75,7 +75,7 @@ class ConnectWorker:
         self._classpath = f"{libs}/*"
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.rest_port = free_port()
+        self.rest_port = free_ports(1)[0]  # as Kafka's brokers' ports are chosen (raftlog_bench.peers)
         self.url = f"http://127.0.0.1:{self.rest_port}"
         self.log = directory / "connect.log"
         self._properties = directory / "worker.properties"

@@ -23,8 +23,6 @@ from partitions.topic_configs import KAFKA_TOPIC_CONFIGS
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the session's clusters may start here
 
 TOPIC = "diff-configs"
-# the configs Kafka is asked to describe (kafka_answers.py: in the key Kafka's outcome is replayed under)
-KAFKA_SIDE_DECIDED_BY = ("partitions/topic_configs.py",)
 SHARED = "diff-configs-shared"  # the share group's topic
 
 

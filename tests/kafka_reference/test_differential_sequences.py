@@ -22,10 +22,6 @@ from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
 pytestmark = pytest.mark.slow
 
 SYSTEMS = ("raftlog", "kafka")
-# what builds the requests sent to Kafka (kafka_answers.py: in the key its recorded pass is replayed under)
-KAFKA_SIDE_DECIDED_BY = (
-    "kafka_api/wire.py", "raftlog/storage/batch.py", "tests/kafka_api/kafka_fixtures.py",
-)  # fmt: skip
 PRODUCE, FETCH, METADATA, INIT_PRODUCER_ID = 0, 1, 3, 22
 
 

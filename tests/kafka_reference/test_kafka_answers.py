@@ -61,3 +61,23 @@ def test_an_answer_is_replayed_only_under_its_key_and_never_live(
     assert not kafka_answers.Answers().passed("t[kafka]", "k1")
     monkeypatch.setattr(kafka_answers, "MODE", "record")
     assert not kafka_answers.Answers().passed("t[kafka]", "k1"), "recording runs every Kafka side"
+
+
+def test_a_key_changes_with_every_file_the_kafka_side_reaches(tmp_path: pathlib.Path) -> None:
+    """Imports at any depth, and the programs a helper runs (a folder named by a path of literal parts)."""
+    (tmp_path / "planted_one.py").write_text("import planted_two\n", encoding="utf-8")
+    (tmp_path / "planted_two.py").write_text(
+        'import pathlib\n\nimport confluent_kafka\n\nPROGRAM = pathlib.Path(__file__).parent / "program"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "program").mkdir()
+    (tmp_path / "program" / "main.go").write_text("package main\n", encoding="utf-8")
+    before = _keys(tmp_path, "t.py", "import planted_one\n" + MODULE)
+    (tmp_path / "planted_two.py").write_text(
+        (tmp_path / "planted_two.py").read_text(encoding="utf-8") + "TIMEOUT_S = 5\n", encoding="utf-8"
+    )
+    deeper = _keys(tmp_path, "t.py", "import planted_one\n" + MODULE)
+    assert all(deeper[t] != before[t] for t in before), "a module imported by an imported module changed"
+    (tmp_path / "program" / "main.go").write_text("package main\n\nfunc main() {}\n", encoding="utf-8")
+    ran = _keys(tmp_path, "t.py", "import planted_one\n" + MODULE)
+    assert all(ran[t] != deeper[t] for t in before), "the program a helper runs changed"
