@@ -77,7 +77,7 @@ def _known_files() -> frozenset[pathlib.Path]:
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT, capture_output=True, check=True, timeout=60,
     ).stdout.decode()  # fmt: skip
-    return frozenset(ROOT / name for name in listed.split("\0") if name)
+    return frozenset(path for name in listed.split("\0") if name and (path := ROOT / name).is_file())
 
 
 def _is_known(path: pathlib.Path) -> bool:
