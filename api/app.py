@@ -81,7 +81,7 @@ from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
 from partitions import errors as broker_errors
 from partitions.names import check_group_name, check_instance_name, check_topic_name
-from partitions.peers.client import INTERNAL_PREFIX
+from partitions.peers.client import INTERNAL_PREFIX, LEVELS_HEADER, parse_levels
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.holds import RequestBytes
@@ -461,6 +461,11 @@ def _check_peer(request: web.Request, node: FrontDoor) -> None:
     given = _bearer(request)
     if given is None or not node.peer_credential_ok(given):
         raise Unauthorized("internal endpoint: missing or wrong cluster credential")
+    try:
+        announced = parse_levels(request.headers.get(LEVELS_HEADER))
+    except broker_errors.PeerProtocolError as exc:
+        raise BadRequest(str(exc)) from None
+    node.check_peer_levels(f"calling from {request.remote}", announced)
 
 
 def _from_http_exception(request: web.Request, exc: web.HTTPException) -> RaftlogError:

@@ -139,6 +139,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.PeerUnreachable, HttpError(503, 50301, retriable=True)),  # the node a call went to: safe to retry
     (broker.HopLimitExceeded, HttpError(503, 50303, retriable=True)),
     (broker.PeerOutcomeUnknown, HttpError(504, 50401, retriable=True)),
+    # a node of an earlier release calling (or answering) once the cluster's levels rose above its code
+    (broker.NodeKeptOut, HttpError(409, 40934)),
     (broker.PeerProtocolError, HttpError(500, 50000)),
     # Consensus: NotLeader is normally followed to the leader; it reaches a client only when the hint is
     # unusable (no address, this node): then it is "no leader right now".

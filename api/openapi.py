@@ -100,7 +100,8 @@ _REASONS = {
     409: (
         "Conflict: topic exists (40901), sequence too old (40913), request rejected (40903), consumer "
         "instance exists (40902), stale generation (40905), partition not assigned to the instance (40906), "
-        "group full (40907), partition already moving (40908), too many tokens (40915)"
+        "group full (40907), partition already moving (40908), too many tokens (40915), a peer node kept out "
+        "of the cluster (40934)"
     ),
     406: (
         "Not acceptable (40601): the Accept header names none of the endpoint's media types, or a consumer "
@@ -167,6 +168,8 @@ def _operation(op: Operation, admin_token: bool, acls: bool) -> dict[str, Any]:
     internal = op.path.startswith(INTERNAL_PREFIX)  # the cluster credential, always
     if internal or (admin_token and op.path.startswith("/v1/")):
         statuses.add(401)
+    if internal:  # a caller whose code is below the cluster's finalized levels (NodeKeptOut)
+        statuses.add(409)
     checks = [] if op.access is None else op.access.describe()
     if acls and checks:
         statuses.add(403)

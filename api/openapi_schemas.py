@@ -319,6 +319,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "nodes": {"type": "array", "items": STR},
             "nodes_down": {"type": "array", "items": STR},
             "nodes_disk_full": {"type": "array", "items": STR},  # refusing writes for want of room
+            "nodes_kept_out": {
+                "type": "object",
+                "additionalProperties": STR,
+                "description": "node -> why it takes no part in the cluster: its code is below the cluster's "
+                "finalized feature levels (a node of an earlier release started again)",
+            },
             "leaderless_partitions": {"type": "array", "items": _obj({"topic": STR, "partition": _INT})},
             "under_replicated_partitions": {
                 "type": "array",
@@ -366,6 +372,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "leader_of": _INT,
                 "version": _nullable(STR),  # null: a node of release 0.1.0 (it gossips none) or unheard
                 "features": _nullable({"type": "object", "additionalProperties": _INT}),
+                "kept_out": {
+                    **_nullable(STR),
+                    "description": "why it takes no part in the cluster (its code is below the finalized "
+                    "feature levels): no Raft, peer call or routing reaches it; null: it takes part",
+                },
             }
         ),
     },

@@ -255,10 +255,18 @@ class PartitionHealth:
     leaderless: list[dict[str, Any]]
     under_replicated: list[dict[str, Any]]
     disk_full: list[str]  # nodes refusing writes for want of room (not down)
+    kept_out: dict[str, str]  # node -> why it takes no part (its code below the finalized feature levels)
 
     @property
     def healthy(self) -> bool:
-        problems = self.down or self.failed or self.leaderless or self.under_replicated or self.disk_full
+        problems = (
+            self.down
+            or self.failed
+            or self.leaderless
+            or self.under_replicated
+            or self.disk_full
+            or self.kept_out
+        )
         return self.controller is not None and not problems
 
 
@@ -267,13 +275,16 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
     gossiped claims: never a routing guess, never a replica that cannot open or replay); under-replicated
     when a replica's node is not alive, a replica cannot open or replay (on any node: each gossips its
     own), or this node leads it and a replica is not in sync. A node whose disk is full (as it gossips)
-    is listed apart: it serves reads and refuses writes, and leads nothing another replica can lead."""
+    is listed apart: it serves reads and refuses writes, and leads nothing another replica can lead. So is
+    a node kept out (its code cannot read the cluster's finalized formats: ``features.kept_out``): its
+    replicas count as missing."""
     view = node.metadata
     nodes = view.nodes()
     failed = view.failed_replicas()
     failed_partitions = {(f.topic, f.partition) for f in failed}
     states = {n.node_id: n.state for n in nodes}
     retired = {n.node_id for n in nodes if n.decommissioned}  # emptied by a decommission: may be gone
+    kept_out = {n.node_id: n.kept_out for n in nodes if n.kept_out is not None}
     down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
     leaderless = []
     under_replicated = []
@@ -287,7 +298,7 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
             if view.known_leader(name, partition) is None:
                 leaderless.append(where)
             lagging = (name, partition) in failed_partitions or any(
-                states.get(n) != "alive" for n in replicas
+                states.get(n) != "alive" or n in kept_out for n in replicas
             )
             if not lagging and node.node_id in replicas:
                 try:
@@ -300,7 +311,7 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
             if lagging:
                 under_replicated.append(where)
     full = sorted(n.node_id for n in nodes if n.disk_full and n.node_id not in down)
-    return PartitionHealth(view.controller(), down, failed, leaderless, under_replicated, full)
+    return PartitionHealth(view.controller(), down, failed, leaderless, under_replicated, full, kept_out)
 
 
 async def partition_health_metrics(node: FrontDoor) -> dict[str, float]:
@@ -325,6 +336,7 @@ async def cluster_health(request: web.Request) -> web.Response:
             "nodes": sorted(n.node_id for n in nodes),
             "nodes_down": health.down,
             "nodes_disk_full": health.disk_full,
+            "nodes_kept_out": health.kept_out,
             "leaderless_partitions": health.leaderless,
             "under_replicated_partitions": health.under_replicated,
             "failed_replicas": [asdict(f) for f in health.failed],

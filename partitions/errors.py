@@ -451,6 +451,16 @@ class PeerProtocolError(PeerError):
 
 
 @with_fields
+class NodeKeptOut(PeerError):
+    """A peer call from (or answered by) a node whose code cannot read the cluster's finalized formats
+    (``features.kept_out``): refused, nothing done."""
+
+    node_id: str
+    reason: str
+    template = "node {node_id} is kept out of the cluster: {reason}"
+
+
+@with_fields
 class FeatureUpdateRefused(PartitionError):
     """A change of a finalized feature level that may not be made (a node whose code does not support the
     level, a downgrade, an unknown feature or level). Nothing was changed."""

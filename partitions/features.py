@@ -26,6 +26,13 @@ TRANSACTION_VERSION = "transaction.version"  # Kafka's name: Kafka's clients rea
 BASE_LEVEL = 1  # a feature the metadata never named: release 0.1.0's formats
 SUPPORTED: Mapping[str, int] = {RAFTLOG_VERSION: 2, TRANSACTION_VERSION: 2}
 """The highest level of each feature this code reads and writes (what it gossips)."""
+RELEASE_LEVELS: Mapping[str, Mapping[str, int]] = {
+    "0.1.0": {RAFTLOG_VERSION: 1, TRANSACTION_VERSION: 1},
+    "0.2.0": SUPPORTED,
+}
+"""The levels a new cluster formed at a release starts at (``raftlog serve --release-version``, as
+``kafka-storage format --release-version``): a cluster formed at an earlier release's levels can still go
+back to that release until the operator raises them."""
 LEVELS: Mapping[str, Mapping[int, str]] = {
     RAFTLOG_VERSION: {
         1: "release 0.1.0's formats",
@@ -109,6 +116,18 @@ TRANSACTION_PRINCIPAL = Format(
 )
 
 
+def release_levels(release: str) -> dict[str, int]:
+    """The levels of every feature this code knows that a cluster formed at ``release`` starts at;
+    FeatureUpdateRefused for a release this code cannot form."""
+    levels = RELEASE_LEVELS.get(release)
+    if levels is None:
+        known = ", ".join(RELEASE_LEVELS)
+        raise FeatureUpdateRefused(
+            RAFTLOG_VERSION, BASE_LEVEL, f"unknown release {release!r} (known: {known})"
+        )
+    return {feature: levels.get(feature, BASE_LEVEL) for feature in SUPPORTED}
+
+
 def finalized_level(finalized: Mapping[str, int], feature: str) -> int:
     return finalized.get(feature, BASE_LEVEL)
 
@@ -161,6 +180,24 @@ def unsupported(finalized: Mapping[str, int]) -> str | None:
                 f"the cluster's feature {feature} is finalized at level {level}; this node's code supports "
                 f"at most {SUPPORTED.get(feature, 0)}: run a release that supports it"
             )
+    return None
+
+
+def kept_out(finalized: Mapping[str, int], announced: Mapping[str, int] | None) -> str | None:
+    """Why a node whose code announces ``announced`` (its supported levels; None: it announces none, as a
+    node of release 0.1.0, counted as supporting level 1 of every feature) may take no part in a cluster
+    at ``finalized`` levels (None: it may): it could not read what the cluster writes, so it neither
+    receives nor serves entries, peer calls or routing (Kafka: a broker below the finalized
+    ``metadata.version`` never serves)."""
+    for feature, level in sorted(finalized.items()):
+        supports = BASE_LEVEL if announced is None else announced.get(feature, BASE_LEVEL)
+        if level > supports:
+            code = (
+                "announces no feature levels (release 0.1.0)"
+                if announced is None
+                else f"supports {feature} {supports}"
+            )
+            return f"its code {code}; the cluster's {feature} is finalized at {level}"
     return None
 
 

@@ -47,6 +47,8 @@ def health_summary(body: dict[str, Any]) -> str:
         f"leaderless partitions: {_parts(body['leaderless_partitions'])}",
         f"under-replicated partitions: {_parts(body['under_replicated_partitions'])}",
     ]
+    for node, reason in sorted(body.get("nodes_kept_out", {}).items()):
+        lines.append(f"kept out: {node}: {reason}")
     failed = body.get("failed_replicas", [])
     lines.append(f"failed replicas (cannot open or replay): {'none' if not failed else len(failed)}")
     for row in failed:
@@ -88,7 +90,9 @@ def nodes_summary(rows: list[dict[str, Any]]) -> str:
         )
         for r in rows
     ]
-    return "\n".join(table(NODES, cells))
+    lines = table(NODES, cells)
+    lines += [f"{r['node_id']} is kept out: {r['kept_out']}" for r in rows if r.get("kept_out")]
+    return "\n".join(lines)
 
 
 def _version(node: dict[str, Any]) -> str:
@@ -119,6 +123,8 @@ def _flags(node: dict[str, Any]) -> str:
     flags = [f for f in ("maintenance", "decommissioning") if node.get(f)]
     if node.get("decommissioned"):  # finished: said once, as `node status` says it
         flags = [f if f != "decommissioning" else "decommissioned" for f in flags]
+    if node.get("kept_out"):  # why: on a line of its own below the table
+        flags.append("KEPT-OUT")
     return ",".join(flags) or "-"
 
 

@@ -148,9 +148,12 @@ async def serve(settings: ServeSettings) -> None:
     refused: list[FeatureLevelUnsupported] = []
 
     async def check_features() -> None:
-        # a node whose code cannot speak the cluster's finalized feature levels stops, once it knows them
-        await node.frontend.wait_caught_up()
-        why = features.unsupported(node.frontend.metadata().features)
+        # a node whose code cannot speak the cluster's finalized feature levels stops: at once when its data
+        # directory keeps them (local_levels), else once its metadata caught up
+        why = features.unsupported(node.level_floor.levels())
+        if why is None:
+            await node.frontend.wait_caught_up()
+            why = features.unsupported(node.frontend.metadata().features)
         if why is not None:
             log.error("node %s refuses to run: %s", config.node_id, why)
             refused.append(FeatureLevelUnsupported(why))

@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import shutil
 import ssl
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from membership import GossipConfig
+from partitions import features
 from partitions.broker.local import LocalAdmin, PeerServer
 from partitions.consumers.reader import PartitionData
 from partitions.consumers.service import ConsumerService
@@ -45,10 +48,12 @@ from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
 from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
+from partitions.errors import NodeKeptOut
 from partitions.features import PRODUCER_OWNERS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.internal_topic import InternalTopicLog
+from partitions.metadata import local_levels
 from partitions.metadata.controller_voters import ControllerVoters
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.metadata.security_records import SecurityRecords
@@ -91,6 +96,7 @@ from raftlog.consensus import journal_files
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import ROUND_SECONDS, SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.group import election_counts, leader_changes
+from raftlog.consensus.hub_gate import LevelGate
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.histogram import HistogramSnapshot
@@ -103,6 +109,7 @@ from raftlog.storage.log_format import needs_migration
 from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT, LogManager
 from raftlog.storage.space import DiskSpace
 
+log = logging.getLogger("raftlog.node")
 CONTROLLER_VOTERS_MAX = 5
 JOURNAL_SYNC_THREADS_DEFAULT = 2
 JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
@@ -162,6 +169,9 @@ class NodeConfig:
     peer_ssl: ssl.SSLContext | None = (
         None  # HTTPS to the other nodes (their URLs say https): raftlog_node/tls.py
     )
+    # the feature levels a new cluster this node forms starts at (``raftlog serve --release-version``):
+    # recorded at its first start on an unused data directory without ``join`` (``local_levels``)
+    formation_levels: Mapping[str, int] = field(default_factory=lambda: dict(features.SUPPORTED))
 
     def __post_init__(self) -> None:
         ids = [p.node_id for p in self.peers]
@@ -209,8 +219,12 @@ class Node:
         self.node_id = config.node_id
         self._credential = internal_credential(config.cluster_secret)
         # started on a data directory no node used, not joining a running cluster: a member of a new
-        # cluster, which starts at this code's feature levels (``Operator._first_levels``)
-        self.forms_cluster = not config.join and not os.path.exists(os.path.join(config.data_dir, RAFT_DIR))
+        # cluster, which forms at the levels it was given (proposed only while the controller's log holds
+        # no command: ``MetadataFrontend.form_if_new``)
+        if not config.join and not os.path.exists(os.path.join(config.data_dir, RAFT_DIR)):
+            local_levels.record_formation(config.data_dir, config.formation_levels)
+        # the highest finalized levels this node applied, kept across restarts
+        self.level_floor = local_levels.FinalizedFloor(config.data_dir)
         self._build_storage(config, clock)
         self._build_metadata(config)
         self._build_replicas(config)
@@ -234,6 +248,8 @@ class Node:
             damaged_root=os.path.join(config.data_dir, DAMAGED_DIR),
             cleaner_rate_bytes_per_s=config.cleaner_bytes_per_s,
             cleaner_interval_ms=config.cleaner_interval_ms,
+            # once raftlog.version 2 is finalized, a log is fenced against release 0.1.0 (log_format.fence)
+            fence_level=self._log_fence_level,
         )
         self.raft = RaftHost(
             config.node_id,
@@ -246,14 +262,25 @@ class Node:
             config.journal_sync_thread_min_bytes,
             self.trash.discard_if_present,
             self.space,
+            # announces this code's levels in every Raft handshake; keeps out a peer whose code is below
+            # the cluster's finalized levels (judged when the features are built, below)
+            LevelGate(features.SUPPORTED, lambda peer, announced: self.kept_out(announced)),
         )
 
     def _build_metadata(self, config: NodeConfig) -> None:
-        self.frontend = MetadataFrontend(config.node_id, config.controller_voters, config.join, self.raft)
+        self.frontend = MetadataFrontend(
+            config.node_id,
+            config.controller_voters,
+            config.join,
+            self.raft,
+            local_levels.formation(config.data_dir),
+            self._levels_finalized,
+        )
         self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
         self.features = Features(
-            lambda: self.frontend.metadata().features, lambda: self.frontend.metadata().applied_index
-        )  # the gate before a new format
+            lambda: local_levels.merged(self.level_floor.levels(), self.frontend.metadata().features),
+            lambda: self.frontend.metadata().applied_index,
+        )  # the gate before a new format, on the levels applied or kept from before a restart
         self.security = SecurityRecords(self.frontend)
         self.client_quotas = ClientQuotas(lambda: self.frontend.metadata().quotas)  # both doors' meters
         self.voters = ControllerVoters(self.frontend)
@@ -261,7 +288,12 @@ class Node:
     def _build_replicas(self, config: NodeConfig) -> None:
         me = config.peer(config.node_id)
         self.peers = PeerClient(
-            self._credential, self._address, config.peer_timeout_s, config.peer_ssl, self.features.allows
+            self._credential,
+            self._address,
+            config.peer_timeout_s,
+            config.peer_ssl,
+            self.features.allows,
+            kept_out=self.kept_out,
         )
         self.replicas = ReplicaManager(
             config.node_id,
@@ -280,6 +312,8 @@ class Node:
             self.replicas,
             self.frontend.metadata,
             kafka=config.kafka_address,
+            kept_out=self.kept_out,
+            refused=self._refused_at_handshake,
         )
         self.presence = Presence(
             config.node_id,
@@ -369,9 +403,7 @@ class Node:
         )
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers)
-        self.operator = Operator(
-            self.frontend, self.voters, self.routing, self.cluster.peer, forms_cluster=self.forms_cluster
-        )
+        self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
 
     def _group_configs(self, group: str) -> Mapping[str, str]:
         """A group's configs as the controller replicated them (``partitions.resource_configs``)."""
@@ -447,6 +479,45 @@ class Node:
     def peer_credential_ok(self, presented: str) -> bool:
         return credential_matches(self._credential, presented)
 
+    def check_peer_levels(self, caller: str, announced: Mapping[str, int] | None) -> None:
+        reason = self.kept_out(announced)
+        if reason is not None:
+            raise NodeKeptOut(caller, reason)
+
+    def supported_levels(self) -> Mapping[str, int]:
+        return features.SUPPORTED
+
+    def kept_out(self, announced: Mapping[str, int] | None) -> str | None:
+        """Why a node whose code announces ``announced`` takes no part in the cluster now (None: it does):
+        the cluster's finalized levels, applied or kept from before a restart, are above it."""
+        return features.kept_out(self.features.levels(), announced)
+
+    def _refused_at_handshake(self, node_id: str) -> str | None:
+        kept_out = self.raft.hub.gate.kept_out().get(node_id)
+        return None if kept_out is None else kept_out.reason
+
+    def _levels_finalized(self, levels: Mapping[str, int]) -> None:
+        """On the thread that applied a change of the finalized levels: kept across restarts, every Raft
+        connection judged again before the hub moves another message (a peer of an earlier release
+        receives nothing written at the new levels), and this node's logs fenced against release 0.1.0 on
+        a thread of their own (a marker each, fsynced: ``_fence_logs``)."""
+        if not self.level_floor.raise_to(levels):
+            return
+        self.raft.hub.recheck()
+        if self._log_fence_level() > 1:
+            threading.Thread(
+                target=self._fence_logs, name=f"raftlog-fence-{self.node_id}", daemon=True
+            ).start()
+
+    def _log_fence_level(self) -> int:
+        return features.finalized_level(self.level_floor.levels(), features.RAFTLOG_VERSION)
+
+    def _fence_logs(self) -> None:
+        level = self._log_fence_level()
+        fenced = self._logs.fence_all(level)
+        if fenced:
+            log.info("node %s: %d partition logs fenced at raftlog.version %d", self.node_id, fenced, level)
+
     @property
     def gossip_address(self) -> str:
         return self.presence.gossip_address
@@ -456,6 +527,8 @@ class Node:
     async def start(self) -> None:
         await asyncio.to_thread(self.trash.empty)  # a crash may have left some
         self._logs.start()
+        if self._log_fence_level() > 1:  # a fencing a crash cut short, or logs of before the floor existed
+            await asyncio.to_thread(self._fence_logs)
         self.raft.start()
         await self.frontend.start(
             self.routing,

@@ -72,6 +72,7 @@ _REGISTER_PRODUCER_OWNER = 16
 _SET_FEATURE_LEVEL = 17  # a node of 0.1.0 refuses it (never proposed while one runs)
 _ALTER_CLIENT_QUOTAS = 18  # a node of 0.1.0 refuses it (proposed from ``features.CLIENT_QUOTAS``)
 _ALTER_RESOURCE_CONFIGS = 19  # a node of 0.1.0 refuses it (proposed from ``features.RESOURCE_CONFIGS``)
+_FORM_CLUSTER = 20  # a node of 0.1.0 refuses it (a no-op): only a new cluster's first command (FormCluster)
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -181,8 +182,20 @@ class SetFeatureLevel:
     level: int
 
 
+@dataclass(frozen=True, slots=True)
+class FormCluster:
+    """A new cluster's feature levels, decided once, when it forms (as ``kafka-storage format
+    --release-version`` writes the bootstrap ``metadata.version``): applied only as the first command of
+    the controller's log, refused (``FeatureUpdateRefused``, nothing changed) after any other, so that no
+    node's later start can finalize anything. ``levels``: every feature of the forming node's code, at the
+    level it was told to form at (``partitions.features.release_levels``)."""
+
+    levels: Mapping[str, int]
+
+
 ControllerCommand = (
-    CreateTopic
+    FormCluster
+    | CreateTopic
     | AddPartitions
     | DeleteTopic
     | AlterConfigs
@@ -288,6 +301,8 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _REGISTER_PRODUCER_OWNER, command.principal]
     elif isinstance(command, SetFeatureLevel):
         fields = [1, _SET_FEATURE_LEVEL, command.feature, command.level]
+    elif isinstance(command, FormCluster):  # no name: the levels stand in its place
+        fields = [1, _FORM_CLUSTER, dict(sorted(command.levels.items()))]
     elif isinstance(command, AlterClientQuotas):  # no name: the rows stand in its place
         fields = [1, _ALTER_CLIENT_QUOTAS, controller_quotas.rows(command)]
     elif isinstance(command, AlterResourceConfigs):  # versioned rows in the name's place
@@ -346,6 +361,13 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return controller_acls.from_rows(kind == _CREATE_ACLS, fields[2])
     if kind == _SET_FEATURE_LEVEL and len(fields) == 4 and isinstance(name, str) and _level(fields[3]):
         return SetFeatureLevel(name, fields[3])
+    if (
+        kind == _FORM_CLUSTER
+        and len(fields) == 3
+        and isinstance(name, dict)
+        and all(isinstance(f, str) and _level(v) for f, v in name.items())
+    ):
+        return FormCluster(MappingProxyType(dict(name)))
     if kind in (_CREATE_TOKEN, _DELETE_TOKEN) and len(fields) == 3:
         return controller_tokens.from_rows(kind == _CREATE_TOKEN, fields[2])
     if kind == _REGISTER_PRODUCER_OWNER and len(fields) == 3:
@@ -632,6 +654,16 @@ class _Change:
                 raise UnknownTopic(decoded.name)
             self.resource_configs = dict(controller_configs.apply(self._base.resource_configs, decoded))
             return len(decoded.changes)
+        if isinstance(decoded, FormCluster):
+            if self._base.applied_index != 0:
+                raise FeatureUpdateRefused(
+                    ",".join(sorted(decoded.levels)),
+                    max(decoded.levels.values(), default=1),
+                    f"the cluster formed before (its controller applied index {self._base.applied_index}): "
+                    "its levels change only by an upgrade",
+                )
+            self.features = dict(decoded.levels)
+            return dict(self.features)
         if isinstance(decoded, SetFeatureLevel):
             current = self._base.features.get(decoded.feature, 1)
             if decoded.level < current:

@@ -36,10 +36,17 @@ from partitions.controller.state import (
     ControllerCommand,
     ControllerMetadata,
     ControllerStateMachine,
+    FormCluster,
     TopicMetadata,
 )
 from partitions.controller.state import encode as encode_controller
-from partitions.errors import ControllerChangeRefused, NoControllerLeader, UnknownNode, UnknownTopic
+from partitions.errors import (
+    ControllerChangeRefused,
+    FeatureUpdateRefused,
+    NoControllerLeader,
+    UnknownNode,
+    UnknownTopic,
+)
 from partitions.metadata.catch_up import CatchUp
 from partitions.metadata.follower import FetchSnapshot, MetadataFollower
 from partitions.metadata.service import ControllerSnapshot
@@ -91,9 +98,15 @@ class MetadataFrontend:
         controller_voters: list[str],
         joined: bool,
         raft: RaftHost,
+        formation: Mapping[str, int] | None = None,
+        on_levels: Callable[[Mapping[str, int]], None] = lambda levels: None,
     ) -> None:
         """``controller_voters``: the controller group's voters when the cluster was made (the first static
-        peers); ``joined``: this node joined a running cluster and is none of them."""
+        peers); ``joined``: this node joined a running cluster and is none of them; ``formation``: the
+        feature levels this node was told to form a new cluster at (``local_levels.formation``), None when
+        it formed none; ``on_levels``: called with the finalized levels whenever they change, on the
+        thread that applied them (the driver thread for a controller replica: before any proposal the
+        event loop makes on seeing them can reach a peer)."""
         self.node_id = node_id
         self.controller_voters = controller_voters
         self.voter = node_id in controller_voters and not joined
@@ -113,6 +126,10 @@ class MetadataFrontend:
         self._watcher: asyncio.Task[None] | None = None
         self._retired: asyncio.Task[None] | None = None  # the follower a caught-up replica took over from
         self._fence: CatchUp | None = None  # lifted once the metadata caught up since the start
+        self._formation = formation
+        self._on_levels = on_levels
+        self._levels_seen: Mapping[str, int] | None = None
+        self._forming = asyncio.Lock()  # the formation's proposal, once, before any other command
 
     async def start(
         self,
@@ -166,7 +183,7 @@ class MetadataFrontend:
         self._group = await self._raft.open(
             CONTROLLER_GROUP,
             voters,
-            Notifying(machine, notifier.notify),
+            Notifying(_LevelWatch(machine, self._watch_levels), notifier.notify),
             announce_commits=True,  # every node reconciles its replicas on applying metadata
             learners=learners,
         )
@@ -179,10 +196,21 @@ class MetadataFrontend:
     def _follow(self) -> None:
         check(self._fetch is not None, "the metadata frontend is not started")
         assert self._fetch is not None  # narrowed for the type checker; checked above
-        self._follower = MetadataFollower(
-            self.node_id, self._machine, self._fetch, self._sources, self._on_change
-        )
+
+        def followed() -> None:
+            self._watch_levels(self._machine.metadata)
+            self._on_change()
+
+        self._follower = MetadataFollower(self.node_id, self._machine, self._fetch, self._sources, followed)
         self._follower.start()
+
+    def _watch_levels(self, metadata: ControllerMetadata) -> None:
+        """On the thread that applied ``metadata``: tell ``on_levels`` when its finalized levels changed."""
+        features = metadata.features
+        if features is not self._levels_seen:
+            self._levels_seen = features
+            if features:
+                self._on_levels(features)
 
     def _applied(self) -> None:
         """Event loop, after the controller replica applied: a replica that joined takes over from the
@@ -388,15 +416,38 @@ class MetadataFrontend:
 
     async def propose(self, command: ControllerCommand, timeout_ms: int = ADMIN_TIMEOUT_MS) -> object:
         """Propose to the controller group (NotLeader when another node leads it); a refusal is raised.
-        Not committed and applied within ``timeout_ms``: OutcomeUnknown (it may still be, later)."""
+        Not committed and applied within ``timeout_ms``: OutcomeUnknown (it may still be, later). On a
+        new cluster's first leader, its formation goes first (``form_if_new``)."""
         group = self._group
         if group is None:
             self.leader_group()  # raises: no controller replica here
             raise AssertionError("unreachable")
+        if not isinstance(command, FormCluster) and self._unformed():
+            await self.form_if_new(timeout_ms)
         result = await group.propose(encode_controller(command), timeout_ms)
         if isinstance(result, Exception):
             raise result
         return result
+
+    def _unformed(self) -> bool:
+        """This node formed the cluster and its controller log holds no command yet."""
+        return self._formation is not None and self._machine.applied_index == 0
+
+    async def form_if_new(self, timeout_ms: int = ADMIN_TIMEOUT_MS) -> None:
+        """On the controller leader of a new cluster (this node formed it, its log holds no command): the
+        levels it forms at, as the log's first command (``FormCluster``; the apply refuses it after any
+        other, so a log with commands, however they came, keeps its levels). Nothing elsewhere."""
+        async with self._forming:
+            if not self._unformed() or not self.leads():
+                return
+            assert self._formation is not None  # narrowed for the type checker: _unformed checked it
+            levels = dict(self._formation)
+            try:
+                await self.propose(FormCluster(levels), timeout_ms)
+            except FeatureUpdateRefused as exc:
+                log.info("node %s: the cluster formed already: %s", self.node_id, exc)
+                return
+            log.info("node %s: a new cluster formed at feature levels %s", self.node_id, levels)
 
     # -- for nodes outside the controller group ------------------------------------------------------
 
@@ -421,6 +472,27 @@ class MetadataFrontend:
         applied_index, snapshot = await self._raft.run(take)
         check(group is self._group, "controller replica changed while snapshotting")
         return ControllerSnapshot(leader, leader_http, applied_index, snapshot)
+
+
+class _LevelWatch:
+    """The controller state machine, with ``watch`` told of the metadata after each apply or restore (on
+    the driver thread)."""
+
+    def __init__(self, inner: ControllerStateMachine, watch: Callable[[ControllerMetadata], None]) -> None:
+        self.inner = inner
+        self._watch = watch
+
+    def apply(self, index: int, term: int, command: bytes | memoryview) -> object:
+        result = self.inner.apply(index, term, command)
+        self._watch(self.inner.metadata)
+        return result
+
+    def snapshot(self) -> bytes | None:
+        return self.inner.snapshot()
+
+    def restore(self, snapshot: bytes) -> None:
+        self.inner.restore(snapshot)
+        self._watch(self.inner.metadata)
 
 
 def _read_joined(directory: str) -> tuple[list[str], list[str]] | None:

@@ -66,6 +66,9 @@ class NodeInfo:
     disk_full: bool = False  # its writes are refused for want of room (raftlog.storage.space)
     version: str | None = None  # its raftlog version as it gossiped it (None: release 0.1.0, or unheard)
     features: dict[str, int] | None = None  # feature -> highest level its code supports (None: as version)
+    # why it takes no part in the cluster (``features.kept_out``: its code is below the finalized levels, as
+    # it gossiped them or as it announced them at its last Raft handshake here); None: it does
+    kept_out: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,11 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from partitions import features
 from partitions.controller import balancer, reconfigure
 from partitions.controller import members as controller_members
 from partitions.controller.members import ControllerMembers
@@ -41,10 +40,8 @@ from partitions.controller.state import (
     ControllerMetadata,
     MoveReplicas,
     Reassignment,
-    SetFeatureLevel,
     StepMove,
 )
-from partitions.errors import FeatureUpdateRefused
 from partitions.peers.service import PeerService
 from partitions.worker import Worker
 from raftlog.errors import RaftlogError
@@ -73,6 +70,10 @@ class Controller(Protocol):
 
     async def propose(self, command: ControllerCommand) -> object: ...
 
+    async def form_if_new(self) -> None:
+        """A new cluster's levels, proposed as its controller log's first command (on the leader)."""
+        ...
+
 
 class Voters(Protocol):
     """The controller group's members (``controller_voters.ControllerVoters``)."""
@@ -88,8 +89,6 @@ class Nodes(Protocol):
     def alive_nodes(self) -> list[str]: ...
 
     def known_nodes(self) -> set[str]: ...
-
-    def supported_features(self, node_id: str) -> Mapping[str, int] | None: ...
 
     def known_leader(self, topic: str, partition: int) -> str | None: ...
 
@@ -124,8 +123,6 @@ class Operator(Worker):
     _nodes: Nodes
     _leaders: PartitionLeaders
     _clock: Callable[[], float] = field(default=time.monotonic, repr=False)  # the balancer's time
-    # this node started on an unused data directory, forming a new cluster (``_first_levels``)
-    forms_cluster: bool = False
     # (topic, partition, learner joining) -> the commit index when it was first seen a learner
     _goals: dict[tuple[str, int, str], int] = field(default_factory=dict, init=False)
     # (controller learner, its catch-up goal)
@@ -133,6 +130,7 @@ class Operator(Worker):
     _balanced_at: float = field(default=0.0, init=False)
     _hysteresis: balancer.Hysteresis = field(default_factory=balancer.Hysteresis, init=False)
     steps_taken: int = field(default=0, init=False)
+    ticks: int = field(default=0, init=False)  # rounds of duties run as the controller leader
     leadership_transfers: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -150,6 +148,7 @@ class Operator(Worker):
                 continue
             try:
                 await self._tick()
+                self.ticks += 1
             except (RaftlogError, TimeoutError, OSError, ValueError, KeyError) as exc:
                 log.warning("node %s: admin operations tick failed, retrying: %s", self.node_id, exc)
             except Exception:  # a bug: logged loudly with its traceback; the next tick starts afresh
@@ -164,33 +163,13 @@ class Operator(Worker):
             lambda: self._decommission(len(moves)),
             lambda: self._balance(bool(moves)),
             self._controller_learners,
-            self._first_levels,
+            self._controller.form_if_new,
         ]
         for duty in duties:
             try:
                 await duty()
             except (RaftlogError, TimeoutError, OSError, ValueError, KeyError) as exc:
                 log.warning("node %s: admin operations: %s", self.node_id, exc)
-
-    # -- feature levels ------------------------------------------------------------------------------
-
-    async def _first_levels(self) -> None:
-        """A new cluster starts at the levels this code supports, as Kafka formats a new cluster at its
-        release's ``metadata.version``: the controller leader finalizes them when the metadata never named a
-        feature, it started on an unused data directory itself (``forms_cluster``: not a node of a previous
-        release restarted on its data, nor one joining), and every known node gossips that it supports
-        them. A cluster upgraded from a previous release stays at its level until the operator raises it
-        (``raftlog cluster features upgrade``): its leader restarted on its data."""
-        if not self.forms_cluster or self._controller.metadata().features:
-            return
-        nodes = {node: self._nodes.supported_features(node) for node in self._nodes.known_nodes()}
-        for feature, level in sorted(features.SUPPORTED.items()):
-            try:
-                if features.check_upgrade(feature, level, self._controller.metadata().features, nodes):
-                    await self._controller.propose(SetFeatureLevel(feature, level))
-                    log.info("node %s: every node supports %s %d: finalized", self.node_id, feature, level)
-            except FeatureUpdateRefused:
-                return  # a node of release 0.1.0 (or not heard from yet): asked again next tick
 
     # -- moves ---------------------------------------------------------------------------------------
 

@@ -12,6 +12,12 @@ An argument a peer operation declares ``since`` a format (``partitions.peer_ops.
 call until the cluster's finalized feature level allows that format: a node of the previous release, which
 refuses an argument it does not know, still serves the call (with the argument's default).
 
+Every call carries the feature levels this node's code supports (``LEVELS_HEADER``) and every answer the
+callee's: a callee refuses a caller whose code cannot read the cluster's finalized formats
+(``features.kept_out``: ``NodeKeptOut``, a 409; a node of release 0.1.0 sends none), and a caller takes
+no answer from such a callee (``PeerUnreachable``, as if it were down): a node of an earlier release
+neither serves nor is served once the levels rose above it.
+
 A call that could not be sent raises ``PeerUnreachable`` (safe to retry); a call that was sent but whose
 answer never came raises ``PeerOutcomeUnknown`` when it writes, ``PeerUnreachable`` when it only reads.
 """
@@ -25,7 +31,7 @@ import logging
 import ssl
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 import aiohttp
@@ -34,7 +40,7 @@ from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService
 from partitions.data.share_records import ShareService
 from partitions.errors import PeerOutcomeUnknown, PeerProtocolError, PeerUnreachable
-from partitions.features import Format
+from partitions.features import SUPPORTED, Format
 from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops
 from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
@@ -47,6 +53,8 @@ log = logging.getLogger("raftlog.peer")
 INTERNAL_PREFIX = "/internal/v1/"  # every node-to-node HTTP endpoint lives under it
 
 MEDIA_TYPE = "application/vnd.raftlog.peer.v1+msgpack"
+LEVELS_HEADER = "Raftlog-Levels"  # "raftlog.version=2, transaction.version=2": the sender's code supports
+LEVELS_MAX = 32
 CALL_TIMEOUT_S_DEFAULT = 15.0
 INTERNAL_CREDENTIAL_CONTEXT = b"raftlog internal admin v1"
 
@@ -94,6 +102,24 @@ def decode_arguments(body: bytes) -> dict[str, Any]:
     return arguments
 
 
+def encode_levels(levels: Mapping[str, int]) -> str:
+    return ", ".join(f"{feature}={level}" for feature, level in sorted(levels.items()))
+
+
+def parse_levels(header: str | None) -> dict[str, int] | None:
+    """The levels a ``LEVELS_HEADER`` announces (None: no header, a node of release 0.1.0);
+    PeerProtocolError when it is not a list of at most ``LEVELS_MAX`` ``name=level``."""
+    if header is None:
+        return None
+    levels: dict[str, int] = {}
+    for item in header.split(","):
+        name, sep, level = item.strip().partition("=")
+        if not sep or not name or not level.isdigit() or len(name) > 64 or len(levels) >= LEVELS_MAX:
+            raise PeerProtocolError(f"malformed {LEVELS_HEADER} header {header[:200]!r}")
+        levels[name] = int(level)
+    return levels
+
+
 class PeerClient:
     """Create on the node, use on its event loop, ``await close()``. ``address(node_id)`` is the node's
     HTTP base URL (None when unknown)."""
@@ -105,11 +131,19 @@ class PeerClient:
         timeout_s: float = CALL_TIMEOUT_S_DEFAULT,
         ssl_context: ssl.SSLContext | None = None,
         allows: Callable[[Format], bool] = lambda fmt: True,
+        levels: Mapping[str, int] | None = SUPPORTED,
+        kept_out: Callable[[Mapping[str, int] | None], str | None] = lambda announced: None,
     ) -> None:
-        """``allows``: the gate on the cluster's finalized feature levels (``Features.allows``)."""
+        """``allows``: the gate on the cluster's finalized feature levels (``Features.allows``);
+        ``levels``: what this node's code supports, announced with every call (None: nothing, as release
+        0.1.0);
+        ``kept_out``: why a callee that announced its levels so may not answer (None: it may)."""
         self._allows = allows
+        self._kept_out = kept_out
         self._ssl = ssl_context  # for https URLs: the certificates trusted, and the one presented
         self._headers = {"Authorization": f"Bearer {credential}", "Content-Type": MEDIA_TYPE}
+        if levels is not None:
+            self._headers[LEVELS_HEADER] = encode_levels(levels)
         self._address = address
         self._timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
@@ -148,6 +182,7 @@ class PeerClient:
             ) as response:
                 payload = await response.read()
                 status = response.status
+                announced = response.headers.get(LEVELS_HEADER)
         except aiohttp.ClientConnectorError as exc:
             raise PeerUnreachable(node_id, f"{op.name}: {exc}") from None
         except (TimeoutError, aiohttp.ClientError) as exc:
@@ -157,6 +192,9 @@ class PeerClient:
             raise PeerUnreachable(node_id, reason) from None
         if status != 200:
             raise PeerProtocolError(f"node {node_id} answered {op.name} with {status}: {payload[:200]!r}")
+        kept_out = self._kept_out(parse_levels(announced))
+        if kept_out is not None:  # its answer may come from a log that diverged: as if it were down
+            raise PeerUnreachable(node_id, f"{op.name}: kept out of the cluster: {kept_out}")
         answer = unpack(payload, REGISTRY, ERRORS)
         if not isinstance(answer, dict) or len(answer) != 1:
             raise PeerProtocolError(f"node {node_id} answered {op.name} with {str(answer)[:200]}")

@@ -29,7 +29,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
@@ -430,3 +430,12 @@ class FrontDoor(Protocol):
     def local(self) -> LocalServices: ...
 
     def peer_credential_ok(self, presented: str) -> bool: ...
+
+    def check_peer_levels(self, caller: str, announced: Mapping[str, int] | None) -> None:
+        """``NodeKeptOut`` when a peer's code that supports ``announced`` (None: it announced none) cannot
+        read the cluster's finalized formats (``features.kept_out``)."""
+        ...
+
+    def supported_levels(self) -> Mapping[str, int]:
+        """The feature levels this node's code supports, announced with every peer answer."""
+        ...

@@ -16,6 +16,7 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.hub import MuxHub
+from raftlog.consensus.hub_gate import LevelGate
 from raftlog.consensus.interface import StateMachine
 from raftlog.storage.space import DiskSpace
 
@@ -38,9 +39,11 @@ class RaftHost:
         sync_thread_min_bytes: int,
         discard: Callable[[str], None],
         space: DiskSpace | None = None,
+        gate: LevelGate | None = None,
     ) -> None:
         """``peers``: node id -> Raft address of every other node known at start (gossip adds more).
-        ``space``: the node's knowledge of room on its disk, which every journal shares (its own if None)."""
+        ``space``: the node's knowledge of room on its disk, which every journal shares (its own if None).
+        ``gate``: the levels the hub announces and the peers it lets in by theirs (``hub_gate``)."""
         self.node_id = node_id
         self._root = os.path.join(data_dir, RAFT_DIR)
         self._core = core
@@ -52,7 +55,7 @@ class RaftHost:
             sync_threads=sync_threads,
             sync_thread_min_bytes=sync_thread_min_bytes,
         )
-        self.hub = MuxHub(node_id, raft_address, cluster_secret, peers=peers)
+        self.hub = MuxHub(node_id, raft_address, cluster_secret, peers=peers, gate=gate)
 
     @property
     def root(self) -> str:

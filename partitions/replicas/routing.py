@@ -27,15 +27,22 @@ class Routing:
         replicas: ReplicaManager,
         metadata: Callable[[], ControllerMetadata],
         kafka: str | None = None,
+        kept_out: Callable[[Mapping[str, int] | None], str | None] = lambda announced: None,
+        refused: Callable[[str], str | None] = lambda node_id: None,
     ) -> None:
         """``addresses``: node id -> HTTP base URL of the nodes configured at start (this one included);
-        ``kafka``: this node's Kafka listener as clients reach it (others' come by gossip)."""
+        ``kafka``: this node's Kafka listener as clients reach it (others' come by gossip); ``kept_out``:
+        why a node whose code announces ``announced`` (its supported levels; None: none, release 0.1.0)
+        takes no part in the cluster (``features.kept_out`` on the levels as this node knows them);
+        ``refused``: why the Raft hub refused a node at its last handshake (None: it did not)."""
         self.node_id = node_id
         self._http = dict(addresses)
         self._kafka: dict[str, str] = {} if kafka is None else {node_id: kafka}
         self._view = view
         self._replicas = replicas
         self._metadata = metadata
+        self._kept_out = kept_out
+        self._refused = refused
 
     # -- nodes ---------------------------------------------------------------------------------------
 
@@ -67,6 +74,21 @@ class Routing:
             return "alive"
         return self._view.state(node_id) or "dead"
 
+    def kept_out(self, node_id: str) -> str | None:
+        """Why ``node_id`` takes no part in the cluster: routed nothing, given no replica, counted alive for
+        nothing (``features.kept_out``); None for this node and every node that does."""
+        if node_id == self.node_id:
+            return None
+        refused = self._refused(node_id)  # what it announced at its last Raft handshake here
+        if refused is not None:
+            return refused
+        meta = self._view.meta(node_id) if self._view.state(node_id) == "alive" else None
+        return None if meta is None else self._kept_out(meta.supported)  # as it gossips (None: 0.1.0)
+
+    def serving(self, node_id: str) -> bool:
+        """Alive by gossip and not kept out."""
+        return self.liveness(node_id) == "alive" and self.kept_out(node_id) is None
+
     def supported_features(self, node_id: str) -> Mapping[str, int] | None:
         """The highest level of each feature ``node_id``'s code supports, as it gossiped them; {} for a node
         of release 0.1.0 (it gossips none: every feature at level 1), None for one not heard from."""
@@ -80,12 +102,18 @@ class Routing:
         return {} if meta.supported is None else meta.supported
 
     def alive_nodes(self) -> list[str]:
-        return sorted(n for n in self.known_nodes() if self.liveness(n) == "alive")
+        """Nodes gossip finds alive, but those kept out."""
+        return sorted(n for n in self.known_nodes() if self.serving(n))
 
     def placeable(self) -> list[str]:
         """Nodes a new replica may go to: every addressed node except those gossip reports suspect, dead or
-        left (a configured peer gossip has not heard from yet, right after start, still counts)."""
-        return sorted(n for n in self._http if n == self.node_id or self._view.state(n) in (None, "alive"))
+        left (a configured peer gossip has not heard from yet, right after start, still counts) and those
+        kept out."""
+        return sorted(
+            n
+            for n in self._http
+            if n == self.node_id or (self._view.state(n) in (None, "alive") and self.kept_out(n) is None)
+        )
 
     def standby(self) -> list[str]:
         """Nodes that exist but are down after a crash (gossip suspects them or declared them dead, without
@@ -136,6 +164,8 @@ class Routing:
                 leader = None  # our own gossip may lag our Raft state
         if leader is None or self.failure(leader, metadata, partition) is not None:
             return None, NO_EPOCH  # a replica that cannot open or replay leads nothing, whatever a view says
+        if self.kept_out(leader) is not None:
+            return None, NO_EPOCH  # nor a node kept out (a claim it gossiped from a log that may diverge)
         return leader, term
 
     def leader_hint(self, topic: str, partition: int) -> str | None:
@@ -147,7 +177,9 @@ class Routing:
         group_id = metadata.group_id(partition)
 
         def failed(node_id: str) -> bool:
-            return self.failure(node_id, metadata, partition) is not None
+            return (
+                self.failure(node_id, metadata, partition) is not None or self.kept_out(node_id) is not None
+            )
 
         replica = self._replicas.get(group_id)
         if replica is not None and replica.group.stopped_error is None:
@@ -174,7 +206,7 @@ class Routing:
         claimed = self._view.leader_for(metadata.group_id(partition))
         if claimed is None or claimed == self.node_id or self.failure(claimed, metadata, partition):
             return None
-        return claimed
+        return None if self.kept_out(claimed) is not None else claimed
 
     def has_leader(self, metadata: TopicMetadata, partition: int) -> bool:
         """Whether a new partition has a leader as seen from here: a local replica's Raft status, or

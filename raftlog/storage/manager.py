@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from raftlog.errors import RaftlogError
+from raftlog.storage import log_format
 from raftlog.storage.cleaner import INTERVAL_MS_DEFAULT, KEYS_MAX_DEFAULT, RATE_BYTES_PER_S_DEFAULT, Cleaner
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
@@ -52,8 +53,10 @@ class LogManager:
         cleaner_rate_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT,
         cleaner_keys_max: int = KEYS_MAX_DEFAULT,
         cleaner_interval_ms: int = INTERVAL_MS_DEFAULT,
+        fence_level: Callable[[], int] = lambda: 1,
     ) -> None:
-        """``discard``: where the files of segments that retention or truncation deletes go (see
+        """``fence_level``: the level a log opened is fenced at (``log_format.fence``; 1: none).
+        ``discard``: where the files of segments that retention or truncation deletes go (see
         ``Log.open``). ``handles_idle_s``, ``open_logs_max``: see the module's docstring. ``space``: the
         node's knowledge of room on its disk, shared by every log (``raftlog.storage.space``).
         ``damaged_root``: where the damaged segments of a log opened with ``salvage`` are set aside, a
@@ -66,6 +69,7 @@ class LogManager:
         self._retention_interval_ms = retention_check_interval_ms
         self._discard = discard
         self._damaged_root = damaged_root
+        self._fence_level = fence_level
         self.salvaged = 0  # logs opened after setting a damaged segment aside (raftlog.storage.salvage)
         self.space = space if space is not None else DiskSpace()
         self._logs: dict[str, Log] = {}
@@ -96,14 +100,31 @@ class LogManager:
             damaged_to = None
             if salvage and self._damaged_root is not None:
                 damaged_to = os.path.join(self._damaged_root, f"{name}-{self._clock()}")
-            opened = Log.open(
-                os.path.join(self.root, name), config, self._clock, self._discard, self.space, damaged_to
-            )
+            directory = os.path.join(self.root, name)
+            opened = Log.open(directory, config, self._clock, self._discard, self.space, damaged_to)
+            level = self._fence_level()
+            if level > 1:  # a new log (or one of before the level rose) fenced before any entry reaches it
+                log_format.fence(directory, level)
             self.salvaged += opened.open_report.salvage is not None
             self._logs[name] = opened
             if config.flush_mode == "group":
                 self._group_flushed[name] = opened
             return opened
+
+    def fence_all(self, level: int) -> int:
+        """Fence every log under the root at ``level`` (``log_format.fence``: release 0.1.0 then refuses to
+        open them); how many markers were rewritten. Any thread; a log opened meanwhile fences itself."""
+        try:
+            names = sorted(os.listdir(self.root))
+        except FileNotFoundError:
+            return 0
+        fenced = 0
+        for name in names:
+            directory = os.path.join(self.root, name)
+            if os.path.isdir(directory):
+                with self._lock:
+                    fenced += log_format.fence(directory, level)
+        return fenced
 
     def reconfigure(self, name: str, config: LogConfig) -> None:
         """Apply a new configuration to an open log live (``Log.reconfigure``)."""

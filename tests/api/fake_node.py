@@ -29,7 +29,7 @@ import functools
 import inspect
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,7 @@ from partitions.errors import (
     InvalidReassignment,
     InvalidTopic,
     InvalidTxnState,
+    NodeKeptOut,
     NoReassignment,
     PlacementImpossible,
     ReassignmentInProgress,
@@ -71,7 +72,7 @@ from partitions.errors import (
     UnknownTopic,
     UnknownUser,
 )
-from partitions.features import SUPPORTED, Features, check_upgrade
+from partitions.features import SUPPORTED, Features, check_upgrade, kept_out
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.group_commands import GroupCommand
@@ -119,6 +120,7 @@ class FakeCluster:
         self.node_ids = list(node_ids)
         self.addresses: dict[str, str] = {}
         self.states: dict[str, str] = dict.fromkeys(self.node_ids, "alive")
+        self.kept_out: dict[str, str] = {}  # node -> why it takes no part (its code below the levels)
         self.controller: str | None = self.node_ids[0]
         self.topics: dict[str, TopicMetadata] = {}
         self.storage = Storage()  # the partitions' logs, in a temporary folder
@@ -869,6 +871,7 @@ class FakeMetadata:
                 ),
                 1000,
                 10**9,
+                kept_out=self.cluster.kept_out.get(n),
             )
             for n in self.cluster.node_ids
         ]
@@ -953,13 +956,26 @@ class FakeNode:
             self.data,
             self.data.transactions,
         )
-        self.peers = PeerClient(INTERNAL_CREDENTIAL, cluster.addresses.get, peer_timeout_s)
+        self.peers = PeerClient(
+            INTERNAL_CREDENTIAL,
+            cluster.addresses.get,
+            peer_timeout_s,
+            kept_out=lambda announced: kept_out(self.metadata.features().levels(), announced),
+        )
         # No wait for a leader: these tests see the edge's answer to each refusal they inject (the wait
         # itself: tests/partitions/peers/test_router.py)
         self.cluster = Cluster(self.local, self.metadata, self.peers, leader_wait_s=0.0)
 
     def peer_credential_ok(self, presented: str) -> bool:
         return presented == INTERNAL_CREDENTIAL
+
+    def check_peer_levels(self, caller: str, announced: Mapping[str, int] | None) -> None:
+        reason = kept_out(self.metadata.features().levels(), announced)
+        if reason is not None:
+            raise NodeKeptOut(caller, reason)
+
+    def supported_levels(self) -> Mapping[str, int]:
+        return SUPPORTED
 
     async def close(self) -> None:
         await self.peers.close()

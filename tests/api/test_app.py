@@ -515,6 +515,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "nodes_down": [],
         "nodes_decommissioned": [],
         "nodes_disk_full": [],
+        "nodes_kept_out": {},
         "leaderless_partitions": [],
         "under_replicated_partitions": [],
         "failed_replicas": [],
@@ -525,6 +526,15 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
     assert health["is_healthy"] is False and health["nodes_down"] == ["n2"]
     assert health["leaderless_partitions"] == [{"topic": "t", "partition": 1}]
     assert len(health["under_replicated_partitions"]) == 2
+    cluster.states["n2"] = "alive"
+    cluster.partitions[("t", 1)].leader = "n2"
+    cluster.kept_out["n2"] = "its code announces no feature levels (release 0.1.0); ..."
+    health = await (await n1.client.get("/v1/cluster/health")).json()  # alive, but kept out: not healthy
+    assert health["is_healthy"] is False and health["nodes_down"] == []
+    assert health["nodes_kept_out"] == {"n2": cluster.kept_out["n2"]}
+    assert len(health["under_replicated_partitions"]) == 2  # its replicas count as missing
+    del cluster.kept_out["n2"]
+    cluster.states["n2"] = "dead"
 
     nodes = await (await n1.client.get("/v1/nodes")).json()
     assert nodes[0] == {
@@ -541,6 +551,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "disk_full": False,
         "version": None,  # the fake's node gossips none, as a node of release 0.1.0
         "features": None,
+        "kept_out": None,
     }
     assert nodes[1]["state"] == "dead"
 
@@ -555,7 +566,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
 
     text = await (await n1.client.get("/metrics")).text()
     assert "raftlog_partitions_led 1.0" in text.splitlines()
-    assert 'raftlog_http_requests_total{method="GET",route="/v1/cluster/health",status="200"} 2.0' in text
+    assert 'raftlog_http_requests_total{method="GET",route="/v1/cluster/health",status="200"} 3.0' in text
     assert 'raftlog_http_request_duration_seconds_count{method="GET",route="/v1/nodes"} 1.0' in text
 
 

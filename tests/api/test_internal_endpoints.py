@@ -14,13 +14,18 @@ from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService
 from partitions.data.share_records import ShareService
 from partitions.errors import InvalidReassignment, PeerProtocolError, PeerUnreachable, UnknownTopic
+from partitions.features import SUPPORTED, kept_out
 from partitions.metadata.service import AdminService
 from partitions.peers.client import (
     INTERNAL_PREFIX,
+    LEVELS_HEADER,
     MEDIA_TYPE,
+    OPS,
     PEER_OPS,
     REGISTRY,
     PeerClient,
+    encode_levels,
+    parse_levels,
     path_of,
     remote_admin,
     remote_data,
@@ -73,6 +78,56 @@ async def test_an_internal_route_refuses_a_caller_without_the_cluster_credential
     assert answer.headers["WWW-Authenticate"].startswith("Bearer")
     assert LEADER_HEADER not in answer.headers, "an unauthenticated caller learns not even the node's id"
     assert n1.data.calls["read_batches"] == 0, "nothing ran"
+
+
+@pytest.mark.parametrize(
+    "announced",
+    [None, "raftlog.version=1, transaction.version=2", "raftlog.version=2"],
+    ids=["release 0.1.0: none", "raftlog.version 1", "transaction.version missing"],
+)
+async def test_an_internal_route_refuses_a_peer_whose_code_is_below_the_clusters_levels(
+    announced: str | None, cluster: FakeCluster, n1: Node
+) -> None:
+    """The fake cluster is finalized at this code's levels: a caller whose code announces less (none: a
+    node of release 0.1.0) is answered 409/40934 naming why, and nothing runs; one that announces them is
+    served, and every answer carries the callee's own levels."""
+    cluster.add_topic("t", 1, [["n1"]])
+    headers = {"Content-Type": MEDIA_TYPE, "Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}
+    if announced is not None:
+        headers[LEVELS_HEADER] = announced
+    body = pack({"topic": "t", "partition": 0, "offset": 0, "max_bytes": 100}, REGISTRY)
+    path = path_of(OPS["peer.read_batches"])
+    answer = await n1.client.post(path, data=body, headers=headers)
+    assert answer.status == 409
+    refusal = await answer.json()
+    assert refusal["error_code"] == 40934 and "kept out of the cluster" in refusal["message"]
+    assert "finalized at 2" in refusal["message"]
+    assert n1.data.calls["read_batches"] == 0, "nothing ran"
+    headers[LEVELS_HEADER] = encode_levels(SUPPORTED)
+    answer = await n1.client.post(path, data=body, headers=headers)
+    assert answer.status == 200 and parse_levels(answer.headers[LEVELS_HEADER]) == dict(SUPPORTED)
+
+
+async def test_a_peer_answer_from_a_node_below_the_clusters_levels_is_taken_as_no_answer(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    """A caller takes no answer from a callee whose code is below the cluster's levels (it may come from a
+    log that diverged): the call fails as if the callee were down (PeerUnreachable, retried elsewhere)."""
+    cluster.add_topic("t", 1, [["n1"]])
+    callee_levels = {"raftlog.version": 1}
+    strict = PeerClient(
+        INTERNAL_CREDENTIAL,
+        cluster.addresses.get,
+        kept_out=lambda announced: kept_out({"raftlog.version": 2}, callee_levels if announced else None),
+    )
+    try:
+        with pytest.raises(PeerUnreachable, match="kept out of the cluster"):
+            await remote_data(strict, "n1").fetch_batches("t", 0, 0, 100, 0)
+        callee_levels = dict(SUPPORTED)
+        fetched = await remote_data(strict, "n1").fetch_batches("t", 0, 0, 100, 0)
+        assert fetched.high_watermark == 0
+    finally:
+        await strict.close()
 
 
 @pytest.fixture
@@ -158,7 +213,11 @@ async def test_a_peer_that_cannot_be_reached_or_answers_nonsense_is_told_apart(
 
 
 async def test_a_malformed_peer_call_is_a_400_and_runs_nothing(n1: Node) -> None:
-    auth = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}", "Content-Type": MEDIA_TYPE}
+    auth = {
+        "Authorization": f"Bearer {INTERNAL_CREDENTIAL}",
+        "Content-Type": MEDIA_TYPE,
+        LEVELS_HEADER: encode_levels(SUPPORTED),
+    }
     garbled = await n1.client.post("/internal/v1/peer/read_batches", data=b"\xc1", headers=auth)
     assert garbled.status == 400
     wrong = await n1.client.post(

@@ -48,7 +48,9 @@ from api.app import ROUTES, build_app
 from api.openapi import document
 from partitions.controller.state import TopicMetadata
 from partitions.data.service import FetchedBatches
+from partitions.features import SUPPORTED
 from partitions.groups.group_model import InstanceConfig
+from partitions.peers.client import LEVELS_HEADER, encode_levels
 from partitions.peers.client import MEDIA_TYPE as PEER_MEDIA_TYPE
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage.batch import ProducerRecord, encode_batch
@@ -368,7 +370,8 @@ def test_what_the_fuzzer_found_stays_fixed(served: ServedCluster) -> None:
         path_parameters={"topic": "orders", "partition": 0}, query={"offset": ["0", "1"]}
     )
     assert twice.call_and_validate(base_url=served.url, checks=CHECKS).status_code == 400
-    peer = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}"}  # internal endpoints answer only a peer
+    # internal endpoints answer only a peer, of a release that reads the cluster's formats
+    peer = {"Authorization": f"Bearer {INTERNAL_CREDENTIAL}", LEVELS_HEADER: encode_levels(SUPPORTED)}
     garbled = _operation("/internal/v1/peer/read_batches", "POST").Case(
         body=b"\xc1 not msgpack", media_type=PEER_MEDIA_TYPE, headers=peer
     )

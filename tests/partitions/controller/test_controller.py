@@ -15,7 +15,14 @@ from partitions.controller.state import (
     SetFeatureLevel,
     TopicMetadata,
 )
-from partitions.errors import InvalidCommand, InvalidName, InvalidTopic, TopicExists, UnknownTopic
+from partitions.errors import (
+    FeatureUpdateRefused,
+    InvalidCommand,
+    InvalidName,
+    InvalidTopic,
+    TopicExists,
+    UnknownTopic,
+)
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
@@ -171,3 +178,36 @@ def test_a_snapshot_under_level_1_has_the_keys_of_release_0_1_0() -> None:
     copy.restore(machine.snapshot())
     assert copy.metadata.producer_owners == machine.metadata.producer_owners
     assert copy.metadata.features == {"raftlog.version": 2}
+
+
+def test_a_clusters_formation_applies_only_as_its_first_command() -> None:
+    """``FormCluster`` finalizes a new cluster's levels as the controller log's first command, and is
+    refused, nothing changed, after any other: a node's later start (re-provisioned on an empty volume, its
+    command line the one that formed the cluster) finalizes nothing."""
+    formed = ControllerStateMachine()
+    [levels] = apply_all(formed, controller.FormCluster({"raftlog.version": 1, "transaction.version": 1}))
+    assert levels == formed.metadata.features == {"raftlog.version": 1, "transaction.version": 1}
+    copy = ControllerStateMachine()
+    copy.restore(formed.snapshot())
+    assert copy.metadata.features == {"raftlog.version": 1, "transaction.version": 1}
+    [again] = apply_all(formed, controller.FormCluster({"raftlog.version": 2, "transaction.version": 2}))
+    assert isinstance(again, FeatureUpdateRefused) and "formed before" in str(again)
+    assert formed.metadata.features == {"raftlog.version": 1, "transaction.version": 1}
+
+    used = ControllerStateMachine()  # a cluster whose log already holds a command (e.g. release 0.1.0's)
+    _created, late = apply_all(
+        used, CreateTopic("a", R3), controller.FormCluster({"raftlog.version": 2, "transaction.version": 2})
+    )
+    assert isinstance(late, FeatureUpdateRefused)
+    assert used.metadata.features == {}  # level 1: the operator raises it
+
+    encoded = controller.encode(controller.FormCluster({"transaction.version": 2, "raftlog.version": 2}))
+    assert controller.decode(encoded) == controller.FormCluster(
+        {"raftlog.version": 2, "transaction.version": 2}
+    )
+    for malformed in ([1, 20, {"raftlog.version": 0}], [1, 20, {"raftlog.version": "2"}], [1, 20, ["x"]]):
+        try:
+            controller.decode(msgpack.packb(malformed))
+        except InvalidCommand:
+            continue
+        raise AssertionError(f"{malformed} decoded")

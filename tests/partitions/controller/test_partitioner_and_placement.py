@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import given
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from partitions.controller.placement import internal_replication_factor, place
 from partitions.errors import CapacityExceeded, PlacementImpossible, TooFewLiveNodes
+from partitions.features import RAFTLOG_VERSION, SUPPORTED, kept_out
 from partitions.replicas.cluster_view import ClusterView, encode_meta
 from partitions.replicas.routing import Routing
 from raftlog.storage.partitioner import murmur2, partition_for_key
@@ -142,3 +144,28 @@ def test_placement_beyond_capacity_is_refused_with_what_each_node_has_left() -> 
 
 def test_without_a_limit_placement_never_refuses_for_capacity() -> None:
     assert len(place(["n1", "n2", "n3"], 10_000, 3, {"a": [["n1", "n2", "n3"]] * 50_000})) == 10_000
+
+
+def test_a_node_kept_out_is_neither_alive_nor_placeable_and_the_hubs_refusal_names_it_first() -> None:
+    """A node whose code is below the cluster's levels (as it gossips them: none, release 0.1.0) is kept
+    out: no routing, no placement, no leadership counted; the Raft hub's refusal at its last handshake
+    names it even while its gossip still says otherwise (a node restarted on an earlier release whose new
+    gossip has not come yet)."""
+    view = ClusterView("n1")
+    view.update("n2", "alive", 1, encode_meta("http://n2", "n2:1", 1, {}, 512, release=("0.2.0", SUPPORTED)))
+    view.update("n3", "alive", 1, encode_meta("http://n3", "n3:1", 1, {}, 512))  # release 0.1.0: no levels
+    addresses = {n: f"http://{n}" for n in ("n1", "n2", "n3")}
+    refused: dict[str, str] = {}
+
+    def rule(announced: Mapping[str, int] | None) -> str | None:
+        return kept_out({RAFTLOG_VERSION: 2}, announced)
+
+    routing = Routing("n1", addresses, view, None, dict, kept_out=rule, refused=refused.get)  # type: ignore[arg-type]
+    assert routing.kept_out("n3") is not None and "release 0.1.0" in str(routing.kept_out("n3"))
+    assert routing.kept_out("n2") is None and routing.kept_out("n1") is None
+    assert routing.alive_nodes() == ["n1", "n2"] and routing.placeable() == ["n1", "n2"]
+    refused["n2"] = "refused at its handshake"
+    assert routing.kept_out("n2") == "refused at its handshake"
+    assert routing.alive_nodes() == ["n1"]
+    view.update("n4", "dead", 1, b"")  # a node not heard from is down, not kept out
+    assert routing.kept_out("n4") is None

@@ -47,6 +47,7 @@ class FakeNode:
     controller: Group = field(default_factory=lambda: Group("n1", {"n1", "n2", "n3"}))
     controller_match: dict[str, int] = field(default_factory=dict)  # of the controller's learners
     joins: list[tuple[str, list[str]]] = field(default_factory=list)
+    formations_asked: int = 0  # the operator asked the controller to record a new cluster's levels
     # node -> the feature levels its code supports as gossiped ({}: release 0.1.0); absent: this release's
     supported: dict[str, Mapping[str, int] | None] = field(default_factory=dict)
     # (node, topic, partition) -> the records its replica's log still lacks (absent: none), or None: the
@@ -58,6 +59,9 @@ class FakeNode:
 
     def leads(self) -> bool:
         return True
+
+    async def form_if_new(self) -> None:
+        self.formations_asked += 1
 
     async def propose(self, command: ControllerCommand) -> object:
         result = self.machine.apply(self.machine.applied_index + 1, 1, encode(command))
@@ -285,17 +289,15 @@ async def test_a_passing_imbalance_moves_nothing() -> None:
     assert node.changes == []
 
 
-async def test_a_new_cluster_starts_at_the_levels_of_its_code_once_every_node_supports_them() -> None:
-    node = FakeNode(alive=["n1", "n2", "n3"], supported={"n2": {}, "n3": None})  # n2 runs 0.1.0, n3 unheard
-    operator = Operator(node, node, node, node, forms_cluster=True)
-    await ticks(operator, 2)
-    assert node.machine.metadata.features == {}  # still the previous release's formats
-    node.supported["n2"] = SUPPORTED  # upgraded
-    await ticks(operator, 1)
-    assert node.machine.metadata.features == {}
-    del node.supported["n3"]  # heard from, on this release
-    await ticks(operator, 1)
-    assert node.machine.metadata.features == dict(SUPPORTED)  # transaction.version 2 too, as Kafka 4's
+async def test_the_operator_asks_the_controller_to_record_a_new_clusters_levels_at_every_tick() -> None:
+    """A new cluster's levels are the controller frontend's to propose, and only while its log holds no
+    command (``MetadataFrontend.form_if_new``; tests/partitions/metadata/test_formation.py): the operator
+    only asks it, as one of the leader's duties, whatever the nodes gossip."""
+    node = FakeNode(alive=["n1", "n2", "n3"], supported={"n2": {}, "n3": None})
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 3)
+    assert node.formations_asked == 3
+    assert node.machine.metadata.features == {}  # the operator itself finalizes nothing
 
 
 async def test_an_upgraded_cluster_stays_at_its_level_until_the_operator_raises_it() -> None:
