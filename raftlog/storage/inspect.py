@@ -128,7 +128,8 @@ class VerifyReport:
         return {s.format for s in self.segments if s.size_bytes}
 
 
-def _data_files(directory: str) -> list[tuple[int, str]]:
+def data_files(directory: str) -> list[tuple[int, str]]:
+    """(base offset, path) of each segment's data file, in offset order (a deleted one's left out)."""
     found = []
     for name in os.listdir(directory):
         stem, _, suffix = name.partition(".")
@@ -176,7 +177,7 @@ def verify_directory(directory: str) -> VerifyReport:
     """Check every batch (framing, magic, codec, CRC, records decoding, offsets dense within and across
     segments) and report each damaged one."""
     report = VerifyReport(directory, log_format.marked(directory))
-    files = _data_files(directory)
+    files = data_files(directory)
     for position, (base, path) in enumerate(files):
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -299,7 +300,7 @@ def dump_batches(directory: str, from_offset: int = 0) -> Iterator[tuple[BatchIn
     order. At the first damaged batch raises ``CorruptRecord`` naming its data file and byte position,
     once every batch before it has been yielded."""
     marked = log_format.marked(directory)
-    for _, path in _data_files(directory):
+    for _, path in data_files(directory):
         fd = os.open(path, os.O_RDONLY)
         try:
             reader = _Reader(fd, os.fstat(fd).st_size)
