@@ -2,8 +2,8 @@
 
 It sits above everything it starts or talks to: ``serve`` and ``dev`` run the server (``raftlog_node.serve``,
 ``raftlog_dev``), ``bench`` the benchmarks (``raftlog_bench``), the cluster commands the client
-(``raftlog_client``); ``log`` reads a partition's directory, or migrates a stopped node's logs, with the
-storage engine (``log_command``)."""
+(``raftlog_client``); ``log`` reads a partition's directory, compares replicas, or migrates a stopped
+node's logs, with the storage engine (``log_command``)."""
 
 from __future__ import annotations
 

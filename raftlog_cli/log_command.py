@@ -1,27 +1,29 @@
-"""``raftlog log verify|dump|migrate``: the commands declared; what they run is ``log_files``, imported only
-when one of them runs, since it loads the storage engine that no other command needs."""
+"""``raftlog log verify|dump|migrate|compare``: the commands declared; what they run is ``log_files`` (and
+``log_compare``), imported only when one of them runs, since it loads the storage engine that no other
+command needs."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 
-def _runs(name: str) -> Callable[[argparse.Namespace], int]:
+def _runs(name: str, module: str = "log_files") -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from raftlog_cli import log_files
-
-        command: Callable[[argparse.Namespace], int] = getattr(log_files, name)
+        command: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"raftlog_cli.{module}"), name
+        )
         return command(args)
 
     return run
 
 
 def add_commands(commands: Any) -> None:
-    """Register ``log verify|dump|migrate`` under ``commands``."""
+    """Register ``log verify|dump|migrate|compare`` under ``commands``."""
     log_command = commands.add_parser(
-        "log", help="check, print or migrate a partition's log directory, offline (no server)"
+        "log", help="check, print, migrate or compare partitions' log directories, offline (no server)"
     )
     log_sub = log_command.add_subparsers(dest="log_command", required=True)
     verify_command = log_sub.add_parser(
@@ -47,3 +49,24 @@ def add_commands(commands: Any) -> None:
         "--dry-run", action="store_true", help="say what would change; change no log"
     )
     migrate_command.set_defaults(run=_runs("migrate"))
+    compare_command = log_sub.add_parser(
+        "compare",
+        help="whether a partition's replicas hold the same bytes, read-only (a running node's too): the "
+        "first differing offset and what differs, each replica's offsets and which is behind; exit 1 if "
+        "any differs",
+        description="Compare replicas batch by batch, byte for byte, from the highest log start (or above "
+        "what compaction rewrote) on, as long as two replicas hold batches (a replica that ends earlier is "
+        "behind, not different), up to the first difference. PATH: a partition's log directories (DIR "
+        "DIR [DIR...]), or with --nodes nodes' data directories or a raftlog dev folder, whose partitions "
+        "held by two nodes or more are compared. No lock is taken: a running node's files are compared as "
+        "far as they held when read. Exit 0: identical; 1: a partition differs; 2: a usage error.",
+    )
+    compare_command.add_argument("paths", nargs="+", metavar="PATH")
+    compare_command.add_argument(
+        "--nodes",
+        action="store_true",
+        help="PATH: nodes' data directories (each holds logs/) or a raftlog dev folder; compare every "
+        "partition held by two of them or more",
+    )
+    compare_command.add_argument("--json", action="store_true", help="one JSON object per partition")
+    compare_command.set_defaults(run=_runs("compare", "log_compare"))
