@@ -30,7 +30,7 @@ RELEASE_LEVELS: Mapping[str, Mapping[str, int]] = {
     "0.1.0": {RAFTLOG_VERSION: 1, TRANSACTION_VERSION: 1},
     "0.2.0": SUPPORTED,
 }
-"""The levels a new cluster formed at a release starts at (``raftlog serve --release-version``, as
+"""The levels a new cluster formed at a release starts at (``raftlog format --release-version``, as
 ``kafka-storage format --release-version``): a cluster formed at an earlier release's levels can still go
 back to that release until the operator raises them."""
 LEVELS: Mapping[str, Mapping[int, str]] = {

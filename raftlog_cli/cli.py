@@ -287,6 +287,8 @@ HEAVY_COMMANDS = {
     "dev": "run a local cluster on 127.0.0.1, one process per node; or stop, start or restart one of its "
     "nodes (raftlog dev restart n3)",
     "serve": "run one node (HTTP API, Raft groups, storage)",
+    "format": "prepare a new node's data directory to form a cluster at a release's feature levels "
+    "(kafka-storage format --release-version)",
     "bench": "benchmarks that print numbers",
 }
 EVERY_COMMAND = "*"  # build_parser's command for a parser with every command's arguments (completion)
@@ -303,7 +305,7 @@ def build_parser(command: str = EVERY_COMMAND) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     log_command.add_commands(commands)
-    builders = {"dev": _add_dev, "serve": _add_serve, "bench": _add_bench}
+    builders = {"dev": _add_dev, "serve": _add_serve, "format": _add_format, "bench": _add_bench}
     for name, help_text in HEAVY_COMMANDS.items():
         subparser = commands.add_parser(name, help=help_text)
         if command in (EVERY_COMMAND, name):
@@ -325,6 +327,13 @@ def _add_serve(serve: argparse.ArgumentParser) -> None:
 
     options.add_arguments(serve)
     serve.set_defaults(run=_serve)
+
+
+def _add_format(format_parser: argparse.ArgumentParser) -> None:
+    from raftlog_node import format as format_module
+
+    format_module.add_arguments(format_parser)
+    format_parser.set_defaults(run=format_module.main)
 
 
 def _add_bench(bench: argparse.ArgumentParser) -> None:

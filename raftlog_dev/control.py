@@ -3,8 +3,9 @@ the cluster's data folder (``DATA_DIR/dev.sock``, as private as the folder), one
 
 A request is one line of JSON, ``{"action": "stop"|"start"|"restart", "node": "n3", "kill": false}``, with
 ``"python": "/path/bin/python"`` when a start or restart runs the node on another interpreter (another
-checkout's code: ``raftlog dev restart n2 --python PATH``); ``"node": null`` with ``stop`` stops the whole
-cluster (every node, then the supervisor). The answer is one line, ``{"ok": true|false, "message":
+checkout's code: ``raftlog dev restart n2 --python PATH``) and ``"wait": false`` when it answers once the
+process started rather than once the node is ready (``--no-wait``); ``"node": null`` with ``stop`` stops
+the whole cluster (every node, then the supervisor). The answer is one line, ``{"ok": true|false, "message":
 "..."}``, sent once the action is done (a start answers once the node is ready, or has failed).
 The supervisor serves one request at a time.
 """
@@ -46,20 +47,24 @@ class Request:
     node: str | None  # None: every node (stop only)
     kill: bool = False  # stop with SIGKILL, as a crash would, instead of SIGTERM
     python: str | None = None  # start or restart: the interpreter that runs the node from now on
+    wait: bool = True  # start or restart: answer once the node is ready (False: once its process started)
 
     def encode(self) -> bytes:
         fields: dict[str, object] = {"action": self.action, "node": self.node, "kill": self.kill}
         if self.python is not None:
             fields["python"] = self.python
+        if not self.wait:
+            fields["wait"] = False
         return json.dumps(fields).encode() + b"\n"
 
     @classmethod
     def decode(cls, line: bytes) -> Request:
         fields = _object(line)
         action, node, kill = fields.get("action"), fields.get("node"), fields.get("kill", False)
-        python = fields.get("python")
-        if set(fields) - {"action", "node", "kill", "python"}:
-            raise ControlError(f"unknown fields {sorted(set(fields) - {'action', 'node', 'kill', 'python'})}")
+        python, wait = fields.get("python"), fields.get("wait", True)
+        known = {"action", "node", "kill", "python", "wait"}
+        if set(fields) - known:
+            raise ControlError(f"unknown fields {sorted(set(fields) - known)}")
         if action not in ACTIONS:
             raise ControlError(f"action {action!r}: use one of {', '.join(ACTIONS)}")
         if node is None and action != "stop":
@@ -74,7 +79,9 @@ class Request:
             raise ControlError("kill applies to stop and restart")
         if python is not None and (action == "stop" or not isinstance(python, str) or not python):
             raise ControlError(f"python {python!r}: an interpreter's path, with start or restart")
-        return cls(action, node, kill, python)
+        if not isinstance(wait, bool) or (not wait and action == "stop"):
+            raise ControlError(f"wait {wait!r}: true or false, with start or restart")
+        return cls(action, node, kill, python, wait)
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kill", action="store_true", help="stop or restart: SIGKILL the node, as a crash, not SIGTERM"
     )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="start or restart: answer once the node's process started, not once it answers ready (a node "
+        "that cannot be ready, such as one of an earlier release the cluster keeps out)",
+    )
     parser.add_argument("--nodes", type=int, help=f"how many nodes (1-5, default {NODES_DEFAULT})")
     parser.add_argument("--data-dir", default="data", help="cluster data folder (default ./data)")
     parser.add_argument(
@@ -112,6 +118,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "another checkout's .venv/bin/python running that checkout's code on the same data",
     )
     parser.add_argument(
+        "--release-version",
+        metavar="VERSION",
+        help="form the new cluster at this release's feature levels (raftlog format on each node's unused "
+        "data directory first), e.g. 0.1.0: a cluster that can still go back to release 0.1.0 until the "
+        "level is raised",
+    )
+    parser.add_argument(
         "--serve-arg",
         action="append",
         default=[],
@@ -132,6 +145,7 @@ def _secret_file(data_dir: str) -> str:
 def _run_cluster(args: argparse.Namespace) -> int:
     # the server's options (and with them its modules): loaded where nodes start, not by ``raftlog dev
     # stop|start|restart|status``, a command a test or a script runs again and again
+    from raftlog_node.format import FormatRefused, format_data_dir
     from raftlog_node.options import refusal_of
 
     if args.kill:
@@ -177,6 +191,14 @@ def _run_cluster(args: argparse.Namespace) -> int:
                 os.unlink(os.path.join(data_dir, LOCK_FILE))
                 os.rmdir(data_dir)
             return 1
+        if args.release_version is not None:
+            try:
+                for node in cluster:
+                    formatted = format_data_dir(os.path.join(data_dir, node.node_id), args.release_version)
+                    print(f"raftlog dev: {formatted}")
+            except FormatRefused as exc:
+                print(f"raftlog dev: --release-version: {exc}", file=sys.stderr)
+                return 1
         certificates = dev_certificates(data_dir) if tls else None
         try:
             security = dev_security(data_dir) if args.secure else None
@@ -207,11 +229,11 @@ def _control(args: argparse.Namespace) -> int:
             "raftlog dev stop --kill: name the node to kill, e.g. raftlog dev stop n3 --kill", file=sys.stderr
         )
         return 2
-    starting = (args.serve_arg, args.tls, args.secure, args.no_auto_create_topics)
+    starting = (args.serve_arg, args.tls, args.secure, args.no_auto_create_topics, args.release_version)
     if args.nodes is not None or args.base_port is not None or any(starting):
         print(
-            "raftlog dev: --nodes, --base-port, --tls, --secure, --no-auto-create-topics and --serve-arg go "
-            "with starting a cluster",
+            "raftlog dev: --nodes, --base-port, --tls, --secure, --no-auto-create-topics, --release-version "
+            "and --serve-arg go with starting a cluster",
             file=sys.stderr,
         )
         return 2
@@ -222,9 +244,12 @@ def _control(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.no_wait and args.action == "stop":
+        print("raftlog dev: --no-wait goes with start or restart NODE", file=sys.stderr)
+        return 2
     python = None if args.python is None else os.path.abspath(args.python)
     try:
-        answer = control.ask(data_dir, Request(args.action, args.node, args.kill, python))
+        answer = control.ask(data_dir, Request(args.action, args.node, args.kill, python, not args.no_wait))
     except ControlError as exc:
         print(f"raftlog dev: {exc}", file=sys.stderr)
         return 1

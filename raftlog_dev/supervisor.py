@@ -391,10 +391,12 @@ class Supervisor:
         if request.python is not None:
             child.run_on(request.python)
         self.start(child)
+        on = f" on {child.python}" if child.other_code else ""
+        if not request.wait:
+            return Answer(True, f"{stopped}{node_id} started (pid {child.pid}){on}, not waited for")
         problem = self.wait_ready([child])
         if problem is not None:
             return Answer(False, stopped + problem)
-        on = f" on {child.python}" if child.other_code else ""
         return Answer(
             True, f"{stopped}{node_id} started (pid {child.pid}) and ready on {child.node.http}{on}"
         )

@@ -11,14 +11,12 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import raftlog
 from api.http_limits import HttpLimits
 from kafka_api.auto_topics import TOPIC_DEFAULTS
 from kafka_api.limits import Limits as KafkaLimits
 from partitions.broker.node import JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT, JOURNAL_SYNC_THREADS_DEFAULT
 from partitions.controller.placement import REPLICAS_MAX_DEFAULT
 from partitions.controller.state import PARTITIONS_MAX
-from partitions.features import RELEASE_LEVELS
 from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
 from partitions.groups.share_coordinator import SHARE_GROUPS_MAX_DEFAULT
@@ -117,12 +115,6 @@ ADDRESSES = (
            metavar="HOST:PORT"),
     Option("--join", "join a running cluster through --seed: hold replicas but no controller replica",
            "switch"),
-    Option("--release-version",
-           "the release whose feature levels a new cluster starts at, as kafka-storage format "
-           "--release-version: read only at a node's first start on an unused data directory without --join, "
-           "and used only while the controller's log holds no command (a node started later with the same "
-           "command line finalizes nothing); 0.1.0 lets the cluster go back to release 0.1.0 until `raftlog "
-           "cluster features upgrade`", "choice", default=raftlog.version(), choices=tuple(RELEASE_LEVELS)),
     Option("--event-loop", "uvloop (default: less CPU per HTTP request) or the standard library's asyncio "
            "loop", "choice", default="uvloop", choices=("uvloop", "asyncio")),
 )  # fmt: skip

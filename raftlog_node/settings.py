@@ -15,7 +15,6 @@ from kafka_api.auto_topics import TopicDefaults
 from kafka_api.limits import Limits as KafkaLimits
 from partitions.broker.node import NodeConfig, PeerConfig
 from partitions.errors import InvalidName
-from partitions.features import release_levels
 from partitions.names import check_user_name
 from partitions.security.login_failures import LoginLimits
 from raftlog_node.options import (
@@ -252,7 +251,6 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         journal_sync_threads=args.journal_sync_threads,
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,
-        formation_levels=release_levels(args.release_version),
         recovery_bytes_per_s=args.recovery_rate_mib * MiB,
         cleaner_bytes_per_s=args.cleaner_rate_mib * MiB,
         cleaner_interval_ms=args.cleaner_interval_ms,

@@ -169,8 +169,9 @@ class NodeConfig:
     peer_ssl: ssl.SSLContext | None = (
         None  # HTTPS to the other nodes (their URLs say https): raftlog_node/tls.py
     )
-    # the feature levels a new cluster this node forms starts at (``raftlog serve --release-version``):
-    # recorded at its first start on an unused data directory without ``join`` (``local_levels``)
+    # the feature levels a new cluster this node forms starts at, recorded at its first start on an unused
+    # data directory without ``join`` unless ``raftlog format --release-version`` recorded others
+    # (``local_levels``)
     formation_levels: Mapping[str, int] = field(default_factory=lambda: dict(features.SUPPORTED))
 
     def __post_init__(self) -> None:
@@ -221,7 +222,8 @@ class Node:
         # started on a data directory no node used, not joining a running cluster: a member of a new
         # cluster, which forms at the levels it was given (proposed only while the controller's log holds
         # no command: ``MetadataFrontend.form_if_new``)
-        if not config.join and not os.path.exists(os.path.join(config.data_dir, RAFT_DIR)):
+        forms = not config.join and not os.path.exists(os.path.join(config.data_dir, RAFT_DIR))
+        if forms and local_levels.formation(config.data_dir) is None:  # else ``raftlog format`` wrote it
             local_levels.record_formation(config.data_dir, config.formation_levels)
         # the highest finalized levels this node applied, kept across restarts
         self.level_floor = local_levels.FinalizedFloor(config.data_dir)

@@ -13,7 +13,7 @@ from partitions.controller import reconfigure
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
 from partitions.data.plane import DataPlane
-from partitions.errors import InvalidReassignment, UnknownPartition
+from partitions.errors import InvalidReassignment, NodeKeptOut, UnknownPartition
 from partitions.metadata.service import PartitionState, ReplicaState
 from partitions.replicas.manager import ReplicaManager
 from partitions.replicas.raft_host import RaftHost
@@ -114,8 +114,11 @@ class PartitionAdmin:
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> str | None:
         """Move leadership to ``target`` (None: the most caught-up replica); the leader this node saw take
-        over (never a guess)."""
+        over (never a guess). ``NodeKeptOut`` for a target whose code is below the cluster's levels."""
         replica = self._data.leader_replica(topic, partition)
+        kept_out = None if target is None else self._routing.kept_out(target)
+        if target is not None and kept_out is not None:
+            raise NodeKeptOut(target, kept_out)
         if target != self.node_id:
             await replica.group.transfer_leadership(target, timeout_ms)
         return self._routing.known_leader(topic, partition)

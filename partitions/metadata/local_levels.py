@@ -1,11 +1,12 @@
 """What a node keeps of the cluster's feature levels in its own data directory, beside the replicated
 metadata (``partitions.features``), each file written durably and read at start:
 
-- ``formation``: the levels a new cluster forms at, written once by a node that starts on an unused data
-  directory without ``--join`` (``raftlog serve --release-version``; as ``kafka-storage format`` writes
-  its bootstrap ``metadata.version``). Only a controller leader whose log holds no command yet proposes
-  them (``FormCluster``, refused after any other command), so a node re-provisioned later with its
-  original command line, which writes the file again, finalizes nothing.
+- ``formation``: the levels a new cluster forms at, written by ``raftlog format --release-version`` (as
+  ``kafka-storage format`` writes the bootstrap ``metadata.version``), or else by a node at its first start
+  on an unused data directory without ``--join`` (its own release's levels). Only a controller leader
+  whose log holds no command yet proposes them (``FormCluster``, refused after any other command), so a
+  node re-provisioned later with its original command line, which writes the file again, finalizes
+  nothing.
 - ``finalized``: the highest finalized level of each feature this node has applied. Levels are never
   lowered, so it is a floor: a node that restarts knows the cluster's levels before its controller replica
   has caught up, and keeps out a node of an earlier release from its first Raft connection on

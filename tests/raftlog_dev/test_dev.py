@@ -259,6 +259,8 @@ def test_without_a_running_raftlog_dev_a_restart_says_so(tmp_path: pathlib.Path)
         (b'{"action": "stop", "node": "n1", "extra": 1}\n', "unknown fields ['extra']"),
         (b'{"action": "stop", "node": "n1", "python": "/usr/bin/python3"}\n', "with start or restart"),
         (b'{"action": "restart", "node": "n1", "python": 3}\n', "python 3: an interpreter's path"),
+        (b'{"action": "stop", "node": "n1", "wait": false}\n', "wait False: true or false, with start"),
+        (b'{"action": "start", "node": "n1", "wait": 0}\n', "wait 0: true or false"),
     ],
 )
 def test_a_malformed_control_request_is_refused_saying_why(line: bytes, words: str) -> None:
@@ -271,6 +273,7 @@ def test_requests_and_answers_round_trip() -> None:
         Request("restart", "n3", kill=True),
         Request("stop", None),
         Request("restart", "n2", python="/srv/raftlog-0.1.0/.venv/bin/python"),
+        Request("start", "n1", wait=False),
     ):
         assert Request.decode(request.encode()) == request
     assert Answer.decode(Answer(False, "n3 is not running").encode()) == Answer(False, "n3 is not running")

@@ -88,14 +88,16 @@ def _kafka_error(tally: Tally, where: str, error: KafkaError) -> None:
 
 
 class Load:
-    def __init__(self, http: Sequence[str], kafka: Sequence[str]) -> None:
+    def __init__(self, http: Sequence[str], kafka: Sequence[str], only_idempotent: bool = False) -> None:
+        """``only_idempotent``: the idempotent producer alone (the other parts' topics need not exist)."""
         self.http = list(http)
         self.bootstrap = ",".join(kafka)
         self.tally = Tally()
         self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._guarded, args=(target,), name=target.__name__, daemon=True)
-            for target in (
+        parts = (
+            (self._idempotent,)
+            if only_idempotent
+            else (
                 self._idempotent,
                 self._transactional,
                 self._web,
@@ -103,6 +105,10 @@ class Load:
                 self._member,
                 self._web_member,
             )
+        )
+        self._threads = [
+            threading.Thread(target=self._guarded, args=(target,), name=target.__name__, daemon=True)
+            for target in parts
         ]
 
     def start(self) -> None:

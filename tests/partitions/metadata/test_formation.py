@@ -11,7 +11,6 @@ import os
 import pathlib
 import shutil
 import time
-from dataclasses import replace
 
 from in_process import configs, controller_leader, until
 
@@ -21,6 +20,7 @@ from partitions.features import SUPPORTED, release_levels
 from partitions.metadata import local_levels
 from raftlog.errors import RaftlogError
 from raftlog.storage.log_format import read_marker
+from raftlog_node.format import format_data_dir
 
 R3 = [["n1", "n2", "n3"]]
 FENCED = "kafka-record-batch-v2 level=2"  # a marker release 0.1.0 refuses to open
@@ -64,7 +64,9 @@ async def test_a_re_provisioned_node_leading_the_controller_finalizes_nothing(tm
     levels: it records a formation again), made the controller leader: both ways a leader could finalize
     (the operator's duty, and a proposal through it) leave the cluster at level 1."""
     formed_at_1 = release_levels("0.1.0")
-    node_configs = [replace(c, formation_levels=formed_at_1) for c in configs(tmp_path)]
+    node_configs = configs(tmp_path)
+    for config in node_configs:  # raftlog format --release-version 0.1.0, before the first start
+        format_data_dir(config.data_dir, "0.1.0")
     nodes = [Node(c) for c in node_configs]
     await asyncio.gather(*(n.start() for n in nodes))
     try:
@@ -74,7 +76,7 @@ async def test_a_re_provisioned_node_leading_the_controller_finalizes_nothing(tm
         n1 = nodes[0]
         await n1.close()
         shutil.rmtree(n1.config.data_dir)
-        nodes[0] = n1 = Node(replace(n1.config, formation_levels=dict(SUPPORTED)))  # the original line
+        nodes[0] = n1 = Node(n1.config)  # the original command line: on an empty directory, this release
         await n1.start()
         assert local_levels.formation(n1.config.data_dir) == dict(SUPPORTED)  # it did record a formation
         await until(lambda: "orders" in n1.metadata.topics(), timeout_s=30, what="n1 caught up")
