@@ -45,7 +45,7 @@ from partitions.controller import tokens as controller_tokens
 from partitions.controller.members import ControllerMembers
 from partitions.controller.placement import check_capacity, replica_counts
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
-from partitions.controller.reconfigure import MemberView, MoveProgress
+from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
 from partitions.data.plane import DataPlane
 from partitions.data.service import (
@@ -442,6 +442,13 @@ class FakeData:
         state = self._led_here(topic, partition)
         others = {n: state.end_offset for n in state.replicas if n != self.node_id}
         return MemberView(self.node_id, frozenset(state.replicas), state.end_offset, others)
+
+    async def replica_log(self, topic: str, partition: int) -> ReplicaLog:
+        """The replicas share one log here: a replica's is complete."""
+        state = self._partition(topic, partition)
+        if self.node_id not in state.replicas:
+            raise NotLeader(self.cluster.topics[topic].group_id(partition), state.leader)
+        return ReplicaLog(state.end_offset, state.end_offset, state.end_offset)
 
     async def change_membership(
         self, topic: str, partition: int, change: str, node_id: str, timeout_ms: int
