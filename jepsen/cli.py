@@ -78,6 +78,17 @@ def summary(results: dict[str, Any]) -> str:
     for fault, table in results["availability"]["by_fault"].items():
         for f, row in table.items():
             lines.append(f"  during {fault} {f}: ok {row['ok']}/{row['total']}")
+    for number, item in enumerate(results["availability"].get("recoveries", []), start=1):
+        lines.append(
+            f"  heal {number} at {item['healed_at']} s: first write acknowledged after {item['recovery_s']} s"
+            f" (bound {item['bound_s']} s, nodes ready after {item['ready_s']} s): {item['judged']}"
+        )
+    fault_free = results["availability"].get("fault_free")
+    if fault_free is not None:
+        lines.append(
+            f"  without faults: {fault_free['ok']}/{fault_free['writes']} writes acknowledged in "
+            f"{fault_free['seconds']} s"
+        )
     return "\n".join(lines) + "\n"
 
 

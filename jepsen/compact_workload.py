@@ -48,6 +48,7 @@ from raftlog_contract import METRICS_PATH
 RECORD_KEYS = 5
 TOMBSTONE_ONE_IN = 5
 REWIND_ONE_IN = 4
+WRITE_SHARE = 0.7  # of the workers' steps, the sends (the others poll)
 TOPIC = "c0"
 PARTITIONS = 3
 TOPIC_CONFIGS: dict[str, Any] = {
@@ -112,7 +113,7 @@ MODEL = RecordModel("compact", record_of, number_of, describe)
 async def step(ops: ClientOperations, worker: Worker, values: Values, stats: Stats) -> None:
     """One operation: a send to a random record key of a random partition, or a poll."""
     key = worker.rng.choice(worker.keys)
-    if worker.rng.random() < 0.7:
+    if worker.rng.random() < WRITE_SHARE:
         tombstone = worker.rng.randrange(TOMBSTONE_ONE_IN) == 0
         value = value_of(values.take(), worker.rng.randrange(RECORD_KEYS), tombstone)
         await send_with_retries(ops, worker, key, value, stats)

@@ -239,6 +239,7 @@ class WorkloadPhase:
             config.topics,
             self.notes,
             coordinator=_coordinator_finder(self) if config.workload == "group" else None,
+            planned_writes_per_s=config.planned_writes_per_s,
         )
         self.http = workload.Http(cluster.urls, random.Random(rng.getrandbits(64)))
         drive = {"txn": _drive_txn, "group": _drive_group, "share": _drive_share}.get(
@@ -246,15 +247,17 @@ class WorkloadPhase:
         )
         return await drive(self, rng, keys)
 
-    async def during(self, workers: Callable[[float], Awaitable[object]]) -> None:
-        """Run ``workers(deadline)`` (a loop-time deadline --time-limit away) under the fault schedule,
-        then stop the nemesis and heal everything."""
+    async def during(self, workers: Callable[[workload.Deadline], Awaitable[object]]) -> None:
+        """Run ``workers(deadline)`` (--time-limit away, moved later by as much as the nemesis' windows
+        waited for the cluster's recoveries) under the fault schedule, then stop the nemesis and heal
+        everything."""
         self.began = time.monotonic()
         started = asyncio.get_running_loop().time()
         stop = asyncio.Event()
-        nemesis_task = asyncio.create_task(self.chaos.run(self.windows, started, stop))
+        deadline = workload.Deadline(started + self.config.time_limit_s)
+        nemesis_task = asyncio.create_task(self.chaos.run(self.windows, started, stop, deadline))
         try:
-            await workers(started + self.config.time_limit_s)
+            await workers(deadline)
         finally:
             stop.set()
             await nemesis_task
@@ -271,6 +274,8 @@ class WorkloadPhase:
             "schedule": [dataclasses.asdict(w) for w in self.windows],
             "faults_started": self.chaos.counts,
             "restart_failures": self.chaos.restart_failures,
+            "windows_later_s": round(self.chaos.shift_s, 1),  # the windows waited for recoveries this long
+            "planned_writes_per_s": round(self.config.planned_writes_per_s, 3),
             "operations": stats.ops,
             "events": self.recorder.count,
             **final,

@@ -73,7 +73,7 @@ from confluent_kafka.admin import AdminClient
 
 from jepsen.recorder import Recorder
 from jepsen.txn_client import read_back
-from jepsen.workload import Stats, Values, key_of, split_key
+from jepsen.workload import Deadline, Stats, Values, key_of, split_key
 
 T = TypeVar("T")
 
@@ -511,30 +511,30 @@ class GroupRun:
     # -- the producers --------------------------------------------------------------------------------
 
     async def _producer_loop(
-        self, producer: GroupProducer, rate: float, deadline: float, stats: Stats
+        self, producer: GroupProducer, rate: float, deadline: Deadline, stats: Stats
     ) -> None:
         loop = asyncio.get_running_loop()
         interval = len(self.producers) / rate
-        while loop.time() < deadline:
+        while deadline.left() > 0:
             began = loop.time()
             key = self.rng.choice(self.keys)
             value = self.values.take()
             kind = await producer.send(key, value)
             stats.add("send", kind)
             pause = max(0.0, self.rng.uniform(0.5, 1.5) * interval - (loop.time() - began))
-            await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+            await asyncio.sleep(min(pause, deadline.left()))
 
     # -- the run --------------------------------------------------------------------------------------
 
-    async def run_workers(self, *, rate: float, deadline: float, stats: Stats) -> None:
-        """Producers, members and the monitor until loop time ``deadline``."""
-        loop = asyncio.get_running_loop()
+    async def run_workers(self, *, rate: float, deadline: float | Deadline, stats: Stats) -> None:
+        """Producers, members and the monitor until ``deadline``."""
+        until = Deadline.of(deadline)
 
         def over() -> bool:
-            return loop.time() >= deadline
+            return until.left() <= 0
 
         await asyncio.gather(
-            *(self._producer_loop(p, rate, deadline, stats) for p in self.producers),
+            *(self._producer_loop(p, rate, until, stats) for p in self.producers),
             *(self._member_loop(m, stats, over) for m in self.members),
             self._monitor_loop(stats, over),
         )

@@ -34,7 +34,8 @@ SHARE_ACK_TYPES: frozenset[str] = frozenset({"accept", "release", "reject"})
 CLIENT_FS: frozenset[str] = KEYED_FS | TXN_FS | GROUP_FS | SHARE_FS
 ISOLATION_LEVELS: frozenset[str] = frozenset({"read_committed", "read_uncommitted"})
 NEMESIS_PROCESS = "nemesis"
-NEMESIS_FS: frozenset[str] = frozenset({"start", "stop"})
+# a fault's start and stop, and ``ready``: a node the fault took down or paused, back and ready again
+NEMESIS_FS: frozenset[str] = frozenset({"start", "stop", "ready"})
 
 
 class HistoryError(ValueError):
@@ -291,7 +292,7 @@ def _check_nemesis(event: Event, source: str, line_no: int) -> None:
     if event.type != "info":
         raise HistoryError(source, line_no, f"nemesis events are type 'info', got {event.type!r}")
     if event.f not in NEMESIS_FS:
-        raise HistoryError(source, line_no, f"nemesis f must be 'start' or 'stop', got {event.f!r}")
+        raise HistoryError(source, line_no, f"nemesis f must be one of {sorted(NEMESIS_FS)}, got {event.f!r}")
     fault = event.raw.get("fault")
     if not isinstance(fault, str) or not fault:
         raise HistoryError(source, line_no, f"nemesis event needs a 'fault' string, got {fault!r}")

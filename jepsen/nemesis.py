@@ -63,9 +63,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen import disks, hostile, upgrade_fault
+from jepsen import disks, hostile, recovery, upgrade_fault
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.recorder import Recorder
+from jepsen.workload import Deadline
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
@@ -85,7 +86,8 @@ RESTARTED_FAULTS = frozenset(
 )
 PROCESS_FAULTS = RESTARTED_FAULTS | {"pause", "upgrade"}
 PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
-RESTART_READY_S = 30.0
+RESTART_READY_S = 30.0  # how long the harness watches a node it restarted or resumed for its ready
+READY_POLL_S = 0.1
 FILES_SHOWN_MAX = 12
 
 Grudge = dict[str, frozenset[str]]
@@ -368,9 +370,13 @@ class Nemesis:
         topics: Mapping[str, int],
         notes: list[str],
         coordinator: Callable[[], Awaitable[str | None]] | None = None,
+        planned_writes_per_s: float = 0.0,
     ) -> None:
-        """``coordinator`` finds the node coordinating the workload's consumer group (kill-coordinator)."""
+        """``coordinator`` finds the node coordinating the workload's consumer group (kill-coordinator);
+        ``planned_writes_per_s``, the workload's (``RunConfig.planned_writes_per_s``), what the run's last
+        span without faults must hold."""
         self.cluster = cluster
+        self.planned_writes_per_s = planned_writes_per_s
         self.coordinator = coordinator
         self.network = network
         self.recorder = recorder
@@ -383,6 +389,15 @@ class Nemesis:
         self.restart_failures: list[str] = []
         self.corrupted: set[str] = set()  # nodes whose segment files were ever damaged
         self._attackers_ahead: hostile.Attackers | None = None  # started, waiting for its window
+        # the last heal: when it began, and the watches of the nodes it restarted or resumed (each ends
+        # with the history time the node reported ready, or None: it exited, or not within RESTART_READY_S)
+        self._healed_at: float | None = None
+        self._watches: list[asyncio.Task[float | None]] = []
+        self._back: list[tuple[str, str, float]] = []  # (node, fault, since) the heal restarted or resumed
+        self._restarted_at: dict[str, float] = {}  # the last _restart's nodes, when each started
+        self._settled_at: float | None = None  # when the last heal's nodes were all ready (history time)
+        self._began = 0.0  # when the fault being started began to be applied (history time)
+        self.shift_s = 0.0  # how much later than scheduled the windows came (they wait for recoveries)
 
     @property
     def node_ids(self) -> list[str]:
@@ -422,23 +437,47 @@ class Nemesis:
     def _busy(self) -> set[str]:
         return {t for a in self.active if a.fault in PROCESS_FAULTS for t in a.targets}
 
-    async def run(self, windows: Sequence[Window], started: float, stop: asyncio.Event) -> None:
-        """Follow the schedule (``started``: loop time of second 0) until it ends or ``stop`` is set."""
+    async def run(
+        self,
+        windows: Sequence[Window],
+        started: float,
+        stop: asyncio.Event,
+        deadline: Deadline | None = None,
+    ) -> None:
+        """Follow the schedule (``started``: loop time of second 0) until it ends or ``stop`` is set.
+
+        A window starts only once the cluster recovered from the one before (:meth:`recovered`): on a
+        machine slow to restart nodes, the windows left come later, each still after its quiet time, and
+        the workers' ``deadline`` moves as much later; so no recovery is cut short by the next fault.
+        After the last window the workers go on until a span without faults holds what the workload plans
+        (:meth:`_fault_free_end`), measured on a cluster that is up (``jepsen.recovery``)."""
         loop = asyncio.get_running_loop()
+        end = deadline.at if deadline is not None else None
         try:
             hostile_windows = any("hostile-clients" in window.faults for window in windows)
             if hostile_windows and self.usable("hostile-clients"):
                 self._attackers_ahead = self._start_attackers()
             for window in windows:
-                if await _sleep_until(loop, started + window.start_s, stop):
+                if await _sleep_until(loop, started + window.start_s + self.shift_s, stop):
                     return
+                if await self.recovered(stop, deadline):
+                    return
+                self.shift_s = max(self.shift_s, loop.time() - started - window.start_s)
+                if deadline is not None and end is not None:
+                    deadline.extend(end + self.shift_s)
                 for fault in window.faults:
                     await self.start(fault)
-                if await _sleep_until(loop, started + window.end_s, stop):
+                if await _sleep_until(loop, started + window.end_s + self.shift_s, stop):
                     return
                 await self.heal()
+                self._watch_back()
+            if not await self.recovered(stop, deadline) and deadline is not None and windows:
+                await self._fault_free_end(stop, deadline)  # the last window's recovery, then a quiet span
         finally:
             await self.heal()
+            for watch in self._watches:  # an interrupted run's: the runner's heal waits for every node
+                watch.cancel()
+            await asyncio.gather(*self._watches, return_exceptions=True)
             if self._attackers_ahead is not None:  # started for a window that did not come
                 self._attackers_ahead.process.kill()
                 await asyncio.to_thread(self._attackers_ahead.process.wait)
@@ -471,6 +510,7 @@ class Nemesis:
             "kill-coordinator": self._kill_coordinator,
             "upgrade": self._upgrade,
         }
+        self._began = self.recorder.now()
         try:
             active = await handler[fault]()
         except ControlError as exc:
@@ -480,6 +520,11 @@ class Nemesis:
             return
         self.active.append(active)
         self.counts[fault] = self.counts.get(fault, 0) + 1
+
+    def _started(self, fault: str, value: dict[str, Any]) -> None:
+        """The fault's start event, with ``began``: when the nemesis began to apply it (a kill's start is
+        written once its targets are dead, a power loss's once their unsynced writes are gone)."""
+        self.recorder.nemesis("start", fault, value, began=self._began)
 
     def _free(self, mode: str) -> list[str]:
         free = [n for n in self.node_ids if n not in self._busy() and self.cluster.running(n)]
@@ -494,7 +539,7 @@ class Nemesis:
         targets = self._free(mode)
         if not targets:
             return None
-        self.recorder.nemesis("start", "kill", {"nodes": targets, "mode": mode})
+        self._started("kill", {"nodes": targets, "mode": mode})
         for node in targets:
             await asyncio.to_thread(self.cluster.kill, node)
         return Active("kill", targets)
@@ -508,7 +553,7 @@ class Nemesis:
         if not targets:
             return None
         detail = {"nodes": targets, "coordinator": found is not None}
-        self.recorder.nemesis("start", "kill-coordinator", detail)
+        self._started("kill-coordinator", detail)
         for node in targets:
             await asyncio.to_thread(self.cluster.kill, node)
         return Active("kill-coordinator", targets)
@@ -533,7 +578,7 @@ class Nemesis:
             targets = self._free(mode)
         if not targets:
             return None
-        self.recorder.nemesis("start", "pause", {"nodes": targets, "mode": mode})
+        self._started("pause", {"nodes": targets, "mode": mode})
         for node in targets:
             self.cluster.pause(node)
         return Active("pause", targets)
@@ -564,7 +609,7 @@ class Nemesis:
             grudge = halves(nodes, self.rng)
         pairs = cut_pairs(grudge)
         detail["cut"] = {n: sorted(e) for n, e in sorted(grudge.items()) if e}
-        self.recorder.nemesis("start", "partition", detail)
+        self._started("partition", detail)
         specs = {n.node_id: n for n in self.cluster.nodes}
         try:
             for a, b in pairs:
@@ -594,7 +639,7 @@ class Nemesis:
             self._note(
                 f"{fault}: netem unavailable in this kernel; approximated with tbf ({' '.join(qdisc)})"
             )
-        self.recorder.nemesis("start", fault, detail)
+        self._started(fault, detail)
         specs = {n.node_id: n for n in self.cluster.nodes}
         try:
             for node in targets:
@@ -619,7 +664,7 @@ class Nemesis:
             files = discard_unsynced(self.cluster.trace_file(node), self.cluster.data_dir(node))
             cut[node] = {"files_cut": len(files), "bytes_discarded": sum(f["from"] - f["to"] for f in files),
                          "files": files[:FILES_SHOWN_MAX]}  # fmt: skip
-        self.recorder.nemesis("start", "power-loss", {"nodes": targets, "mode": mode, "discarded": cut})
+        self._started("power-loss", {"nodes": targets, "mode": mode, "discarded": cut})
         return Active("power-loss", targets)
 
     async def _node_power_loss(self) -> Active | None:
@@ -629,7 +674,7 @@ class Nemesis:
         [node] = targets
         await asyncio.to_thread(self.cluster.kill, node)
         dropped = await self._clear(node)
-        self.recorder.nemesis("start", "node-power-loss", {"nodes": targets, "dropped": {node: dropped}})
+        self._started("node-power-loss", {"nodes": targets, "dropped": {node: dropped}})
         return Active("node-power-loss", targets)
 
     async def _clear(self, node: str) -> dict[str, Any]:
@@ -650,7 +695,7 @@ class Nemesis:
             await asyncio.to_thread(self.cluster.kill, node)
         dropped = {node: await self._clear(node) for node in self.node_ids}
         detail = {"nodes": self.node_ids, "were_running": running, "dropped": dropped}
-        self.recorder.nemesis("start", "cluster-power-loss", detail)
+        self._started("cluster-power-loss", detail)
         return Active("cluster-power-loss", self.node_ids)
 
     async def _corrupt(self) -> Active | None:
@@ -668,13 +713,13 @@ class Nemesis:
         for node in targets:
             await asyncio.to_thread(self.cluster.kill, node)
             damage[node] = corrupt_node(self.cluster.data_dir(node), self.rng)
-        self.recorder.nemesis("start", "corrupt", {"nodes": targets, "damage": damage})
+        self._started("corrupt", {"nodes": targets, "damage": damage})
         return Active("corrupt", targets)
 
     async def _clock(self) -> Active | None:
         targets = pick_targets(self.node_ids, self.rng, mode=self.rng.choice(["one", "minority", "all"]))
         offsets = {n: round(self.rng.choice([-1, 1]) * self.rng.uniform(1, 120), 3) for n in targets}
-        self.recorder.nemesis("start", "clock", {"offsets_s": offsets, "clock": "time.time (wall) only"})
+        self._started("clock", {"offsets_s": offsets, "clock": "time.time (wall) only"})
         for node, offset in offsets.items():
             _write_clock(self.cluster.clock_file(node), offset)
         return Active("clock", targets)
@@ -688,7 +733,7 @@ class Nemesis:
         for node in targets:
             ballast[node] = await asyncio.to_thread(disks.fill, self.cluster.data_dir(node))
         detail = {"nodes": targets, "mode": mode, "ballast_bytes": ballast}
-        self.recorder.nemesis("start", "disk-full", detail)
+        self._started("disk-full", detail)
         return Active("disk-full", targets, task=asyncio.create_task(self._keep_full(targets)))
 
     async def _keep_full(self, targets: list[str]) -> None:
@@ -710,7 +755,7 @@ class Nemesis:
             {node: process.pid for node, process in self.cluster.processes.items() if process.poll() is None}
         )
         self._attackers_ahead = self._start_attackers()  # for the next window
-        self.recorder.nemesis("start", "hostile-clients", {"sources": list(sources), "pid": attackers.pid})
+        self._started("hostile-clients", {"sources": list(sources), "pid": attackers.pid})
         return Active("hostile-clients", [], attackers=attackers)
 
     def _start_attackers(self) -> hostile.Attackers:
@@ -724,21 +769,105 @@ class Nemesis:
 
     async def heal(self) -> None:
         """Stop every active fault (restart killed nodes, resume paused ones, remove cuts and qdiscs)."""
+        if self.active:
+            self._healed_at, self._watches, self._back = self.recorder.now(), [], []
         while self.active:
             active = self.active.pop()
             await self._stop(active)
 
+    async def recovered(self, stop: asyncio.Event, deadline: Deadline | None = None) -> bool:
+        """Wait until the cluster recovered from the last heal: every node it restarted or resumed reported
+        ready (or exited, or was not ready within RESTART_READY_S: a note), then a write was acknowledged
+        since the heal, or ``recovery.recovery_bound_s`` of the nodes' ready time passed without one (the
+        checker judges it slow). Meanwhile ``deadline`` is kept a second ahead, so the workers write on.
+        True when ``stop`` was set first."""
+        healed_at = self._healed_at
+        if healed_at is None:
+            return stop.is_set()
+        if await self._hold(stop, deadline, lambda: all(watch.done() for watch in self._watches)):
+            return True
+        ready = [t for watch in self._watches if (t := watch.result()) is not None]
+        all_ready = len(ready) == len(self._watches)
+        self._settled_at = max([healed_at, *ready]) if all_ready else None
+        due = healed_at + recovery.recovery_bound_s(max([t - healed_at for t in ready], default=0.0))
+
+        def acknowledged() -> bool:
+            last = self.recorder.last_ok(recovery.WRITE_FS)
+            return (last is not None and last >= healed_at) or self.recorder.now() >= due
+
+        if await self._hold(stop, deadline, acknowledged):
+            return True
+        self._healed_at, self._watches = None, []
+        return False
+
+    async def _fault_free_end(self, stop: asyncio.Event, deadline: Deadline) -> None:
+        """After the last heal settled (every node ready, then ``recovery.SETTLE_S``): a span without faults
+        of ``recovery.FAULT_FREE_END_S`` at least, and until it holds the writes the workload plans in that
+        time (at most ``recovery.FAULT_FREE_END_MAX_S``)."""
+        settled = self._settled_at
+        if settled is None:  # a node the heal restarted never reported ready: no span without faults
+            return
+        begins = settled + recovery.SETTLE_S
+        wanted = math.ceil(self.planned_writes_per_s * recovery.FAULT_FREE_END_S)
+
+        def enough() -> bool:
+            now = self.recorder.now()
+            written = self.recorder.completed(recovery.WRITE_FS, begins)
+            done = now >= begins + recovery.FAULT_FREE_END_S and written >= wanted
+            return done or now >= begins + recovery.FAULT_FREE_END_MAX_S
+
+        await self._hold(stop, deadline, enough)
+
+    async def _hold(self, stop: asyncio.Event, deadline: Deadline | None, done: Callable[[], bool]) -> bool:
+        """Wait until ``done()``, keeping ``deadline`` a second ahead meanwhile so the workers write on; True
+        when ``stop`` was set first."""
+        loop = asyncio.get_running_loop()
+        while not done():
+            if stop.is_set():
+                return True
+            if deadline is not None:
+                deadline.extend(loop.time() + 1.0)
+            await asyncio.sleep(READY_POLL_S)
+        return stop.is_set()
+
+    def _watch_back(self) -> None:
+        """Watch each node the heal restarted or resumed until it reports ready (a ``ready`` event)."""
+        self._watches = [
+            asyncio.create_task(self._ready(node, fault, since))
+            for node, fault, since in self._back
+            if self.cluster.running(node)
+        ]
+
+    async def _ready(self, node: str, fault: str, since: float) -> float | None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + RESTART_READY_S
+        while loop.time() < give_up:
+            if not self.cluster.running(node):
+                return None  # exited: its restart failure is noted
+            if await asyncio.to_thread(self.cluster.ready, node):
+                now = self.recorder.now()
+                value = {"node": node, "since": since, "ready_s": round(now - since, 3)}
+                return float(self.recorder.nemesis("ready", fault, value)["time"])
+            await asyncio.sleep(READY_POLL_S)
+        self._note(f"{node} was not ready within {RESTART_READY_S:.0f} s of its restart or resume")
+        return None
+
     async def _stop(self, active: Active) -> None:
         fault, targets = active.fault, active.targets
         value: dict[str, Any] = {"nodes": targets}
+        since = self.recorder.now()
+        back: dict[str, float] = {}  # the nodes this stop restarted or resumed, and when
         if fault in RESTARTED_FAULTS:
             value["restarted"] = await self._restart(targets)
+            back = {node: at for node, at in self._restarted_at.items() if "pid" in value["restarted"][node]}
         elif fault == "upgrade":
             up = self.cluster.running(targets[0])  # else another fault's restart brings it up
             value.update(await upgrade_fault.switch(self.cluster, targets[0], restart=up), **active.detail)
+            back = {targets[0]: since} if up else {}
         elif fault == "pause":
             for node in targets:
                 self.cluster.resume(node)
+            back = dict.fromkeys(targets, since)
         elif fault == "partition" and self.network is not None:
             self.network.heal_all()
             value = {"healed": True}
@@ -760,15 +889,20 @@ class Nemesis:
             value = {key: report.get(key) for key in kept}
             for finding in report.get("findings", []):
                 self._note(f"hostile-clients: {finding}")
-        self.recorder.nemesis("stop", fault, value)
+        # ``back``: when each node it restarted or resumed came back (the ready events' ``since``)
+        self.recorder.nemesis("stop", fault, value, **({"back": back} if back else {}))
+        self._back += [(node, fault, at) for node, at in back.items()]
 
     async def _restart(self, targets: list[str]) -> dict[str, Any]:
+        """Start the targets that are down; ``_restarted_at`` says when each started (history time)."""
         started: dict[str, Any] = {}
+        self._restarted_at = {}
         for node in targets:
             if self.cluster.running(node):
                 started[node] = "was running"
                 continue
             write_baseline(self.cluster.trace_file(node), self.cluster.data_dir(node))
+            self._restarted_at[node] = self.recorder.now()
             started[node] = {"pid": self.cluster.start(node)}
         await asyncio.sleep(0.5)
         for node in targets:

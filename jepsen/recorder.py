@@ -11,6 +11,7 @@ import time
 from typing import IO, Any
 
 NEMESIS = "nemesis"
+NEMESIS_FS = ("start", "stop", "ready")  # a fault's start and stop; a node it took back that reports ready
 REPEATED = ("key", "txn")  # what a completion repeats of its invoke (docs/jepsen-history.md)
 
 
@@ -20,6 +21,8 @@ class Recorder:
         self._index = 0
         self._start = time.monotonic()
         self._open: dict[int, dict[str, Any]] = {}  # process -> its invoke in flight
+        self._last_ok: dict[str, float] = {}  # f -> the time of its last ok completion
+        self._completed: dict[str, list[float]] = {}  # f -> the invoke times of its completed operations
 
     def now(self) -> float:
         return round(time.monotonic() - self._start, 6)
@@ -47,12 +50,28 @@ class Recorder:
         if invoke is None:
             raise RuntimeError(f"process {process} completes ({kind}) with nothing in flight")
         repeated = {"f": invoke["f"], **{name: invoke[name] for name in REPEATED if name in invoke}}
-        return self._write({"process": process, "type": kind, **repeated, **fields})
+        line = self._write({"process": process, "type": kind, **repeated, **fields})
+        if kind == "ok":
+            self._last_ok[invoke["f"]] = line["time"]
+        self._completed.setdefault(invoke["f"], []).append(invoke["time"])
+        return line
 
-    def nemesis(self, f: str, fault: str, value: Any) -> dict[str, Any]:
-        if f not in ("start", "stop"):
+    def completed(self, fs: tuple[str, ...], since: float) -> int:
+        """How many operations of ``fs`` invoked at or after ``since`` have completed."""
+        return sum(1 for f in fs for invoked in self._completed.get(f, ()) if invoked >= since)
+
+    def last_ok(self, fs: tuple[str, ...]) -> float | None:
+        """The time of the last ok completion of an operation of ``fs`` (the nemesis waits for a write
+        acknowledged after a heal), None before any."""
+        times = [self._last_ok[f] for f in fs if f in self._last_ok]
+        return max(times) if times else None
+
+    def nemesis(self, f: str, fault: str, value: Any, **fields: Any) -> dict[str, Any]:
+        if f not in NEMESIS_FS:
             raise ValueError(f"nemesis f {f!r}")
-        return self._write({"process": NEMESIS, "type": "info", "f": f, "fault": fault, "value": value})
+        return self._write(
+            {"process": NEMESIS, "type": "info", "f": f, "fault": fault, "value": value, **fields}
+        )
 
     @property
     def in_flight(self) -> int:

@@ -7,8 +7,9 @@
   invoke time, one marker per outcome (ok, fail, info); operations still pending at the end are counted
   in the title, not drawn (they have no latency);
 - ``throughput-{send,poll,commit,txn,end}.png``: completions per second by outcome, in fixed-width time bins;
-- ``index.html``: the verdict, the anomalies with the exact operations, availability per fault window,
-  the plots, and links to the history, results, run settings and node logs.
+- ``index.html``: the verdict, the anomalies with the exact operations, availability per fault window
+  (with each heal's recovery against its bound, and the writes of the spans without faults:
+  ``jepsen.recovery``), the plots, and links to the history, results, run settings and node logs.
 
 Every plot shades each nemesis fault window (from a ``start`` to the next ``stop`` of the same fault; an
 open window runs to the end of the history) and labels it with the fault. The page is self-contained: inline
@@ -412,7 +413,41 @@ def _availability(results: JsonDict, loaded: _Loaded | None) -> list[str]:
     rows.append(f"<tr><td></td><td><i>outside every window</i></td><td></td><td></td>{cells}</tr></table>")
     if not windows:
         parts.append("<p>No fault windows in this history.</p>")
-    return [*parts, *rows]
+    return [*parts, *rows, *_recoveries(availability)]
+
+
+def _recoveries(availability: JsonDict) -> list[str]:
+    """Each heal's recovery against its bound, and the writes of the spans without faults."""
+    recoveries = [r for r in _sequence(availability.get("recoveries")) if isinstance(r, dict)]
+    fault_free = availability.get("fault_free")
+    if not recoveries and not isinstance(fault_free, dict):
+        return []  # results.json of a checker before jepsen.recovery
+    parts = [
+        "<h3>Recovery after each heal</h3>",
+        "<p>From the heal to the first write acknowledged, against the bound: twice the time the nodes it "
+        "brought back took to report ready, plus the longest election timeout and a client's next "
+        "attempt (<code>jepsen/recovery.py</code>).</p>",
+        "<table><tr><th>#</th><th>healed at (s)</th><th>nodes back</th><th>ready after (s)</th>"
+        "<th>first write acknowledged after (s)</th><th>bound (s)</th><th>judged</th></tr>",
+    ]
+    for number, item in enumerate(recoveries, start=1):
+        back = ", ".join(str(n) for n in _sequence(item.get("back"))) or "-"
+        took = item.get("recovery_s")
+        parts.append(
+            f"<tr><td>{number}</td><td>{_seconds(item.get('healed_at'))}</td><td>{_e(back)}</td>"
+            f"<td>{_seconds(item.get('ready_s'))}</td><td>{_seconds(took) if took is not None else '-'}</td>"
+            f"<td>{_seconds(item.get('bound_s'))}</td><td>{_e(item.get('judged', '?'))}</td></tr>"
+        )
+    parts.append("</table>")
+    if isinstance(fault_free, dict):
+        fraction = fault_free.get("ok_fraction")
+        share = f" ({fraction * 100:.1f}%)" if isinstance(fraction, int | float) else ""
+        parts.append(
+            f"<p>Without faults (every node ready, its partitions elected): {_e(fault_free.get('ok'))} of "
+            f"{_e(fault_free.get('writes'))} writes acknowledged{share} in "
+            f"{_seconds(fault_free.get('seconds'))} s.</p>"
+        )
+    return parts
 
 
 def _ops_of(section: Any) -> dict[str, Any]:

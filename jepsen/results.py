@@ -1,6 +1,7 @@
-"""What the two checkers share (``jepsen.checker``: the queue and compaction workloads;
-``jepsen.txn_checker``: the transactional one): record values in a comparable form, an anomaly with the
-exact operations that show it, availability per fault window, and the results dict both return (verdict,
+"""What the checkers share (``jepsen.checker``: the queue and compaction workloads;
+``jepsen.txn_checker``: the transactional one; the group and share checkers): record values in a comparable
+form, an anomaly with the exact operations that show it, availability per fault window (with each heal's
+recovery and the windows without faults: ``jepsen.recovery``), and the results dict they return (verdict,
 reasons, anomaly_counts, anomalies, unseen, stats, availability, history, classes). Pure, as they are.
 """
 
@@ -12,6 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
+from jepsen import recovery
 from jepsen.history import History, JsonDict, Operation
 
 Value: TypeAlias = int | str  # an int as sent; anything else a poll returned, as canonical JSON text
@@ -177,7 +179,10 @@ def outcomes_by_f(operations: Iterable[Operation]) -> dict[str, dict[str, int]]:
 
 
 def availability(history: History) -> JsonDict:
-    """For each fault window, outside all windows, and per fault kind: completion counts per op f."""
+    """For each fault window, outside all windows, and per fault kind: completion counts per op f; and
+    ``recoveries`` and ``fault_free`` (``jepsen.recovery``): each heal's time to the first write
+    acknowledged against its nodes' ready time and its bound, and the writes acknowledged while no fault
+    was active and every node was ready."""
     windows: list[JsonDict] = []
     open_windows: dict[str, JsonDict] = {}
     for event in history.nemesis:
@@ -219,6 +224,7 @@ def availability(history: History) -> JsonDict:
         ],
         "outside": fractions(outside),
         "by_fault": {fault: fractions(counts) for fault, counts in sorted(by_fault.items())},
+        **recovery.measure(history),
     }
 
 

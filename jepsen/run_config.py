@@ -96,6 +96,23 @@ class RunConfig:
         return TOPICS, TOPIC_CONFIGS
 
     @property
+    def planned_writes_per_s(self) -> float:
+        """The writes the workload's workers plan a second (``rate`` times the share of their steps that
+        write; the group and share workloads' producers write at ``rate`` together): with the seconds
+        without faults, what a run's availability is measured on (``jepsen.recovery``)."""
+        if self.workload == "txn":
+            from jepsen import txn_workload
+
+            return self.rate * txn_workload.WRITE_SHARE
+        if self.workload in ("group", "share"):
+            return self.rate
+        if self.workload == "compact":
+            return self.rate * compact_workload.WRITE_SHARE
+        from jepsen import workload
+
+        return self.rate * workload.WRITE_SHARE
+
+    @property
     def topic_configs(self) -> dict[str, dict[str, Any]]:
         return self._workload_topics()[1]
 

@@ -13,9 +13,11 @@ every node), ``data/`` and ``faults/`` (fsync traces, clock files); then runs th
 this machine cannot run: ``jepsen.fault_tools``, refused before anything starts, never dropped).
 
 Phases: start the nodes and create the topics; workload and nemesis together for ``--time-limit``
-seconds; heal every fault and restart every node that is down; the final read (``compact``: one, then
-another once every node's cleaner has caught up; ``txn``: a new producer per transactional id first, which
-ends every open transaction; ``group``: the members drain the topic and the committed offsets are read);
+seconds (longer when a window waits for the cluster's recovery from the one before, and after the last
+until a span without faults holds the writes the workload plans: ``jepsen.recovery``); heal every fault
+and restart every node that is down; the final read (``compact``: one, then another once every node's
+cleaner has caught up; ``txn``: a new producer per transactional id first, which ends every open
+transaction; ``group``: the members drain the topic and the committed offsets are read);
 stop; check (``txn``: ``jepsen.txn_checker``; ``group``: ``jepsen.group_checker``).
 Namespaces, links and processes are removed in ``finally`` blocks, also on Ctrl-C and SIGTERM.
 This module makes the run's ``RunConfig`` (``jepsen.run_config``) from the command line, starts and

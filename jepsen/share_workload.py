@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jepsen.recorder import Recorder
-from jepsen.workload import PRODUCER_ID_BASE, Http, Operations, Stats, Values, key_of, split_key
+from jepsen.workload import PRODUCER_ID_BASE, Deadline, Http, Operations, Stats, Values, key_of, split_key
 from raftlog_contract import share_group_path, share_member_path
 
 TOPIC = "sq"
@@ -155,14 +155,14 @@ class ShareRun:
         )
         stats.add("send", outcome.kind)
 
-    async def run_workers(self, *, rate: float, deadline: float, stats: Stats) -> None:
-        loop = asyncio.get_running_loop()
+    async def run_workers(self, *, rate: float, deadline: float | Deadline, stats: Stats) -> None:
         interval = len(self.producers) / rate
+        until = Deadline.of(deadline)
 
         async def loop_of(process: int, step: Callable[[int, Stats], Any], pause_s: float) -> None:
-            while loop.time() < deadline:
+            while until.left() > 0:
                 await step(process, stats)
-                await asyncio.sleep(min(pause_s, max(0.0, deadline - loop.time())))
+                await asyncio.sleep(min(pause_s, until.left()))
 
         await asyncio.gather(
             *(loop_of(p, self._producer_step, interval) for p in self.producers),

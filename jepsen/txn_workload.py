@@ -52,7 +52,7 @@ from typing import Any
 
 from jepsen.recorder import Recorder
 from jepsen.txn_client import READ_COMMITTED, READ_UNCOMMITTED, HttpReader, TxnClient, transactional_id
-from jepsen.workload import Http, Stats, Values
+from jepsen.workload import Deadline, Http, Stats, Values
 
 TOPICS = {"tx": 3, "ty": 2}
 # tx rolls small segments (markers and aborted records across segment ends); ty is fsynced once a second
@@ -67,6 +67,9 @@ ABORT_ONE_IN = 4
 CTP_ABORT_ONE_IN = 5
 CTP_RECORDS_MAX = 4
 REWIND_ONE_IN = 4
+STEPS = ("txn", "ctp", READ_COMMITTED, READ_UNCOMMITTED)  # a worker's steps, chosen by weight
+STEP_WEIGHTS = (45, 15, 30, 10)
+WRITE_SHARE = sum(STEP_WEIGHTS[:2]) / sum(STEP_WEIGHTS)  # of the steps, transactions (a txn each)
 FINAL_PHASE_BUDGET_S = 120.0
 
 
@@ -146,18 +149,19 @@ class TxnRun:
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in [*(w.client for w in self.workers), *self.readers]))
 
-    async def run_workers(self, *, rate: float, deadline: float, stats: Stats) -> None:
-        """Every worker steps until loop time ``deadline``, together at about ``rate`` steps a second."""
+    async def run_workers(self, *, rate: float, deadline: float | Deadline, stats: Stats) -> None:
+        """Every worker steps until ``deadline``, together at about ``rate`` steps a second."""
         loop = asyncio.get_running_loop()
         interval = len(self.workers) / rate
+        until = Deadline.of(deadline)
 
         async def work(worker: TxnWorker) -> None:
             await asyncio.sleep(worker.rng.uniform(0, interval))
-            while loop.time() < deadline:
+            while until.left() > 0:
                 began = loop.time()
                 await self.step(worker, stats)
                 pause = max(0.0, worker.rng.uniform(0.5, 1.5) * interval - (loop.time() - began))
-                await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+                await asyncio.sleep(min(pause, until.left()))
 
         await asyncio.gather(*(work(w) for w in self.workers))
 
@@ -167,7 +171,7 @@ class TxnRun:
             outcome = await client.init(renew=True)
             stats.add("init", outcome.kind)
             return
-        choice = worker.rng.choices(["txn", "ctp", READ_COMMITTED, READ_UNCOMMITTED], [45, 15, 30, 10])[0]
+        choice = worker.rng.choices(STEPS, STEP_WEIGHTS)[0]
         if choice == "txn":
             count = worker.rng.randint(1, WRITES_MAX)
             writes = [(worker.rng.choice(self.keys), self.values.take()) for _ in range(count)]

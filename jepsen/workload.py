@@ -64,6 +64,9 @@ APPEND_TIME_SLACK_MS = 180_000
 FINAL_READ_BUDGET_S = 90.0
 FINAL_POLL_ATTEMPTS_MAX = 400
 PRODUCER_ID_BASE = 1_000_000
+STEPS = ("send", "poll", "commit", "restart")  # a queue worker's steps, chosen by weight
+STEP_WEIGHTS = (60, 28, 10, 2)
+WRITE_SHARE = STEP_WEIGHTS[0] / sum(STEP_WEIGHTS)  # of the workers' steps, the sends
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +407,28 @@ class Worker:
         return f"g{self.process}"
 
     def choose(self) -> str:
-        return self.rng.choices(["send", "poll", "commit", "restart"], [60, 28, 10, 2])[0]
+        return self.rng.choices(STEPS, STEP_WEIGHTS)[0]
+
+
+class Deadline:
+    """When the workers stop, in event-loop time. The nemesis moves it later while it waits for the cluster
+    to recover from a fault window, so that the windows after it still come, each after the quiet time
+    the schedule gave it (``jepsen.nemesis.Nemesis.run``)."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def extend(self, at: float) -> None:
+        self.at = max(self.at, at)
+
+    def left(self) -> float:
+        """Seconds left (0 once passed)."""
+        return max(0.0, self.at - asyncio.get_running_loop().time())
+
+    @classmethod
+    def of(cls, deadline: float | Deadline) -> Deadline:
+        """``deadline`` as a Deadline (a float is a fixed loop time)."""
+        return deadline if isinstance(deadline, Deadline) else cls(deadline)
 
 
 @dataclass
@@ -491,28 +515,29 @@ async def run_workers(
     keys: list[str],
     *,
     rate: float,
-    deadline: float,
+    deadline: float | Deadline,
     rng: random.Random,
     stats: Stats,
     step: Step = queue_step,
     doors: int = 1,
 ) -> None:
-    """Run one worker per client until loop time ``deadline``, each doing ``step`` after ``step``;
+    """Run one worker per client until ``deadline``, each doing ``step`` after ``step``;
     worker ``i`` uses ``clients[i]`` (``doors``: how many doors the workers take in turn; half of each
     door's workers produce idempotently: ``idempotent_worker``)."""
     values = Values()
     loop = asyncio.get_running_loop()
     interval = len(clients) / rate
+    until = Deadline.of(deadline)
 
     async def work(worker: Worker) -> None:
         ops = clients[worker.process]
         await asyncio.sleep(worker.rng.uniform(0, interval))
-        while loop.time() < deadline:
+        while until.left() > 0:
             began = loop.time()
             await step(ops, worker, values, stats)
             spent = loop.time() - began
             pause = max(0.0, worker.rng.uniform(0.5, 1.5) * interval - spent)
-            await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+            await asyncio.sleep(min(pause, until.left()))
 
     workers = [
         Worker(

@@ -1,7 +1,8 @@
 """A fault planted in a real run's history, for the fault-run tests' own negative control: their runs are
 short, and a short run must still hold enough for the checker to catch what it exists to catch. The
 history of a valid run, with one acknowledged record taken out of every read of it (as if the cluster
-had lost it), must check invalid."""
+had lost it), must check invalid; with every recovery five times slower, its availability must break
+its bounds (tests/jepsen/available.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import pathlib
 from typing import Any
 
+from jepsen import recovery
 from jepsen.checking import check
 from jepsen.history import parse_lines, read_history
 
@@ -50,3 +52,22 @@ def one_record_consumed_twice(history: pathlib.Path) -> dict[str, Any]:
     )  # fmt: skip
     other["items"] = [*other["items"], list(item)]
     return check(parse_lines([json.dumps(event) + "\n" for event in events]))
+
+
+def recovery_slowed(history: pathlib.Path, factor: float = 5.0) -> dict[str, Any]:
+    """The availability measured on ``history`` with every recovery ``factor`` times slower: after each
+    heal, no write acknowledged for ``factor`` times as long as the cluster took to acknowledge one, or
+    as its nodes took to report ready, whichever is longer (those writes answered as unknown)."""
+    events = [json.loads(line) for line in history.read_text().splitlines()]
+    measured = recovery.measure(parse_lines([json.dumps(event) + "\n" for event in events]))
+    silent = [
+        (w["healed_at"], w["healed_at"] + factor * max(w["recovery_s"] or 0.0, w["ready_s"]))
+        for w in measured["recoveries"]
+    ]
+    for event in events:
+        quiet = any(start <= event["time"] < end for start, end in silent)
+        if event.get("type") == "ok" and event.get("f") in recovery.WRITE_FS and quiet:
+            event["type"] = "info"
+            event.pop("offset", None)
+    slowed: dict[str, Any] = recovery.measure(parse_lines([json.dumps(event) + "\n" for event in events]))
+    return slowed

@@ -9,6 +9,7 @@ import json
 import pathlib
 
 import pytest
+from available import assert_available
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, lazyfs, run_config, runner
@@ -60,8 +61,6 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
 
     history = read_history(run_dir / "history.jsonl")
     acked = [op for op in history.operations if op.f == "send" and op.type == "ok"]
-    # a majority is killed for about a third of the 27 s: a loaded machine acknowledged 49 in a whole run
-    assert len(acked) >= 30, "too few acknowledged sends to mean anything"
     assert any(op.invoke.get("tombstone") for op in acked), "no key was deleted"
     doors = {op.invoke.raw.get("client", "http") for op in acked}
     assert doors == {"http", "kafka"}
@@ -70,3 +69,7 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
     assert result.verdict == "valid", (
         f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
     )
+    # availability, in place of 30 acknowledged sends (50 before a loaded run was fitted): each heal's first
+    # acknowledged write within twice its nodes' ready time and an election, and the writes of the spans
+    # without faults (tests/jepsen/available.py); a recovery five times slower breaks them
+    assert_available(run_dir, results, config.planned_writes_per_s)

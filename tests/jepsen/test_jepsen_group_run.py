@@ -16,14 +16,15 @@ import pathlib
 from typing import Any
 
 import pytest
+from available import assert_available
 from planted import one_acknowledged_record_lost, one_record_consumed_twice
 from required_tools import require
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, run_config, runner
 
-SEED = 5353  # kill-coordinator at 3.9-12.9 s, then again with a pause at 18.3-24.0 s
-TIME_LIMIT_S = 28.0
+SEED = 5353  # kill-coordinator at 3.9-12.9 s, then again with a pause at 18.3-24.0 s and at 27.9-38.2 s
+TIME_LIMIT_S = 45.0
 
 
 def group_run(tmp_path: pathlib.Path, faults: tuple[str, ...], group_protocol: str) -> dict[str, Any]:
@@ -54,9 +55,14 @@ def group_run(tmp_path: pathlib.Path, faults: tuple[str, ...], group_protocol: s
     assert info["group"]["drained"], info["group"]
     results: dict[str, Any] = json.loads((run_dir / "results.json").read_text())
     assert results["workload"] == "group"
-    stats = results["stats"]
-    assert stats["acked_sends"] >= 120 and stats["commits"].get("ok", 0) >= 12, stats
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
+    # availability, in place of 120 acknowledged sends (200 before the third window was cut): each heal's
+    # first acknowledged write within twice its nodes' ready time and an election, and the writes of the
+    # spans without faults (tests/jepsen/available.py); a recovery five times slower breaks them
+    assert_available(run_dir, results, config.planned_writes_per_s)
+    # the committed-offset checks need commits to judge: 20, as this run (45 s, three windows) asked before
+    # its third window was cut and the floor scaled down to 12
+    assert results["stats"]["commits"].get("ok", 0) >= 20, results["stats"]["commits"]
     # the run, short as it is, holds what the checker needs to catch a loss and a double consumption
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
     doubled = one_record_consumed_twice(run_dir / "history.jsonl")

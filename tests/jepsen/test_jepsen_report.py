@@ -120,6 +120,10 @@ def test_the_report_plots_every_operation_type_and_names_the_verdict_and_anomali
     assert f'"value":{LOST_VALUE}' in text  # the exact operation of the lost write is shown
     for fault, value, _, _ in WINDOWS:  # availability rows of both windows
         assert f"<td>{fault}</td><td>{html.escape(value)}</td>" in page
+    recoveries = results["availability"]["recoveries"]  # each heal's recovery against its bound
+    assert len(recoveries) == len(WINDOWS) and "Recovery after each heal" in page
+    assert all(f"<td>{r['bound_s']:.1f}</td><td>{r['judged']}</td>" in page for r in recoveries)
+    assert "writes acknowledged" in text and "Without faults" in text
     for link in ("history.jsonl", "results.json", "logs/n1.log", "logs/n3.log"):
         assert f'href="{link}"' in page
     assert "http://" not in page and "https://" not in page  # self-contained: nothing fetched

@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+from available import assert_available
 from planted import one_acknowledged_record_lost
 
 from jepsen import control, lazyfs, run_config, runner
@@ -71,8 +72,6 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
     assert started <= set(SHORT_FAULTS)
     starts = sum(1 for e in history.nemesis if e.f == "start")
     assert starts == sum(1 for e in history.nemesis if e.f == "stop"), "every fault was healed"
-    sends = [op for op in history.operations if op.f == "send"]
-    assert sum(1 for op in sends if op.type == "ok") >= 50, "too few acknowledged sends to mean anything"
     doors = {(op.invoke.raw.get("client", "http"), op.f) for op in history.operations if op.type == "ok"}
     assert {("kafka", f) for f in ("send", "poll", "commit")} <= doors
     assert {("http", f) for f in ("send", "poll", "commit")} <= doors
@@ -84,6 +83,10 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
         f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
     )
     assert result.exit_code == runner.EXIT_VALID
+    # availability measured against the run's own machine, in place of a count of acknowledged sends: each
+    # heal's first acknowledged write within its bound, the spans without faults written and acknowledged
+    # (tests/jepsen/available.py says each bound and why); a recovery five times slower breaks them
+    assert_available(run_dir, results, config.planned_writes_per_s)
     # the run, short as it is, holds what the checker needs to catch a loss
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
     assert (run_dir / "index.html").stat().st_size > 0  # the report (the other runs in tests leave it out)
@@ -227,11 +230,6 @@ def test_power_losses_on_lazy_file_systems_keep_every_acknowledged_record(tmp_pa
     clears = sum(len(cleared) for cleared in info["fs"]["cleared"].values())
     assert clears == 3 + 1, info["fs"]["cleared"]  # every node's at the cluster's, one more at the node's
     assert info["restart_failures"] == []
-    history = read_history(run_dir / "history.jsonl")
-    sends = [op for op in history.operations if op.f == "send"]
-    # the whole cluster is without power for 2-11 s and a node for 16-22 s of the 25: a whole run's loaded
-    # machine (three test workers) acknowledged 42
-    assert sum(1 for op in sends if op.type == "ok") >= 20, "too few acknowledged sends to mean anything"
     assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
     results = json.loads((run_dir / "results.json").read_text())
     assert result.verdict == "valid", (
@@ -239,3 +237,7 @@ def test_power_losses_on_lazy_file_systems_keep_every_acknowledged_record(tmp_pa
     )
     # the run, short as it is, holds what the checker needs to catch a loss
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
+    # availability, in place of 20 acknowledged sends of the ~375 planned: the whole cluster's recovery
+    # from its power loss within twice its nodes' ready time and an election, and the writes of the spans
+    # without faults (tests/jepsen/available.py); a recovery five times slower breaks them
+    assert_available(run_dir, results, config.planned_writes_per_s)

@@ -11,6 +11,7 @@ import pathlib
 from typing import Any
 
 import pytest
+from available import assert_available
 from test_jepsen_runner import _processes_mentioning
 
 from jepsen import control, lazyfs, run_config, runner
@@ -81,6 +82,10 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
     }
     assert doors >= {(door, "read_committed") for door in ("http", "kafka")}, doors
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
+    # availability: each heal's first transaction whose records were acknowledged within twice its nodes'
+    # ready time and an election, and the transactions of the spans without faults (the healed cluster's
+    # --min-ends among them: tests/jepsen/available.py); a recovery five times slower breaks them
+    assert_available(pathlib.Path(result.run_dir), results, info["planned_writes_per_s"])
 
 
 @pytest.mark.slow
