@@ -43,9 +43,12 @@ ENDS_WANTED = 30  # one in ABORT_ONE_IN transactions aborts deliberately: about 
 TXN_WORKLOAD_MAX_S = 180.0  # a loaded machine slows Kafka's transactions: the bound on waiting for them
 
 GROUP_WORKLOAD_S = 28.0
-KILLS_AT_S = (4.0, 14.0)  # the coordinator is killed then (once the members have joined), up DOWN_S later
+KILLS_AT_S = (4.0, 14.0)  # the coordinator is killed then (once the group committed), up DOWN_S later
 DOWN_S = 5.0
 WARM_UP_TIMEOUT_S = 180.0
+# the bound on waiting for the group's first commit, and for its work after the last restart (a loaded
+# machine joins and restarts late): the workload goes on until both are seen
+GROUP_WAIT_MAX_S = 120.0
 # What Kafka did in the runs the floors come from, each protocol's; the control asks three quarters of it.
 # Classic: the history recorded before this control had a KIP-848 twin (commit a74aeb8), whose producers
 # sent at the 30 a second asked whenever no broker was down (123 acknowledged in the 4 s before the first
@@ -183,18 +186,24 @@ def _warm_up(bootstrap_servers: str) -> None:
     assert producer.flush(WARM_UP_TIMEOUT_S) == 0, "an idempotent producer could not send"
 
 
+def _ok(stats: workload.Stats, f: str) -> int:
+    return stats.ops.get(f, {}).get("ok", 0)
+
+
 async def _kill_coordinators(
-    kafka: KafkaCluster, recorder: Recorder, run: group_workload.GroupRun
-) -> list[str]:
+    kafka: KafkaCluster, recorder: Recorder, run: group_workload.GroupRun, stats: workload.Stats
+) -> tuple[list[str], dict[str, int]]:
     """Kill the group's coordinator (as the members' clients found it) at each of KILLS_AT_S, or as soon
-    after as one is known, and start it again DOWN_S later; the nodes killed."""
+    after as one is known and the group has committed, and start it again DOWN_S later; the nodes killed,
+    and the acknowledged sends and commits when the last one was up again."""
     loop = asyncio.get_running_loop()
     began = loop.time()
     addresses = kafka.bootstrap_servers.split(",")
     killed: list[str] = []
     for at in KILLS_AT_S:
         await asyncio.sleep(max(0.0, began + at - loop.time()))
-        while run.coordinator() not in addresses:
+        while run.coordinator() not in addresses or not (_ok(stats, "commit") and _ok(stats, "send")):
+            assert loop.time() < began + GROUP_WAIT_MAX_S, f"no commit, or no coordinator, in {stats.ops}"
             await asyncio.sleep(0.5)
         index = addresses.index(str(run.coordinator()))
         node = f"kafka{index + 1}"
@@ -204,7 +213,7 @@ async def _kill_coordinators(
         await asyncio.sleep(DOWN_S)
         await asyncio.to_thread(kafka.restart, index)
         recorder.nemesis("stop", "kill-coordinator", {"nodes": [node]})
-    return killed
+    return killed, {f: _ok(stats, f) for f in ("send", "commit")}
 
 
 async def _run_group(
@@ -222,14 +231,26 @@ async def _run_group(
         protocol=protocol,
     )
     stats = workload.Stats()
+    # at most one send per producer and one commit per member in flight: more acknowledged than that since
+    # the last restart means one was sent after it
+    in_flight = {"send": len(run.producers), "commit": len(run.members)}
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    kills = asyncio.create_task(_kill_coordinators(kafka, recorder, run, stats))
     try:
-        deadline = asyncio.get_running_loop().time() + GROUP_WORKLOAD_S
-        _, killed = await asyncio.gather(
-            run.run_workers(rate=30.0, deadline=deadline, stats=stats),
-            _kill_coordinators(kafka, recorder, run),
-        )
-        return await run.finish(stats), killed
+        await run.run_workers(rate=30.0, deadline=began + GROUP_WORKLOAD_S, stats=stats)
+        while True:  # on, until the kills are done and the group sent and committed after the last restart
+            if kills.done():
+                restarted = kills.result()[1]
+                if all(_ok(stats, f) > restarted[f] + in_flight[f] for f in in_flight):
+                    break
+            assert loop.time() < began + GROUP_WORKLOAD_S + GROUP_WAIT_MAX_S, (stats.ops, kills)
+            await run.run_workers(rate=30.0, deadline=loop.time() + 1.0, stats=stats)
+        return await run.finish(stats), (await kills)[0]
     finally:
+        if not kills.done():
+            kills.cancel()
+            await asyncio.gather(kills, return_exceptions=True)
         await run.close()
         kafka_workload.close_client_logger(logger)
         recorder.close()
