@@ -34,9 +34,15 @@ HTTP batch bomb is sent by a caller allowed to write, as in the attack it reprod
   logged-in Kafka connections per node, more than the door's per-user cap, each sending a request every
   ``LOGIN_KEEPALIVE_S`` (the review's lock kept one every 600 s): the node must refuse the logins past the
   cap and cut the kept-alive ones once idle at the cap, and the honest clients stay served.
-- ``login-pin``: ``PIN_CONNECTIONS`` logged-in connections per node, each sending a Produce frame of
-  ``PIN_FRAME_BYTES`` at ``PIN_BYTES_PER_S``: the node must not hold them all at once (its peak memory is
-  watched, as for every attack).
+- ``login-pin``: ``PIN_CONNECTIONS`` logged-in connections per node, as a user of its own (``PIN_USER``)
+  from an address of its own (the last ``--source``): the idle logins hold ``SASL_USER``'s cap of
+  connections, and a node refuses logins from an address that failed too many, which left the pin no
+  login on a node now and then. Each sends a Produce frame of ``PIN_FRAME_BYTES`` at
+  ``PIN_BYTES_PER_S``: more frames than one user's share of the request budget holds, so the node must
+  not hold them all at once (its listeners' request budgets and its peak memory are watched, as for
+  every attack: ``jepsen.hostile_budgets``). The tally counts, per node, the frames announced
+  (``frames_announced:<node>``) and the bytes sent as they go (``bytes_sent:<node>``), so a window whose
+  pin never got in says so.
 
 The tally (JSON, to ``--out``) counts what each attack met: connections opened, cut by the node, refused,
 answers, and the findings above. Everything is bounded in connections, rate and time.
@@ -62,7 +68,7 @@ import time
 import traceback
 import zlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,14 +101,11 @@ STOP_TIMEOUT_S = 30.0
 # BEGIN_WAIT_MAX_S: on a loaded machine a process started ahead may still be importing when its window ends.
 ATTACK_MIN_S = 8.0
 BEGIN_WAIT_MAX_S = 60.0
-# a node's peak memory may not rise more during an attack window: what the node's bounds let the attacks make
-# it hold at once (the Kafka and HTTP listeners' request bytes, 256 MiB each by default, and two inflations
-# of 64 MiB) with 128 MiB to spare; 512 MiB before the logged-in memory pin was among the attacks
-NODE_PEAK_GROWTH_MAX = 768 * 1024 * 1024
 HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
 PRODUCE_VERSION = 9
 API_VERSIONS_VERSION = 3
 SASL_USER, SASL_PASSWORD = "hostile-user", "hostile-user's password"  # an ordinary user, no ACL needed
+PIN_USER, PIN_PASSWORD = "hostile-pinner", "hostile-pinner's password"  # the pin's, under the cap alone
 LOGIN_USER_CAP = 40  # the fault runs nodes with --kafka-connections-per-user-max at this (default 500) ...
 LOGIN_IDLE_SOCKETS = 60  # per node: ... so that tens of logged-in connections pass it, not hundreds
 LOGIN_KEEPALIVE_S = 90.0  # past the door's at-cap idle timeout (60 s)
@@ -177,11 +180,11 @@ def produce_frame(topic: str, partition: int, batch: bytes, correlation_id: int)
     return kafka_frame(0, PRODUCE_VERSION, body, correlation_id)
 
 
-def sasl_frames() -> tuple[bytes, bytes]:
-    """SaslHandshake v1 (PLAIN) and SaslAuthenticate v2 of ``SASL_USER``."""
+def sasl_frames(user: str = SASL_USER, password: str = SASL_PASSWORD) -> tuple[bytes, bytes]:
+    """SaslHandshake v1 (PLAIN) and SaslAuthenticate v2 of ``user``."""
     handshake: Any = load_request_schema(17, 1)
     authenticate: Any = load_request_schema(36, 2)
-    token = f"\0{SASL_USER}\0{SASL_PASSWORD}".encode()
+    token = f"\0{user}\0{password}".encode()
     return (kafka_frame(17, 1, handshake(mechanism="PLAIN"), 1),
             kafka_frame(36, 2, authenticate(auth_bytes=token), 2))  # fmt: skip
 
@@ -250,7 +253,7 @@ class Hostile:
         self.stopped_at_s: float | None = None
         self._source_turn = 0
         self._bombs: dict[str, bytes] = {}
-        self._user_made = asyncio.Event()  # SASL_USER exists: the logged-in attacks may begin
+        self._user_made = asyncio.Event()  # SASL_USER and PIN_USER exist: the logged-in attacks may begin
         self._making_user: asyncio.Task[None] | None = None
 
     def count(self, attack: str, what: str, n: int = 1) -> None:
@@ -266,21 +269,29 @@ class Hostile:
                 self.count("attacker", f"ended:{type(exc).__name__}")
                 traceback.print_exception(exc, file=sys.stderr)
 
-    def _source(self) -> str:
+    def _source(self, pin: bool = False) -> str:
+        """The next address to connect from; the last one is the pin's alone (``pin``): a node refuses
+        logins from an address that failed too many (the bad credentials', the idle logins' past their
+        cap), which left the pin no login on a node now and then."""
+        if pin:
+            return self.sources[-1]
+        others = self.sources[:-1] or self.sources
         self._source_turn += 1
-        return self.sources[self._source_turn % len(self.sources)]
+        return others[self._source_turn % len(others)]
 
-    async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        source = self._source()
+    async def _open(
+        self, host: str, port: int, pin: bool = False
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        source = self._source(pin)
         local = (source, 0) if source else None
         return await asyncio.wait_for(asyncio.open_connection(host, port, local_addr=local), 5.0)
 
     @contextlib.asynccontextmanager
     async def _connection(
-        self, host: str, port: int
+        self, host: str, port: int, pin: bool = False
     ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
         """``_open``, and the connection closed on leaving."""
-        reader, writer = await self._open(host, port)
+        reader, writer = await self._open(host, port, pin)
         try:
             yield reader, writer
         finally:
@@ -462,34 +473,46 @@ class Hostile:
                 self.count(attack, f"error:{type(exc).__name__}")
 
     def make_user(self) -> None:
-        """Begin making ``SASL_USER`` (with the admin token), unless begun already: a process started
-        ahead of its window begins before it, so that the logged-in attacks need not wait."""
+        """Begin making ``SASL_USER`` and ``PIN_USER`` (with the admin token), unless begun already: a
+        process started ahead of its window begins before it, so that the logged-in attacks need not
+        wait."""
         if self.token and self._making_user is None:
             self._making_user = asyncio.ensure_future(self._make_user())
 
     async def _make_user(self) -> None:
-        """``SASL_USER``, through a node that answers (a replicated change: every node knows it), tried
-        until one does."""
-        headers = {"Authorization": f"Bearer {self.token}"}
-        body = {"name": SASL_USER, "password": SASL_PASSWORD}
-        while not self.stop.is_set():
-            for target in self.targets:
-                url = f"http://{target.host}:{target.http_port}{USERS_PATH}"
-                async with _session(self._source()) as session:
-                    try:
-                        timeout = aiohttp.ClientTimeout(total=10)
-                        async with session.post(url, json=body, headers=headers, timeout=timeout) as answer:
-                            if answer.status < 300:
-                                self._user_made.set()
-                                return
-                            self.count("login-idle", f"user_not_made:{answer.status}")
-                    except (aiohttp.ClientError, TimeoutError) as exc:
-                        self.count("login-idle", f"user_not_made:{type(exc).__name__}")
-            await asyncio.sleep(1.0)
+        """``SASL_USER`` then ``PIN_USER``, each through a node that answers (a replicated change: every
+        node knows it), tried until one does."""
+        for user, password in ((SASL_USER, SASL_PASSWORD), (PIN_USER, PIN_PASSWORD)):
+            while not await self._made(user, password):
+                if self.stop.is_set():
+                    return
+                await asyncio.sleep(1.0)
+        self._user_made.set()
 
-    async def _log_in(self, attack: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """SASL/PLAIN as ``SASL_USER``; whether the node took it (a refusal is counted)."""
-        for (api_key, version), frame in zip(((17, 1), (36, 2)), sasl_frames(), strict=True):
+    async def _made(self, user: str, password: str) -> bool:
+        """Whether a node made ``user`` (each tried once; a refusal is counted)."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        body = {"name": user, "password": password}
+        timeout = aiohttp.ClientTimeout(total=10)
+        for target in self.targets:
+            url = f"http://{target.host}:{target.http_port}{USERS_PATH}"
+            async with _session(self._source()) as session:
+                try:
+                    async with session.post(url, json=body, headers=headers, timeout=timeout) as answer:
+                        if answer.status < 300:
+                            return True
+                        self.count("login-idle", f"user_not_made:{answer.status}")
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    self.count("login-idle", f"user_not_made:{type(exc).__name__}")
+        return False
+
+    async def _log_in(
+        self, attack: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pin: bool = False
+    ) -> bool:
+        """SASL/PLAIN as ``SASL_USER`` (``pin``: ``PIN_USER``); whether the node took it (a refusal is
+        counted)."""
+        frames = sasl_frames(PIN_USER, PIN_PASSWORD) if pin else sasl_frames()
+        for (api_key, version), frame in zip(((17, 1), (36, 2)), frames, strict=True):
             writer.write(frame)
             await asyncio.wait_for(writer.drain(), 10.0)
             size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 30.0))[0]
@@ -536,11 +559,12 @@ class Hostile:
         await self._user_made.wait()
 
         async def one() -> None:
-            async with self._connection(target.host, target.kafka_port) as (reader, writer):
+            async with self._connection(target.host, target.kafka_port, pin=True) as (reader, writer):
                 self.count(attack, "opened")
-                if not await self._log_in(attack, reader, writer):
+                if not await self._log_in(attack, reader, writer, pin=True):
                     return
                 writer.write(struct.pack(">i", PIN_FRAME_BYTES) + pin_header())
+                self.count(attack, f"frames_announced:{target.node_id}")
                 sent = len(pin_header())
                 while sent < PIN_FRAME_BYTES and not reader.at_eof() and not self.stop.is_set():
                     began = time.monotonic()
@@ -552,8 +576,9 @@ class Hostile:
                         self.count(attack, f"not_read_for_{int(HOLD_MAX_S)}s")
                         return
                     sent += len(part)
+                    # counted as it goes (the tally is written when the attackers stop, mid-frame)
+                    self.count(attack, f"bytes_sent:{target.node_id}", len(part))
                     await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - began)))
-                self.count(attack, "bytes_sent", sent)
                 if sent >= PIN_FRAME_BYTES:
                     self.count(attack, "whole_frame_sent")
                     await self._wait_cut(attack, reader, time.monotonic())  # it does not decode: closed
@@ -726,9 +751,10 @@ class Attackers:
         with open(self.out + ".go", "w", encoding="utf-8"):
             pass
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self, growth_max: Mapping[str, int]) -> dict[str, Any]:
         """SIGTERM, wait for the tally (SIGKILL after ``STOP_TIMEOUT_S``); the tally, or why there is none,
-        with how much each node's peak memory rose meanwhile (over ``NODE_PEAK_GROWTH_MAX`` a finding)."""
+        with how much each node's peak memory rose meanwhile (over its ``growth_max``, what its listeners'
+        budgets let it hold: ``hostile_budgets.peak_growth_max``, a finding)."""
         report = self._tally()
         growth = {}
         for node, before in sorted(self.peaks_before.items()):
@@ -737,9 +763,9 @@ class Attackers:
                 growth[node] = after - before
         report["node_peak_rss_growth_mib"] = {node: round(g / 2**20, 1) for node, g in growth.items()}
         report.setdefault("findings", []).extend(
-            f"{node}'s peak memory rose by {g / 2**20:.0f} MiB (more than {NODE_PEAK_GROWTH_MAX >> 20} MiB)"
+            f"{node}'s peak memory rose by {g / 2**20:.0f} MiB (more than {growth_max[node] >> 20} MiB)"
             for node, g in growth.items()
-            if g > NODE_PEAK_GROWTH_MAX
+            if g > growth_max[node]
         )
         return report
 

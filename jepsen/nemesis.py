@@ -63,10 +63,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen import disks, hostile, recovery, upgrade_fault
+from jepsen import disks, hostile, hostile_budgets, recovery, upgrade_fault
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.recorder import Recorder
-from jepsen.workload import Deadline
+from jepsen.workload import Deadline, Http
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import ClientError
 
@@ -356,6 +356,8 @@ class Active:
     detail: dict[str, Any] = field(default_factory=dict)
     task: asyncio.Task[None] | None = None  # what keeps the fault in place while it lasts (disk-full)
     attackers: hostile.Attackers | None = None  # the hostile clients' process (hostile-clients)
+    # hostile-clients: the nodes' request budgets read while the attackers attack, until the event is set
+    sampling: tuple[asyncio.Event, asyncio.Task[dict[str, list[Any]]], Http] | None = None
 
 
 class Nemesis:
@@ -756,7 +758,10 @@ class Nemesis:
         )
         self._attackers_ahead = self._start_attackers()  # for the next window
         self._started("hostile-clients", {"sources": list(sources), "pid": attackers.pid})
-        return Active("hostile-clients", [], attackers=attackers)
+        done, http = asyncio.Event(), Http(self.cluster.urls, random.Random(0))
+        urls = {n.node_id: n.http for n in self.cluster.nodes}
+        sampling = (done, asyncio.create_task(hostile_budgets.watch(http, urls, done)), http)
+        return Active("hostile-clients", [], attackers=attackers, sampling=sampling)
 
     def _start_attackers(self) -> hostile.Attackers:
         """The hostile clients' process, started ahead of its window and attacking once told to: its start
@@ -884,9 +889,19 @@ class Nemesis:
                 await asyncio.gather(active.task, return_exceptions=True)
             value["ballast_removed"] = {n: disks.empty(self.cluster.data_dir(n)) for n in targets}
         elif fault == "hostile-clients" and active.attackers is not None:
-            report = await asyncio.to_thread(active.attackers.stop)
+            budget = {n: hostile_budgets.budgets(self.cluster.argv[n]) for n in self.node_ids}
+            growth_max = {node: hostile_budgets.peak_growth_max(b) for node, b in budget.items()}
+            report = await asyncio.to_thread(active.attackers.stop, growth_max)
             kept = ("tally", "findings", "node_peak_rss_growth_mib", "killed", "not_started")
             value = {key: report.get(key) for key in kept}
+            if active.sampling is not None:  # each listener's gauges while they attacked, and its budget
+                done, sampling, http = active.sampling
+                done.set()
+                seen = {node: hostile_budgets.fold(s) for node, s in (await sampling).items()}
+                await http.close()
+                value["request_bytes"] = {node: {**seen[node], "budget": budget[node]} for node in seen}
+                value["findings"] = [*(value["findings"] or []), *hostile_budgets.findings(seen, budget)]
+                report["findings"] = value["findings"]
             for finding in report.get("findings", []):
                 self._note(f"hostile-clients: {finding}")
         # ``back``: when each node it restarted or resumed came back (the ready events' ``since``)

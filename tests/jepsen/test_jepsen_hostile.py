@@ -1,7 +1,9 @@
 """The hostile-clients fault: attackers against every door while the workload runs. The run stays valid,
 the honest clients keep above 90% of their sends, and every attack met a door that held: no bomb
-accepted, no 5xx for bad credentials, no attacking connection left open by the node, and no node's peak
-memory risen by more than 768 MiB (a logged-in user pinning large requests among the attacks)."""
+accepted, no 5xx for bad credentials, no attacking connection left open by the node, no listener holding
+more request bytes than its own budget (its gauge, read while they attacked) and no node's peak memory
+risen by more than those budgets allow; and the logged-in pin reached every node (frames announced past
+one user's share, bytes sent into them), so those bounds held against something."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import cramjam
 import pytest
 from planted import one_acknowledged_record_lost
 
-from jepsen import control, hostile, hostile_producers, run_config, runner
+from jepsen import control, hostile, hostile_budgets, hostile_producers, run_config, runner
 from jepsen.history import read_history
 from raftlog.storage import batch as batch_codec
 
@@ -75,6 +77,65 @@ def test_findings_are_what_shows_a_door_that_did_not_hold() -> None:
     ]  # fmt: skip
 
 
+def test_each_listener_is_held_to_its_own_budget_as_its_gauge_shows() -> None:
+    from api import http_limits
+    from partitions.security import holds
+    from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
+
+    defaults = hostile_budgets.REQUEST_BYTES_MAX_DEFAULT  # the server's, which jepsen may not import
+    assert defaults == {
+        "http": http_limits.REQUEST_BYTES_MAX_DEFAULT,
+        "kafka": holds.REQUEST_BYTES_MAX_DEFAULT,
+    }
+    assert hostile_budgets.INFLATION_BYTES_MAX == INFLATED_BYTES_MAX_DEFAULT
+    argv = [
+        "python",
+        "-m",
+        "jepsen.nodeshim",
+        "--kafka-request-bytes-max=1000",
+        "--http-request-bytes-max",
+        "500",
+    ]
+    assert hostile_budgets.budgets(argv) == {"http": 500, "kafka": 1000}
+    assert hostile_budgets.budgets(argv[:3]) == defaults
+    assert hostile_budgets.peak_growth_max(defaults) == 768 * 2**20  # the bound it replaced, derived
+    metrics = "\n".join([
+        'raftlog_request_bytes_held{door="http"} 100',
+        'raftlog_request_bytes_held{door="kafka"} 900',
+        'raftlog_request_bytes_waits_total{door="kafka"} 3',
+        'raftlog_request_bytes_waits_total{door="http"} 0',
+        "raftlog_login_failures_total 7",
+    ])  # fmt: skip
+    later = metrics.replace("900", "1200").replace("} 3", "} 5")
+    seen = hostile_budgets.fold([hostile_budgets.parse(metrics), hostile_budgets.parse(later)])
+    assert seen == {
+        "samples": 2,
+        "http": {"held_max": 100, "waits": 0},
+        "kafka": {"held_max": 1200, "waits": 2},
+    }
+    budget = {"n1": {"http": 500, "kafka": 1000}, "n2": {"http": 500, "kafka": 1000}}
+    assert hostile_budgets.findings({"n1": seen, "n2": hostile_budgets.fold([])}, budget) == [
+        "n1's kafka listener held 1200 bytes of requests, more than its budget (1000)",
+        "n2: its request budgets were never read (/metrics did not answer)",
+    ]
+    assert hostile_budgets.findings({"n1": seen}, {"n1": {"http": 500, "kafka": 1200}}) == []
+
+
+def test_a_pin_that_sent_nothing_is_caught() -> None:
+    """The logged-in pin must have announced more frames to each node than one user's share holds and
+    sent a second of its pace into them; one that logged in and sent nothing, or reached a node not at
+    all, leaves the memory bounds nothing to hold against."""
+    landed = {"login-pin": {"frames_announced:n1": 3, "bytes_sent:n1": 20 * 2**20, "logged_in": 3}}
+    assert hostile_budgets.pin_missed(landed, ["n1"]) == []
+    silent = {"login-pin": {"frames_announced:n1": 3, "logged_in": 3}}
+    [missed] = hostile_budgets.pin_missed(silent, ["n1"])
+    assert missed.startswith("login-pin at n1: 3 pinned frames announced (at least 2), 0 bytes sent")
+    refused = {"login-pin": {"opened": 9, "login_refused:58": 9}}
+    assert len(hostile_budgets.pin_missed(refused, ["n1", "n2"])) == 2
+    one = {"login-pin": {"frames_announced:n1": 1, "bytes_sent:n1": 20 * 2**20}}
+    assert hostile_budgets.pin_missed(one, ["n1"])
+
+
 async def test_an_attack_that_ended_on_an_uncounted_exception_is_counted_and_named(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -127,9 +188,18 @@ def test_a_run_under_hostile_clients_is_valid_and_the_honest_clients_are_served(
     stops = [e for e in history.nemesis if e.f == "stop" and e.raw.get("fault") == "hostile-clients"]
     assert stops, "the hostile clients never ran"
     tally: dict[str, dict[str, int]] = {}
+    nodes = ["n1", "n2", "n3"]
     for stop in stops:
         value = stop.raw["value"]
-        assert value["findings"] == [], value
+        assert value["findings"] == [], value  # a listener over its budget, a node's memory over theirs
+        # every listener's gauge was read while they attacked, and held within its budget (the findings)
+        budgets = value["request_bytes"]
+        assert sorted(budgets) == nodes and all(budgets[n]["samples"] > 0 for n in nodes), budgets
+        # the pin reached every node: without it the memory bounds held against nothing; a window whose
+        # pin sent nothing is caught (its bytes taken out of the tally)
+        assert hostile_budgets.pin_missed(value["tally"], nodes) == [], value["tally"].get("login-pin")
+        unsent = {k: v for k, v in value["tally"]["login-pin"].items() if not k.startswith("bytes_sent")}
+        assert hostile_budgets.pin_missed({**value["tally"], "login-pin": unsent}, nodes)
         for attack, counts in value["tally"].items():
             for what, n in counts.items():
                 tally.setdefault(attack, {}).setdefault(what, 0)
