@@ -81,7 +81,7 @@ from api.routing import RoundRobin
 from api.schemas import refuse_legacy_accept
 from partitions import errors as broker_errors
 from partitions.names import check_group_name, check_instance_name, check_topic_name
-from partitions.peers.client import INTERNAL_PREFIX, LEVELS_HEADER, parse_levels
+from partitions.peers.client import INTERNAL_PREFIX, LEVELS_HEADER, encode_levels, parse_levels
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.holds import RequestBytes
@@ -518,6 +518,8 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     # A caller refused for its credential learns nothing of the node, not even its id.
     if LEADER_HEADER not in response.headers and response.status != 401:
         response.headers[LEADER_HEADER] = request.get(state.LEADER, app_state.node.node_id)
+    if request.path.startswith(INTERNAL_PREFIX) and response.status != 401:  # what its code supports, always
+        response.headers[LEVELS_HEADER] = encode_levels(app_state.node.supported_levels())
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     app_state.metrics.observe(request.method, name, response.status, time.perf_counter() - started)

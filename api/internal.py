@@ -25,15 +25,7 @@ from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Handler, Operation
 from partitions.errors import PeerProtocolError, UnknownPartition, UnknownTopic
 from partitions.peer_ops import PeerOp
-from partitions.peers.client import (
-    LEVELS_HEADER,
-    MEDIA_TYPE,
-    PEER_OPS,
-    decode_arguments,
-    encode_answer,
-    encode_levels,
-    path_of,
-)
+from partitions.peers.client import MEDIA_TYPE, PEER_OPS, decode_arguments, encode_answer, path_of
 from raftlog.consensus.errors import NoLeader
 from raftlog.errors import RaftlogError
 
@@ -59,11 +51,7 @@ def _handler(op: PeerOp) -> Handler:
             result = exc if node.metadata.caught_up() else NoLeader(exc.topic)
         except RaftlogError as exc:
             result = exc
-        return web.Response(
-            body=encode_answer(result),
-            content_type=MEDIA_TYPE,
-            headers={LEVELS_HEADER: encode_levels(node.supported_levels())},
-        )
+        return web.Response(body=encode_answer(result), content_type=MEDIA_TYPE)  # levels: api.app
 
     handle.__name__ = op.method
     handle.__doc__ = op.summary

@@ -296,6 +296,7 @@ class Node:
             config.peer_ssl,
             self.features.allows,
             kept_out=self.kept_out,
+            node_kept_out=lambda node_id: self.routing.kept_out(node_id),
         )
         self.replicas = ReplicaManager(
             config.node_id,

@@ -133,13 +133,16 @@ class PeerClient:
         allows: Callable[[Format], bool] = lambda fmt: True,
         levels: Mapping[str, int] | None = SUPPORTED,
         kept_out: Callable[[Mapping[str, int] | None], str | None] = lambda announced: None,
+        node_kept_out: Callable[[str], str | None] = lambda node_id: None,
     ) -> None:
         """``allows``: the gate on the cluster's finalized feature levels (``Features.allows``);
         ``levels``: what this node's code supports, announced with every call (None: nothing, as release
         0.1.0);
-        ``kept_out``: why a callee that announced its levels so may not answer (None: it may)."""
+        ``kept_out``: why a callee that announced its levels so may not answer (None: it may);
+        ``node_kept_out``: why a node is kept out as this node knows it (never called)."""
         self._allows = allows
         self._kept_out = kept_out
+        self._node_kept_out = node_kept_out
         self._ssl = ssl_context  # for https URLs: the certificates trusted, and the one presented
         self._headers = {"Authorization": f"Bearer {credential}", "Content-Type": MEDIA_TYPE}
         if levels is not None:
@@ -169,6 +172,9 @@ class PeerClient:
         base = self._address(node_id)
         if not base:
             raise PeerUnreachable(node_id, "no address known")
+        kept_out = self._node_kept_out(node_id)
+        if kept_out is not None:  # a stale leader hint may still name it: never sent
+            raise PeerUnreachable(node_id, f"{op.name}: kept out of the cluster: {kept_out}")
         arguments = sendable(op, arguments, self._allows)
         timeout_s = call_timeout_s(op, arguments, self._timeout_s)
         body = pack(arguments, REGISTRY)
@@ -190,11 +196,11 @@ class PeerClient:
             if op.write:
                 raise PeerOutcomeUnknown(node_id, reason) from None
             raise PeerUnreachable(node_id, reason) from None
-        if status != 200:
-            raise PeerProtocolError(f"node {node_id} answered {op.name} with {status}: {payload[:200]!r}")
-        kept_out = self._kept_out(parse_levels(announced))
+        kept_out = None if status == 401 else self._kept_out(parse_levels(announced))
         if kept_out is not None:  # its answer may come from a log that diverged: as if it were down
             raise PeerUnreachable(node_id, f"{op.name}: kept out of the cluster: {kept_out}")
+        if status != 200:
+            raise PeerProtocolError(f"node {node_id} answered {op.name} with {status}: {payload[:200]!r}")
         answer = unpack(payload, REGISTRY, ERRORS)
         if not isinstance(answer, dict) or len(answer) != 1:
             raise PeerProtocolError(f"node {node_id} answered {op.name} with {str(answer)[:200]}")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from test_dev import ENV, description
+from upgrade_load import PREVIOUS, THIS, Releases
 
 from tests.waiting import wait_for
 
@@ -69,19 +70,27 @@ def kept_out_round(
     previous_python: str,
     progressed: Callable[[], Callable[[], bool]],
     topic: str,
+    releases: Releases | None = None,
 ) -> dict[str, Any]:
     """``node`` started again on ``previous_python`` (its data, its command line) while the cluster's
     levels are above it, checked kept out, then started again on this checkout. ``progressed()`` gives a
-    condition: the load acknowledged more since the call. What was seen, for the test's printout."""
+    condition: the load acknowledged more since the call; ``releases``: told of each switch (the load
+    attributes answers by it). What was seen, for the test's printout."""
     http = {n["id"]: n["http"] for n in description(data)["nodes"]}
     other = next(http[n] for n in nodes if n != node)
+    if releases is not None:
+        releases.switching(node)
     ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", previous_python, "--no-wait")
+    if releases is not None:
+        releases.switched(node, PREVIOUS)
     wait_for(
         lambda: node in health(other).get("nodes_kept_out", {}),
         f"{node}, on the previous release, named kept out by the others' health",
         timeout_s=60,
     )
     reason = health(other)["nodes_kept_out"][node]
+    if releases is not None:
+        releases.kept_out.add(node)  # the load's HTTP clients leave it aside, as a balancer drains it
     assert "release 0.1.0" in reason and "finalized at 2" in reason, reason
     listed = {n["node_id"]: n for n in get(f"{other}/v1/nodes")[1]}
     assert listed[node]["kept_out"] == reason and listed[node]["leader_of"] == 0, listed[node]
@@ -95,7 +104,12 @@ def kept_out_round(
     wait_for(progressed(), f"the load acknowledged while {node} is kept out", timeout_s=90)
     listed = {n["node_id"]: n for n in get(f"{other}/v1/nodes")[1]}
     assert listed[node]["leader_of"] == 0 and listed[node]["kept_out"], listed[node]
+    if releases is not None:
+        releases.switching(node)
     ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", sys.executable)
+    if releases is not None:
+        releases.switched(node, THIS)
+        releases.kept_out.discard(node)
     wait_for(lambda: healthy(other), f"the cluster healthy with {node} back on this release", timeout_s=90)
     return {"node": node, "reason": reason, "transfer refused": moved.stderr.strip()[-160:], "read": status}
 

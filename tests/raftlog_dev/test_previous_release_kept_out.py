@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from old_release import RELEASE_LEVELS_1, compare_replicas, health, healthy, kept_out_round, ok
 from test_dev import ENV, description
-from upgrade_load import IDEMPOTENT, PARTITIONS, Load, exactly_once, read_http
+from upgrade_load import IDEMPOTENT, PARTITIONS, PREVIOUS, THIS, Load, Releases, exactly_once, read_http
 
 from partitions.features import RAFTLOG_VERSION
 from raftlog_dev import layout, releases
@@ -60,7 +60,8 @@ class DevCluster:
         with urllib.request.urlopen(created, timeout=60) as answer:
             assert answer.status == 201
         wait_for(lambda: healthy(self.http[0]), "the new topic's replicas up", timeout_s=60)
-        self.load = Load(self.http, self.kafka, only_idempotent=True)
+        self.releases = Releases(NODES, THIS)  # which code each node runs: the load attributes answers by it
+        self.load = Load(self.http, self.kafka, only_idempotent=True, releases=self.releases)
 
     def progressed(self) -> Callable[[], bool]:
         """A condition: the idempotent producer acknowledged more than now; a client error fails at once."""
@@ -86,7 +87,11 @@ class DevCluster:
         self.stop()
         compared = compare_replicas(self.data)
         assert "identical" in compared, compared
-        return {"acknowledged": len(tally.acked[IDEMPOTENT]), "read": len(read)}
+        return {
+            "acknowledged": len(tally.acked[IDEMPOTENT]),
+            "read": len(read),
+            "answered by a node on 0.1.0": sum(tally.previous_release.values()),
+        }
 
     def stop(self) -> None:
         if self.supervisor.poll() is None:
@@ -131,14 +136,22 @@ def test_a_cluster_formed_at_0_1_0s_levels_lets_a_node_go_back_until_the_level_i
     cluster.load.start()
     wait_for(cluster.progressed(), "the load acknowledged", timeout_s=60)
     # level 1: n1 may run 0.1.0 on its data, and serves (the cluster healthy, nobody kept out)
+    cluster.releases.switching("n1")
     ok(cluster.data, "dev", "restart", "n1", "--data-dir", str(cluster.data), "--python", previous.python)
+    cluster.releases.switched("n1", PREVIOUS)
     wait_for(lambda: healthy(cluster.http[1]), "the cluster healthy with n1 on 0.1.0", timeout_s=90)
     assert health(cluster.http[1])["nodes_kept_out"] == {}
     wait_for(cluster.progressed(), "the load acknowledged with n1 on 0.1.0", timeout_s=90)
+    cluster.releases.switching("n1")
     ok(cluster.data, "dev", "restart", "n1", "--data-dir", str(cluster.data), "--python", sys.executable)
+    cluster.releases.switched("n1", THIS)
     wait_for(lambda: healthy(cluster.http[1]), "the cluster healthy, n1 back", timeout_s=90)
     ok(cluster.data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2")
     # raised: the same node, started on 0.1.0 again, is kept out now
-    rounds = [kept_out_round(cluster.data, NODES, "n1", previous.python, cluster.progressed, IDEMPOTENT)]
+    rounds = [
+        kept_out_round(
+            cluster.data, NODES, "n1", previous.python, cluster.progressed, IDEMPOTENT, cluster.releases
+        )
+    ]
     counted = cluster.finish()
     print(f"formed at level 1, raised to 2: {counted}; {rounds}")

@@ -5,10 +5,12 @@ put in maintenance, restarted on this checkout's code (``raftlog dev restart nX 
 of maintenance once the cluster is healthy (the first one also goes back to the previous release and
 forward again: until the level is raised, a node may); then the operator finalizes ``raftlog.version`` 2
 and ``transaction.version`` 2 (the upgraded cluster stays at level 1 of both until then), the
-transactional load going on across the switch. No acknowledged record is lost or duplicated, no
-committed offset lost, no client error but retriable ones (and, while a node runs the previous release,
-the answers it is known to give that this release no longer does: ``PREVIOUS_RELEASE_ANSWERS``), and the
-cluster is healthy after each step (``upgrade_load``). The numbers checked are printed."""
+transactional load going on across the switch; then each node in turn is started again on the previous
+release (its data, its command line) and kept out (``old_release.kept_out_round``), and back. No
+acknowledged record is lost or duplicated, no committed offset lost, every replica byte for byte the same
+at the end (``raftlog log compare``), no client error but retriable ones and those a node running the
+previous release gave (attributed per answer: ``upgrade_load``), and the cluster is healthy after each step.
+The numbers checked are printed."""
 
 from __future__ import annotations
 
@@ -17,18 +19,19 @@ import pathlib
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from old_release import compare_replicas, kept_out_round
 from test_dev import ENV, description
-from upgrade_load import IDEMPOTENT, PARTITIONS, TRANSACTIONAL, WEB, Load, check
+from upgrade_load import IDEMPOTENT, PARTITIONS, PREVIOUS, THIS, TRANSACTIONAL, WEB, Load, Releases, check
 
 import raftlog
 from partitions.features import BASE_LEVEL, RAFTLOG_VERSION, SUPPORTED, TRANSACTION_VERSION
 from raftlog_dev import layout, releases
 from tests.waiting import wait_for
 
-PREVIOUS = "0.1.0"
 NODES = ("n1", "n2", "n3")
 
 
@@ -79,12 +82,35 @@ def knows(http: str, topic: str) -> bool:
         return False
 
 
-def progressed(load: Load, since: dict[str, int]) -> bool:
+def restart(data: pathlib.Path, releases: Releases, node: str, python: str, release: str) -> str:
+    """``raftlog dev restart NODE --python PYTHON``, the node's code noted as switching meanwhile."""
+    releases.switching(node)
+    restarted = ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", python)
+    releases.switched(node, release)
+    return restarted
+
+
+def progress_condition(load: Load) -> Callable[[], bool]:
+    """A condition: every part of the load acknowledged more than now."""
+    since = load.tally.progress()
+    return lambda: progressed(load, since)
+
+
+class Lagging(dict[str, int]):
+    """The parts of the load that acknowledged nothing more (part -> its count): false while there are any,
+    so that a wait that ends names them."""
+
+    def __bool__(self) -> bool:
+        return not len(self)
+
+
+def progressed(load: Load, since: dict[str, int]) -> bool | Lagging:
     """Whether every part of the load acknowledged more since ``since``; a client error fails at once."""
     with load.tally.lock:
         assert not load.tally.errors, "\n".join(load.tally.errors[:20])
     now = load.tally.progress()
-    return all(now[part] > since[part] for part in since)
+    lagging = Lagging({part: now[part] for part in since if now[part] <= since[part]})
+    return True if not lagging.keys() else lagging
 
 
 def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
@@ -125,26 +151,23 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
             "every node to know the load's topics",
             timeout_s=60,
         )
-        load = Load(http, kafka)
+        releases = Releases(NODES, PREVIOUS)
+        load = Load(http, kafka, releases=releases)
         load.start()
         wait_for(lambda: progressed(load, dict.fromkeys(load.tally.progress(), 0)), "load on the old cluster")
         for step, node in enumerate(NODES):
             ok(data, "node", "maintenance", node)
             since = load.tally.progress()
-            restarted = ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", sys.executable)
+            restarted = restart(data, releases, node, sys.executable, THIS)
             assert "ready" in restarted, restarted
             wait_for(lambda: healthy(http[0]), f"the cluster healthy with {node} upgraded", timeout_s=90)
             if step == 0:  # level 1: what it wrote meanwhile the previous release reads, so it may go back
-                load.tally.going_back = True
-                for python in (previous.python, sys.executable):
-                    ok(data, "dev", "restart", node, "--data-dir", str(data), "--python", python)
+                for python, release in ((previous.python, PREVIOUS), (sys.executable, THIS)):
+                    restart(data, releases, node, python, release)
                     wait_for(
                         lambda: healthy(http[0]), f"the cluster healthy, {node} on {python}", timeout_s=90
                     )
-                load.tally.going_back = False
             ok(data, "node", "maintenance", node, "--off")
-            if step == len(NODES) - 1:
-                load.tally.previous_release = False  # from here on, every answer is this release's
             upgraded_http = http[NODES.index(node)]
             features = shown(data, "cluster", "features", server=upgraded_http)
             upgraded = {n: features["nodes"][n]["version"] for n in NODES[: step + 1]}
@@ -169,12 +192,27 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
         assert shown(data, "cluster", "features")["finalized"] == dict(SUPPORTED)
         since = load.tally.progress()
         wait_for(lambda: progressed(load, since), "load at the new feature level", timeout_s=90)
+        # the level raised: each node started again on the previous release is kept out, and comes back
+        rounds = []
+        for node in NODES:
+            rounds.append(
+                kept_out_round(
+                    data, NODES, node, previous.python, lambda: progress_condition(load), IDEMPOTENT, releases
+                )
+            )
         load.stop()
         # a replica the load's last writes left behind on a loaded machine is briefly under-replicated
         wait_for(lambda: healthy(http[0]), "the cluster healthy once the load stopped", timeout_s=90)
         counted = check(load, http[0])
-        retried = dict(load.tally.retried)
-        print(f"rolling upgrade {PREVIOUS} -> {raftlog.version()}: {counted}; retried: {retried}")
+        supervisor.send_signal(2)
+        supervisor.wait(60)
+        compared = compare_replicas(data)
+        retried, previous_answers = dict(load.tally.retried), dict(load.tally.previous_release)
+        summary = compared.strip().splitlines()[-1]
+        print(
+            f"rolling upgrade {PREVIOUS} -> {raftlog.version()}: {counted}; retried: {retried}; answered by "
+            f"nodes on {PREVIOUS}: {previous_answers}; kept out: {rounds}; {summary}"
+        )
         assert counted["idempotent acknowledged"] > 0 and counted["transactions committed"] > 0
     finally:
         if load is not None:

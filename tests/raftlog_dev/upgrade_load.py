@@ -2,7 +2,15 @@
 an idempotent and a transactional confluent-kafka producer, a consumer group of two members committing,
 and an HTTP producer (JSON records with a producer id and sequence, retried as the same request, and binary
 record batches). Every acknowledged record and committed offset is noted; ``check`` reads everything back
-(the HTTP door, and Kafka's read_committed for the transactions) and says what was lost or duplicated."""
+(the HTTP door, and Kafka's read_committed for the transactions) and says what was lost or duplicated.
+
+A client error fails the test unless it is retriable, or it was answered by a node running the previous
+release at that moment: every tolerated answer is attributed to the node that gave it and the code it ran
+then. An HTTP answer says so itself (this release's nodes answer ``Server: raftlog``, release 0.1.0's
+aiohttp's default); a Kafka error is attributed through the client's statistics (librdkafka's, every
+200 ms: the group's coordinator, each partition's leader, by broker id) to the nodes that could have
+answered it, and ``Releases`` says which code each ran (``switching``/``switched``, called by the test
+around each restart: while it restarts, a node may run either)."""
 
 from __future__ import annotations
 
@@ -34,12 +42,92 @@ REJOIN = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaErro
 # fenced broker) and reconnects only to brokers it needs: a client whose known brokers were that node and
 # the one restarting now says all its brokers are down (a count, not a failure) and connects again.
 RECONNECTED = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
-INFORMATIONAL = REJOIN | RECONNECTED | {KafkaError._PARTITION_EOF}
+# a group coordinator moving or loading (its partition's leader changed): Kafka's consumer retries a commit
+# answered so (RetriableException), which librdkafka hands to the application
+COORDINATOR_MOVING = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+}
+INFORMATIONAL = REJOIN | RECONNECTED | COORDINATOR_MOVING | {KafkaError._PARTITION_EOF}
 HTTP_RETRIED = {503, 504}  # unavailable for now (no leader, a node catching up) or outcome unknown
-# what a node of the previous release (0.1.0) answers that this release no longer does: a commit whose
-# offset store timed out was REQUEST_TIMED_OUT, which ends librdkafka's commit (this release answers
-# COORDINATOR_LOAD_IN_PROGRESS, as Kafka's coordinator, and the client asks again)
-PREVIOUS_RELEASE_ANSWERS = {("offset commit", KafkaError.REQUEST_TIMED_OUT)}
+PREVIOUS = "0.1.0"
+THIS = "this"  # this checkout's code
+SERVER = "raftlog"  # the Server header of this release's answers (0.1.0's: aiohttp's default)
+STATS_INTERVAL_MS = 200
+ATTRIBUTION_WINDOW_S = 2.0  # the client statistics looked at before an error: who led or coordinated
+
+
+class Releases:
+    """Which code each node runs, over time: ``switching(node)`` when the test starts restarting it on
+    other code, ``switched(node, release)`` once it runs it; between the two it may run either."""
+
+    def __init__(self, nodes: Sequence[str], release: str = PREVIOUS) -> None:
+        self._lock = threading.Lock()
+        self._spans: dict[str, list[tuple[float, str | None]]] = {n: [(0.0, release)] for n in nodes}
+        # nodes the cluster's health names kept out: the HTTP clients leave them aside, as a load balancer
+        # drains a node its health check fails (their Kafka clients follow the cluster's metadata)
+        self.kept_out: set[str] = set()
+
+    def switching(self, node: str) -> None:
+        with self._lock:
+            self._spans[node].append((time.monotonic(), None))
+
+    def switched(self, node: str, release: str) -> None:
+        with self._lock:
+            self._spans[node].append((time.monotonic(), release))
+
+    def ran(self, node: str, at: float) -> set[str]:
+        """The code ``node`` may have run at ``at`` (monotonic seconds)."""
+        with self._lock:
+            spans = self._spans.get(node, [])
+            index = max((i for i, (since, _) in enumerate(spans) if since <= at), default=None)
+            if index is None:
+                return set()
+            release = spans[index][1]
+            if release is not None:
+                return {release}
+            before = next((r for _, r in reversed(spans[:index]) if r is not None), None)
+            after = next((r for _, r in spans[index + 1 :] if r is not None), None)
+            return {r for r in (before, after) if r is not None} or {PREVIOUS, THIS}
+
+    def previous(self, nodes: set[str], at: float) -> str | None:
+        """One of ``nodes`` that may have run the previous release at ``at``, None when none did."""
+        return next((n for n in sorted(nodes) if PREVIOUS in self.ran(n, at)), None)
+
+
+class ClientStats:
+    """What a Kafka client last told of the cluster (its statistics): the group's coordinator and each
+    partition's leader, as nodes, over the last seconds."""
+
+    def __init__(self, brokers: dict[str, str]) -> None:
+        """``brokers``: Kafka address -> node."""
+        self._brokers = brokers
+        self._lock = threading.Lock()
+        self._seen: collections.deque[tuple[float, str | None, dict[int, str]]] = collections.deque(maxlen=64)
+
+    def __call__(self, text: str) -> None:  # librdkafka's stats_cb
+        stats = json.loads(text)
+        coordinator = stats.get("brokers", {}).get("GroupCoordinator", {}).get("nodename")
+        leaders = {
+            int(p): f"n{v['leader']}"
+            for topic in stats.get("topics", {}).values()
+            for p, v in topic.get("partitions", {}).items()
+            if int(p) >= 0 and v.get("leader", -1) >= 0
+        }
+        with self._lock:
+            self._seen.append((time.monotonic(), self._brokers.get(coordinator or ""), leaders))
+
+    def nodes(self, at: float, partition: int | None = None) -> set[str]:
+        """The coordinator's nodes (a partition's leaders, with ``partition``) seen in the window before
+        ``at`` and the snapshot after it."""
+        with self._lock:
+            seen = list(self._seen)
+        window = [s for s in seen if at - ATTRIBUTION_WINDOW_S <= s[0] <= at]
+        window += [s for s in seen if s[0] > at][:1]
+        if partition is None:
+            return {s[1] for s in window if s[1] is not None}
+        return {s[2][partition] for s in window if partition in s[2]}
 
 
 @dataclass
@@ -53,11 +141,9 @@ class Tally:
     web_commits: int = 0  # its commits answered
     errors: list[str] = field(default_factory=list)  # none may be here
     retried: collections.Counter[str] = field(default_factory=collections.Counter)  # retriable ones seen
-    # while a node went back to the previous release (0.1.0 serves before its metadata caught up: no
-    # catch-up fence), what clients are told is tallied apart, not failed; the records' checks still hold
-    going_back: bool = False
-    # while a node still runs the previous release: its PREVIOUS_RELEASE_ANSWERS are tallied apart too
-    previous_release: bool = True
+    # answers of a node that ran the previous release then (attributed: see the module's docstring), by
+    # kind; the records' checks still hold
+    previous_release: collections.Counter[str] = field(default_factory=collections.Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self) -> int:
@@ -75,23 +161,34 @@ class Tally:
             }
 
 
-def _kafka_error(tally: Tally, where: str, error: KafkaError) -> None:
+def _kafka_error(tally: Tally, where: str, error: KafkaError, by: str | None = None) -> None:
+    """A Kafka client's error: retried, or (``by``: the node of the previous release that answered it)
+    tallied apart, or a failure."""
     with tally.lock:
         if error.retriable() or error.code() in INFORMATIONAL:
             tally.retried[f"{where}: {error.name()}"] += 1
-        elif tally.going_back or (
-            tally.previous_release and (where, error.code()) in PREVIOUS_RELEASE_ANSWERS
-        ):
-            tally.retried[f"{where}, a node on the previous release: {error.name()}"] += 1
+        elif by is not None:
+            tally.previous_release[f"{where}: {error.name()} (by {by} on {PREVIOUS})"] += 1
         else:
             tally.errors.append(f"{where}: {error}")
 
 
 class Load:
-    def __init__(self, http: Sequence[str], kafka: Sequence[str], only_idempotent: bool = False) -> None:
-        """``only_idempotent``: the idempotent producer alone (the other parts' topics need not exist)."""
+    def __init__(
+        self,
+        http: Sequence[str],
+        kafka: Sequence[str],
+        only_idempotent: bool = False,
+        releases: Releases | None = None,
+    ) -> None:
+        """``http``, ``kafka``: node n1's, n2's... addresses; ``only_idempotent``: the idempotent producer
+        alone (the other parts' topics need not exist); ``releases``: which code each node runs (None:
+        this checkout's, always)."""
         self.http = list(http)
+        self.nodes = {url: f"n{i}" for i, url in enumerate(http, 1)}
+        self.brokers = {address: f"n{i}" for i, address in enumerate(kafka, 1)}
         self.bootstrap = ",".join(kafka)
+        self.releases = releases if releases is not None else Releases(list(self.nodes.values()), THIS)
         self.tally = Tally()
         self._stop = threading.Event()
         parts = (
@@ -130,20 +227,34 @@ class Load:
 
     # -- the Kafka door ----------------------------------------------------------------------------
 
-    def _producer(self, **extra: Any) -> Producer:
+    def _producer(self, stats: ClientStats, **extra: Any) -> Producer:
         return Producer(
-            {"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": True}
+            {
+                "bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5,
+                "enable.idempotence": True, "statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": stats,
+            }
             | extra
-        )
+        )  # fmt: skip
+
+    def _by_previous(self, error: KafkaError, stats: ClientStats, partition: int | None = None) -> str | None:
+        """The node of the previous release that may have answered ``error``: the one its text names, or
+        the coordinator (a partition's leader, with ``partition``) the client saw then; None: none."""
+        now = time.monotonic()
+        named = {node for address, node in self.brokers.items() if address in str(error)}
+        return self.releases.previous(named or stats.nodes(now, partition), now)
+
+    def _error_cb(self, where: str, stats: ClientStats) -> Any:
+        return lambda e: _kafka_error(self.tally, where, e, self._by_previous(e, stats))
 
     def _idempotent(self) -> None:
-        tally = self.tally
-        producer = self._producer(error_cb=lambda e: _kafka_error(tally, "idempotent producer", e))
+        tally, stats = self.tally, ClientStats(self.brokers)
+        producer = self._producer(stats, error_cb=self._error_cb("idempotent producer", stats))
         n = 0
 
         def delivered(error: KafkaError | None, message: Any) -> None:
             if error is not None:
-                _kafka_error(tally, "idempotent delivery", error)
+                by = self._by_previous(error, stats, message.partition())
+                _kafka_error(tally, "idempotent delivery", error, by)
                 with tally.lock:
                     tally.unsure[IDEMPOTENT].add(message.value().decode())
             else:
@@ -161,12 +272,9 @@ class Load:
         assert producer.flush(60) == 0, "idempotent records still in flight after 60 s"
 
     def _transactional(self) -> None:
-        tally = self.tally
+        tally, stats = self.tally, ClientStats(self.brokers)
         producer = self._producer(
-            **{
-                "transactional.id": "upgrade-txn",
-                "error_cb": lambda e: _kafka_error(tally, "txn producer", e),
-            }
+            stats, **{"transactional.id": "upgrade-txn", "error_cb": self._error_cb("txn producer", stats)}
         )
         producer.init_transactions(60)
         txn = 0
@@ -182,7 +290,7 @@ class Load:
             except KafkaException as exc:
                 error = exc.args[0]
                 if error.txn_requires_abort():
-                    _kafka_error(tally, "transaction (aborted)", error)
+                    _kafka_error(tally, "transaction (aborted)", error, self._by_previous(error, stats))
                     producer.abort_transaction(60)
                     with tally.lock:
                         tally.aborted_txns.add(txn)
@@ -199,7 +307,7 @@ class Load:
             except KafkaException as exc:
                 if not exc.args[0].retriable():
                     raise
-                _kafka_error(self.tally, "commit_transaction", exc.args[0])
+                _kafka_error(self.tally, "commit_transaction", exc.args[0])  # retriable: never attributed
                 continue
             with self.tally.lock:
                 self.tally.committed_txns.add(txn)
@@ -207,11 +315,12 @@ class Load:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit_transaction retried 10 times"))
 
     def _member(self) -> None:
-        tally = self.tally
+        tally, stats = self.tally, ClientStats(self.brokers)
         consumer = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
-            "error_cb": lambda e: _kafka_error(tally, "consumer", e),
+            "error_cb": self._error_cb("consumer", stats), "statistics.interval.ms": STATS_INTERVAL_MS,
+            "stats_cb": stats,
         })  # fmt: skip
         consumer.subscribe([IDEMPOTENT])
         try:
@@ -219,13 +328,16 @@ class Load:
                 messages = consumer.consume(50, 0.5)
                 for message in messages:
                     if message.error() is not None:
-                        _kafka_error(tally, "consume", message.error())
+                        error = message.error()
+                        _kafka_error(
+                            tally, "consume", error, self._by_previous(error, stats, message.partition())
+                        )
                 if not messages:
                     continue
                 try:
                     done = consumer.commit(asynchronous=False)
-                except KafkaException as exc:
-                    _kafka_error(tally, "offset commit", exc.args[0])
+                except KafkaException as exc:  # answered by the group's coordinator
+                    _kafka_error(tally, "offset commit", exc.args[0], self._by_previous(exc.args[0], stats))
                     continue
                 with tally.lock:
                     for tp in done or []:
@@ -237,9 +349,14 @@ class Load:
 
     # -- the HTTP door -----------------------------------------------------------------------------
 
+    def _urls(self) -> list[str]:
+        """The nodes an HTTP client asks, in order: every one but those the health names kept out."""
+        kept_out = set(self.releases.kept_out)
+        return [url for url in self.http if self.nodes[url] not in kept_out]
+
     def _post(self, path: str, body: bytes, content_type: str) -> int:
         """The status of a POST to some node (the next one after a refusal); 0: no node answered."""
-        for url in self.http:
+        for url in self._urls():
             request = urllib.request.Request(
                 url + path, data=body, headers={"Content-Type": content_type}, method="POST"
             )
@@ -249,8 +366,12 @@ class Load:
                     return int(answer.status)
             except urllib.error.HTTPError as refused:
                 detail = refused.read().decode(errors="replace")[:300]
+                if self._previous_answered(url, "POST", refused):
+                    continue  # the next node, as a client does
                 if refused.code not in HTTP_RETRIED:
-                    return -refused.code if self._note_http(path, refused.code, detail) else refused.code
+                    with self.tally.lock:
+                        self.tally.errors.append(f"POST {path}: {refused.code} {detail}")
+                    return -refused.code
                 with self.tally.lock:
                     self.tally.retried[f"http {refused.code}"] += 1
             except OSError as down:  # a node restarting: the next one
@@ -258,19 +379,29 @@ class Load:
                     self.tally.retried[f"http {type(down).__name__}"] += 1
         return 0
 
-    def _note_http(self, path: str, status: int, detail: str) -> bool:
+    def _previous_answered(self, url: str, method: str, refused: urllib.error.HTTPError) -> bool:
+        """Whether a refusal came from a node running the previous release (its Server header is not this
+        release's); tallied apart if so."""
+        server = refused.headers.get("Server", "")
+        if server == SERVER:
+            return False
+        node = self.nodes.get(url, url)
+        ran = self.releases.ran(node, time.monotonic())
+        if PREVIOUS not in ran:  # the answer says 0.1.0, the test says otherwise: the test is wrong
+            with self.tally.lock:
+                self.tally.errors.append(
+                    f"{method} answered by {node} as {server!r}, which ran {sorted(ran)}"
+                )
+            return True
         with self.tally.lock:
-            if self.tally.going_back:
-                self.tally.retried[f"POST, a node on the previous release: {status}"] += 1
-                return True
-            self.tally.errors.append(f"POST {path}: {status} {detail}")
+            self.tally.previous_release[f"http {method} {refused.code} (by {node} on {PREVIOUS})"] += 1
         return True
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
         """One HTTP call to some node (the next one while a node is down or answers 503): the status and
         the JSON answer; (0, None) when no node answered."""
         data = None if body is None else json.dumps(body).encode()
-        for url in self.http:
+        for url in self._urls():
             request = urllib.request.Request(
                 url + path,
                 data=data,
@@ -282,6 +413,8 @@ class Load:
                     text = answer.read()
                     return int(answer.status), json.loads(text) if text else None
             except urllib.error.HTTPError as refused:
+                if self._previous_answered(url, method, refused):
+                    continue  # the next node, as a client does
                 if refused.code not in HTTP_RETRIED:
                     return refused.code, refused.read().decode(errors="replace")[:300]
             except OSError:
