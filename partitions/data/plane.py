@@ -2,11 +2,17 @@
 
 Writes are proposed to the partition's Raft group on its leader and answered once a majority has them
 (acks=all). Reads are served by the leader once it has applied its own term's no-op (Raft's rule for
-leader reads: everything committed before its election is then in its log), below the high watermark,
-and wait (long poll) for records that are not there yet. A read takes its view of the log's segments under
-the log's lock and reads the bytes outside it: the driver thread, which appends every partition's committed
-entries under that lock, never waits for a fetch. A read of more than ``INLINE_READ_BYTES_MAX`` is done on a
-reader thread; a smaller one on the event loop, where it costs less than the hop to a thread.
+leader reads: everything committed before its election is then in its log) and while it can show that no
+other leader was elected since (``RaftGroup.read_refusal``: a leader whose process was paused past the
+election timeout waits, on waking, for a majority to acknowledge a no-op of its term, and steps down if a
+newer term answers), below the high watermark, and wait (long poll) for records that are not there yet. A
+read that cannot be answered for that is refused retriably (``_read_refused``); every read checks, below
+both doors.
+
+A read takes its view of the log's segments under the log's lock and reads the bytes outside it: the driver
+thread, which appends every partition's committed entries under that lock, never waits for a fetch. A read
+of more than ``INLINE_READ_BYTES_MAX`` is done on a reader thread; a smaller one on the event loop, where it
+costs less than the hop to a thread.
 
 A partition this node does not lead raises ``NotLeader(leader_hint)`` (``NoLeader`` when none is known):
 the cluster-wide service then runs the call on the leader.
@@ -59,7 +65,7 @@ from partitions.replicas.state_machine import (
 from partitions.security.producer_ids import ProducerIds
 from partitions.transactions.service import Marker
 from raftlog.consensus.errors import NoLeader, NotLeader
-from raftlog.consensus.interface import Role
+from raftlog.consensus.interface import READ_NOT_READY, READ_STANDING_STILL, READ_UNCONFIRMED, Role
 from raftlog.errors import InvariantViolation, check
 from raftlog.histogram import Histogram
 from raftlog.storage.batch import (
@@ -179,22 +185,28 @@ class DataPlane:
         return replica
 
     def ready_leader(self, topic: str, partition: int) -> Replica:
-        """For reads that do not wait: the leader replica if it may serve reads, else NoLeader."""
+        """For reads that do not wait: the leader replica if it may answer a read now
+        (``RaftGroup.read_refusal``), else NoLeader or NotLeader (``_read_refused``)."""
         replica = self.leader_replica(topic, partition)
-        if not replica.group.status().leader_ready:
-            raise NoLeader(replica.group.group_id)
+        refusal = replica.group.read_refusal()
+        if refusal is not None:
+            raise _read_refused(replica, refusal)
         return replica
 
     async def _reading_leader(self, topic: str, partition: int) -> Replica:
-        """The local leader replica once it may serve reads: it has applied its own term's no-op, so
-        everything committed before its election is in its log (Raft's rule for leader reads)."""
+        """The local leader replica once it may answer reads (``ready_leader``), waiting up to
+        ``LEADER_READY_WAIT_S`` for that: for its term's no-op to be applied (Raft's rule for leader reads:
+        everything committed before its election is then in its log), or for its leadership to be
+        confirmed after its Raft thread stood still (one round trip, or the newer term that deposes it:
+        then NotLeader naming the new leader)."""
         deadline = time.monotonic() + LEADER_READY_WAIT_S
         while True:
             replica = self.leader_replica(topic, partition)
-            if replica.group.status().leader_ready:
+            refusal = replica.group.read_refusal()
+            if refusal is None:
                 return replica
             if time.monotonic() >= deadline:
-                raise NoLeader(replica.group.group_id)
+                raise _read_refused(replica, refusal)
             await asyncio.sleep(0.01)
 
     # -- writes --------------------------------------------------------------------------------------
@@ -372,7 +384,7 @@ class DataPlane:
     # -- share groups' offset admin (KIP-932): their records are ``share_records``' -------------------
 
     async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
-        replica = self.ready_leader(topic, partition)
+        replica = await self._reading_leader(topic, partition)
         state = replica.machine.shares.groups.get(group)
         if state is None:
             return None
@@ -559,6 +571,7 @@ class DataPlane:
         return read
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
+        await self._reading_leader(topic, partition)
         return self.offsets_now(topic, partition)
 
     def offsets_now(self, topic: str, partition: int) -> PartitionOffsets:
@@ -584,7 +597,7 @@ class DataPlane:
         checked against this node's replica first, as Kafka checks it before leadership."""
         replica = self.replica(topic, partition)
         check_leader_epoch(replica.group.group_id, current_leader_epoch, replica.group.status().term)
-        replica = self.ready_leader(topic, partition)
+        replica = await self._reading_leader(topic, partition)
         term = replica.group.leader_term()
         machine = replica.machine
         if machine.behind:
@@ -600,7 +613,7 @@ class DataPlane:
         """The first committed record whose timestamp is >= ``timestamp_ms`` (its offset and timestamp), or
         None when there is none (Kafka's ListOffsets by timestamp). Looked up on a reader thread: the time
         index narrows it to a few batches, decoded under the log's lock."""
-        replica = self.ready_leader(topic, partition)
+        replica = await self._reading_leader(topic, partition)
         log = replica.log
         if replica.machine.behind:
             raise ReplicaRecovering(replica.group.group_id, log.end_offset, replica.machine.high_watermark)
@@ -616,7 +629,7 @@ class DataPlane:
         """The first record with the largest timestamp of the log (KIP-734): the largest of its segments'
         max timestamps, then the first record reaching it (a record below the log start is passed over,
         as ``first_record_at`` does)."""
-        replica = self.ready_leader(topic, partition)
+        replica = await self._reading_leader(topic, partition)
         largest = [s.max_timestamp_ms for s in replica.log.segment_infos() if s.max_timestamp_ms is not None]
         if not largest:
             return None
@@ -643,7 +656,7 @@ class DataPlane:
         return tuple(found)
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
-        return self.ready_leader(topic, partition).machine.consumer_offsets.get(group)
+        return (await self._reading_leader(topic, partition)).machine.consumer_offsets.get(group)
 
     async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         found = await self.group_offset(group, topic, partition, True)
@@ -655,11 +668,27 @@ class DataPlane:
     async def group_offset(
         self, group: str, topic: str, partition: int, require_stable: bool
     ) -> GroupOffset | None:
-        machine = self.ready_leader(topic, partition).machine
+        machine = (await self._reading_leader(topic, partition)).machine
         if require_stable and machine.pending_offset(group):
             raise UnstableOffsetCommit(group)
         offset = machine.consumer_offsets.get(group)
         return None if offset is None else GroupOffset(offset, machine.committed_epoch(group))
+
+
+def _read_refused(replica: Replica, refusal: str) -> NotLeader | NoLeader:
+    """A read this leader replica may not answer (``RaftGroup.read_refusal``). NoLeader while it is not
+    ready to read, as while a leader is elected (Kafka's LEADER_NOT_AVAILABLE; retried where it is): its
+    term's no-op not applied, or its leadership not confirmed since its Raft thread stood still. NotLeader
+    (Kafka's NOT_LEADER_OR_FOLLOWER: the client looks for the leader again) when no majority answered it
+    within its read lease (cut off: another may be elected), naming the leader it follows if it lost its
+    leadership meanwhile."""
+    group = replica.group
+    role, leader = group.role_and_leader()
+    if role is Role.LEADER:
+        if refusal in (READ_NOT_READY, READ_UNCONFIRMED, READ_STANDING_STILL):
+            return NoLeader(group.group_id)
+        return NotLeader(group.group_id, None)
+    return NoLeader(group.group_id) if leader is None else NotLeader(group.group_id, leader)
 
 
 def _readable_end(replica: Replica, offset: int, high_watermark: int) -> int:

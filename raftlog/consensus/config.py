@@ -84,6 +84,22 @@ class CoreConfig:
         )
 
     @property
+    def read_lease_s(self) -> float:
+        """A leader answers reads only while a majority of its voters acknowledged it within this long:
+        half the shortest election timeout (RaftCore, "Reads"). A follower stands for election no sooner
+        than the shortest election timeout after it last heard the leader, so an acknowledgement may take
+        a quarter of it to come back, and the leader's thread may stand still a quarter of it
+        (``read_stall_s``) without a follower's election going unnoticed."""
+        return self.election_timeout_min_ms / 2000
+
+    @property
+    def read_stall_s(self) -> float:
+        """How long the thread driving a leader may stand still before its reads wait for a new
+        confirmation of its leadership (``raftlog.consensus.liveness``): a quarter of the shortest
+        election timeout (see ``read_lease_s``)."""
+        return self.election_timeout_min_ms / 4000
+
+    @property
     def heartbeat_interval_ms(self) -> int:
         """How often a heartbeat actually leaves: its period rounded up to the driver's timer grid."""
         return math.ceil(self.heartbeat_period_ms / self.timer_grid_ms) * self.timer_grid_ms

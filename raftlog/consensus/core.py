@@ -68,6 +68,22 @@ name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`
   neither): it waits one more deadline of two heartbeat intervals, in which a live leader's heartbeat
   reaches it, and stands only if none came (once per deadline, so a follower that is always late still
   stands). Raft's safety does not rest on either (check-quorum and election timing are liveness).
+* Reads (ours): a leader answers a read from its own state (``read_refusal`` is None) only while it can
+  show that no other leader has been elected: it leads and has applied its term's no-op (everything
+  committed before it is in its state); a majority of its voters answered it within ``read_lease_s``
+  (half the shortest election timeout) of its clock, counting only replies as they arrived (what
+  ``_credit_stall`` forgives check-quorum is not forgiven here), or, quiet, their node connections are up
+  (a quiet follower stands for no election while it is connected); the thread driving it is not standing
+  still now (``liveness``: a process stopped by SIGSTOP and not yet run again, read by the event loop
+  first); and its leadership was confirmed since that thread last stood still (``Liveness.stalls``) and
+  since it last sent a TimeoutNow: a no-op of its term appended after that and committed
+  (``confirm_leadership``; the term's first no-op confirms a new leader). A thread that stood still may
+  have been deposed meanwhile, and the replies to its old heartbeats, read from its sockets when it runs
+  again, look fresh: only a no-op appended after the stall can be acknowledged by replies sent after it.
+  A follower stands no sooner than the shortest election timeout after it last heard its leader, so a
+  leader that ran and heard a majority within half of it was not deposed; the leader's own clock
+  measures all of it, paused time included. Safety of the log does not depend on any of this; what
+  depends on it is that a read answered by a leader holds everything acknowledged before the read began.
 * ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
   journal the caller built.
 """
@@ -91,9 +107,18 @@ from pysyncobj.transport import TransportNotReadyError
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
 from raftlog.consensus.config import CoreConfig
-from raftlog.consensus.interface import Role, StateMachine
+from raftlog.consensus.interface import (
+    READ_NO_QUORUM,
+    READ_NOT_LEADER,
+    READ_NOT_READY,
+    READ_STANDING_STILL,
+    READ_UNCONFIRMED,
+    Role,
+    StateMachine,
+)
 from raftlog.consensus.journal import MemoryJournal, RaftJournal
 from raftlog.consensus.journal_files import SyncJob, fsync_directory, write_file_durably
+from raftlog.consensus.liveness import Liveness
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.consensus.messages import (
     AppendEntries,
@@ -268,6 +293,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._ticked_at: float | None = None
         self._led_when_ticked = False
         self._deferred_deadline: float | None = None
+        # Reads (see the module docstring): the thread's stalls, set by the Driver that ticks this core (a
+        # test may set its own; None: no stall is known of); each voter's last reply of this term as it
+        # arrived (never credited); the (stalls, TimeoutNows sent) at which this leadership was last
+        # confirmed, None before; the term of the confirming no-op in flight, one at a time.
+        self.liveness: Liveness | None = None
+        self._heard_at: dict[Any, float] = {}
+        self._timeouts_now_sent = 0
+        self._read_confirmed: tuple[int, int] | None = None
+        self._read_barrier_term: int | None = None
         # Leader changes (see ``_on_became_leader``): the leader this replica last followed (or was),
         # and why it holds an election: "election", "transfer" (TimeoutNow), "new_group" (a new group's
         # first campaign), "check_quorum" (it stepped down itself), "leader_gone" (its leader said so).
@@ -521,6 +555,74 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def stopped_error(self) -> BaseException | None:
         return self._stopped_error
 
+    @property
+    def read_stall_s(self) -> float:
+        """How long the thread driving this replica may stand still before its reads wait for a new
+        confirmation (``CoreConfig.read_stall_s``)."""
+        return self._config.read_stall_s
+
+    # -- reads (any thread; see "Reads" in the module docstring) ---------------------------------------
+    def read_refusal(self, now: float) -> str | None:
+        """Why this replica may not answer a read from its own state at ``now`` (this core's clock), one
+        of the ``READ_*`` reasons; None when it may. Cheap (a few attribute reads): asked by every read.
+        The reasons are checked in this order, so one that a confirmation cures (``READ_UNCONFIRMED``,
+        see :meth:`confirm_leadership`) is given only to a leader whose thread runs."""
+        if self._SyncObj__raftState != _LEADER:
+            return READ_NOT_LEADER
+        if not self.leader_ready:
+            return READ_NOT_READY
+        liveness = self.liveness
+        if liveness is not None and liveness.standing_still(now):  # (reads due_at before stalls)
+            return READ_STANDING_STILL
+        if self._read_confirmed != self._read_token():
+            return READ_UNCONFIRMED
+        if self._quorum_heard_at(now) < now - self._config.read_lease_s:
+            return READ_NO_QUORUM
+        return None
+
+    def confirm_leadership(self) -> None:
+        """Any thread: a leader whose reads wait for a confirmation (``READ_UNCONFIRMED``) appends a no-op
+        of its term; once it is committed (a majority acknowledged entries sent after this call), its
+        reads may go on, unless its thread stood still again meanwhile. One no-op in flight at a time;
+        none while it hands its leadership over (appended after, if it still leads)."""
+        term = self._SyncObj__raftCurrentTerm
+        if self._SyncObj__raftState != _LEADER or self._read_barrier_term == term:
+            return
+        self._read_barrier_term = term
+        token = self._read_token()
+
+        def confirmed(result: object, fail_reason: int) -> None:  # tick thread, once applied or refused
+            if self._read_barrier_term == term:
+                self._read_barrier_term = None
+            if (
+                fail_reason == FAIL_REASON.SUCCESS
+                and self._SyncObj__raftState == _LEADER
+                and self._SyncObj__raftCurrentTerm == term
+            ):
+                self._read_confirmed = token
+
+        self._applyCommand(_NO_OP_ENTRY, confirmed)
+        self._notify_activity()
+
+    def _read_token(self) -> tuple[int, int]:
+        """What a confirmation of leadership is good for: the stalls of the thread and the TimeoutNows this
+        replica sent so far (a new one of either needs a new confirmation)."""
+        liveness = self.liveness
+        return (0 if liveness is None else liveness.stalls), self._timeouts_now_sent
+
+    def _quorum_heard_at(self, now: float) -> float:
+        """Leader: when the voters that, with itself, make a majority were last heard (their replies of
+        this term as they arrived; a quiet leader's connected followers: now). ``now`` for a lone voter."""
+        voters = tuple(self._SyncObj__otherNodes)
+        if not voters:
+            return now
+        connected = self._SyncObj__connectedNodes if self._quiet else ()
+        heard = self._heard_at
+        times = sorted(
+            (now if node in connected else heard.get(node, -math.inf) for node in voters), reverse=True
+        )
+        return times[(len(voters) + 1) // 2 - 1]
+
     # -- tick ---------------------------------------------------------------------------------------
     def _onTick(self, timeToWait: float = 0.0) -> None:
         if self._stopped_error is not None:
@@ -752,6 +854,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     at = now if last_heard is None else last_heard(node)
                     if at is not None and at > heard.get(node, 0.0):
                         heard[node] = at
+                    if at is not None and at > self._heard_at.get(node, -math.inf):
+                        self._heard_at[node] = at  # its quiet held while connected (see "Reads")
             self._SyncObj__newAppendEntriesTime = 0.0
         else:
             self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
@@ -1590,7 +1694,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return  # a reply to an earlier term's leader: says nothing about this term's log
         if node not in self._SyncObj__raftNextIndex:
             return  # removed from the cluster meanwhile
-        self._SyncObj__lastResponseTime[node] = self._clock()
+        now = self._clock()
+        self._SyncObj__lastResponseTime[node] = now
+        self._heard_at[node] = now  # as it arrived: reads forgive no stall ("Reads")
         next_index = message["next_node_idx"]
         match = self._SyncObj__raftMatchIndex
         nexts = self._SyncObj__raftNextIndex
@@ -1630,6 +1736,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         now = self._clock()
         for node in heard:
             heard[node] = now
+        # Reads: no reply of this term heard yet; the term's no-op, appended now, confirms the leadership
+        self._heard_at = {}
+        self._read_confirmed = self._read_token()
+        self._read_barrier_term = None
         self._on_became_leader()
 
     def _on_became_leader(self) -> None:
@@ -1893,6 +2003,7 @@ class _TransferAttempt:
         core._transfer_until = max(core._transfer_until, now + 0.05)  # no new appends while we wait
         if match.get(others[target], 0) == core._journal.last_index:
             core.removeOnTickCallback(self)
+            core._timeouts_now_sent += 1  # its target may win without a pre-vote: reads wait ("Reads")
             core.transferLeadership(target, self._sent)
         elif now > self._deadline:
             core._transfer_until = 0.0

@@ -39,6 +39,7 @@ from pysyncobj.poller import POLL_EVENT_TYPE, createPoller
 from raftlog.consensus.core import RaftCore, poll_transport
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.journal_files import SyncJob
+from raftlog.consensus.liveness import Liveness
 from raftlog.errors import InvariantViolation
 from raftlog.histogram import Histogram
 
@@ -131,6 +132,9 @@ class Driver:
             if sync_threads
             else None
         )
+        # when this thread last stood still (its stalls), which its cores' reads rest on (RaftCore,
+        # "Reads"); its stall threshold is the shortest of its cores' ``read_stall_s``
+        self.liveness = Liveness(clock())
         self.ticks = 0  # counters for benchmarks
         self.loops = 0
         self.rounds_cut = 0  # rounds that ran out of ROUND_BUDGET_S with cores left over
@@ -151,6 +155,8 @@ class Driver:
         if core._poller is not self.poller:
             raise InvariantViolation(f"core {core.node_id} was not built with driver {self.name}'s poller")
         core.on_activity = functools.partial(self._activate, core)
+        core.liveness = self.liveness
+        self.liveness.lower_stall_s(core.read_stall_s)
         if self._hub is not None:
             core.before_sync = self._hub.flush
         if self._syncer is not None:
@@ -310,9 +316,11 @@ class Driver:
             raise
 
     def _loop(self) -> None:
+        liveness = self.liveness
         while not self._stopping.is_set():
             self.loops += 1
             started = time.perf_counter()
+            liveness.running(self.clock())
             with self._lock:
                 calls, self._calls = self._calls, []
             for action in calls:
@@ -359,6 +367,7 @@ class Driver:
                 earliest = self._timers[0][0] if self._timers else now + self._poll_max_s
                 wait = min(self._poll_max_s, max(0.0, earliest - self.clock()))
             ROUND_SECONDS.observe(time.perf_counter() - started)
+            liveness.waiting(self.clock(), wait)
             poll_transport(self.poller, wait, self.name)
 
     def _pop_due(self, now: float, ready: set[RaftCore]) -> None:

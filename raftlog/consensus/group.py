@@ -19,7 +19,13 @@ from raftlog.consensus.core import RaftCore
 from raftlog.consensus.driver import Driver
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader, OutcomeUnknown, ProposalRejected
 from raftlog.consensus.failures import timeout_error
-from raftlog.consensus.interface import GroupStatus, Role, StateMachine
+from raftlog.consensus.interface import (
+    READ_NOT_LEADER,
+    READ_UNCONFIRMED,
+    GroupStatus,
+    Role,
+    StateMachine,
+)
 from raftlog.consensus.journal import RaftJournal
 from raftlog.consensus.membership import ADD, LEARNER, PROMOTE, REMOVE
 from raftlog.storage.errors import DiskFull
@@ -166,6 +172,21 @@ class ReplicaGroup:
         self._stop_callbacks.append(callback)
         if self.stopped_error is not None:
             callback()
+
+    def read_refusal(self) -> str | None:
+        """Why this replica may not answer a read from its own state now (None: it may): not the leader, its
+        term's first entry not applied, or it cannot show that no other leader was elected since
+        (``RaftCore.read_refusal``, "Reads": a majority not heard within its read lease, its Raft thread
+        standing still, or its leadership not confirmed since that thread last stood still, in which case
+        a confirmation is asked for at once, so that a read that waits is answered after one round trip).
+        Any thread, no locks; what every read asks (a clock read and a few attributes)."""
+        core = self._core
+        if self.stopped_error is not None:
+            return READ_NOT_LEADER
+        refusal = core.read_refusal(self._driver.clock())
+        if refusal == READ_UNCONFIRMED:
+            core.confirm_leadership()
+        return refusal
 
     def role_and_leader(self) -> tuple[Role, str | None]:
         """What every request asks first (is this replica the leader, else who is), without building a

@@ -13,6 +13,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+# Why a replica may not answer a read from its own state now (``RaftGroup.read_refusal``).
+READ_NOT_LEADER = "not the leader"
+READ_NOT_READY = "its term's first entry is not applied yet"
+READ_STANDING_STILL = "its Raft thread is standing still"
+READ_UNCONFIRMED = "its leadership is not confirmed since its Raft thread stood still or it sent TimeoutNow"
+READ_NO_QUORUM = "no majority of its voters heard from within its read lease"
+
 
 class Role(enum.Enum):
     FOLLOWER = "follower"
@@ -92,6 +99,13 @@ class RaftGroup(Protocol):
         ...
 
     def status(self) -> GroupStatus: ...
+
+    def read_refusal(self) -> str | None:
+        """Why this replica may not answer a read from its own state now, None when it may: it leads, its
+        no-op is applied (``leader_ready``) and it can show that no other leader was elected since (a
+        majority heard within its read lease, its Raft thread running and its leadership confirmed since
+        that thread last stood still). Cheap enough for every read; asks for the confirmation it lacks."""
+        ...
 
     def campaign_if_new(self, delay_ms: int, attempts: int) -> None:
         """If this replica's group never held an election, stand for one soon instead of after a random

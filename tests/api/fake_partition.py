@@ -20,7 +20,7 @@ from partitions.replicas.dedup import ProducerTable
 from partitions.replicas.manager import Replica
 from partitions.replicas.recovery_serving import RecoveryServing
 from partitions.replicas.state_machine import ApplyResult, PartitionStateMachine
-from raftlog.consensus.interface import GroupStatus, Role
+from raftlog.consensus.interface import READ_NOT_LEADER, GroupStatus, Role
 from raftlog.storage.batch import Record
 from raftlog.storage.config import LogConfig
 from raftlog.storage.log import Log
@@ -124,6 +124,10 @@ class InstantGroup:
 
     def leader_term(self) -> int | None:
         return self._state.term if self._state.leader == self.node_id else None
+
+    def read_refusal(self) -> str | None:
+        """No Raft here: the leader's reads always stand."""
+        return None if self._state.leader == self.node_id else READ_NOT_LEADER
 
     def status(self) -> GroupStatus:
         role, leader = self.role_and_leader()

@@ -12,10 +12,12 @@ import pytest
 from waiting import wait_for
 
 from raftlog.consensus.driver import Driver
+from raftlog.consensus.liveness import Liveness
 
 
 class FakeCore:
-    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, _poller."""
+    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, _poller, liveness
+    and read_stall_s."""
 
     def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0, routine: bool = True) -> None:
         self._poller = driver.poller
@@ -27,6 +29,8 @@ class FakeCore:
         self.pending_work = 0  # ticks still wanted right after this one (needs_tick)
         self.quiet = False  # an idle group's replica: no idle ticks, only its own rare timer
         self.ticked = threading.Event()
+        self.liveness: Liveness | None = None
+        self.read_stall_s = 0.375
 
     def doTick(self, time_to_wait: float) -> None:
         self.ticks.append(time.monotonic())

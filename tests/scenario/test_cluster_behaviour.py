@@ -16,6 +16,7 @@ from raftlog_client.errors import ClientError
 from .cluster import ProcessCluster
 
 pytestmark = pytest.mark.slow
+READS_AT_RESUME = 20  # asked of a paused leader just before it runs again (half end offsets, half reads)
 
 
 async def _leader(client: RaftlogClient, topic: str, partition: int = 0, timeout_s: float = 30.0) -> str:
@@ -54,14 +55,21 @@ def test_every_node_produces_and_fetches_the_same_records(cluster: ProcessCluste
 
 
 def test_a_paused_leader_does_not_stop_the_cluster(cluster: ProcessCluster) -> None:
+    """...nor answers, once it runs again, a read older than what the new leader acknowledged while it
+    was paused: it believes it leads until it hears the new term (RaftCore, "Reads")."""
+
     async def scenario() -> None:
         async with RaftlogClient(cluster.urls, retries=40, backoff_max_s=0.5, timeout_s=5) as client:
             await client.create_topic("t", partitions=1, replication_factor=3)
             acked = [m.offset for m in await client.produce("t", [Message("before")], partition=0)]
             paused = await _leader(client, "t")
+            # a client of the leader alone, its connections open: reads sent while the leader is paused
+            # wait in them and are read first thing when it runs again, as a Kafka consumer's fetches are
+            old = RaftlogClient([cluster.url(paused)], retries=0, timeout_s=30)
+            await asyncio.gather(*(old.offsets("t", 0) for _ in range(READS_AT_RESUME)))
             os.kill(cluster.processes[paused].pid, signal.SIGSTOP)
             survivors = [url for url in cluster.urls if url != cluster.url(paused)]
-            async with RaftlogClient(survivors, retries=60, backoff_max_s=0.5, timeout_s=5) as others:
+            async with old, RaftlogClient(survivors, retries=60, backoff_max_s=0.5, timeout_s=5) as others:
                 started = time.monotonic()
                 for i in range(20):
                     [produced] = await others.produce("t", [Message(f"paused-{i}")], partition=0)
@@ -69,15 +77,27 @@ def test_a_paused_leader_does_not_stop_the_cluster(cluster: ProcessCluster) -> N
                 served_in_s = time.monotonic() - started
                 new_leader = await _leader(others, "t")
                 assert new_leader != paused
+                ends = [asyncio.create_task(old.offsets("t", 0)) for _ in range(READS_AT_RESUME // 2)]
+                reads = [asyncio.create_task(old.fetch("t", 0, 1)) for _ in range(READS_AT_RESUME // 2)]
+                await asyncio.sleep(0.5)  # sent, waiting in the paused node's sockets
+                assert not any(read.done() for read in (*ends, *reads))
                 os.kill(cluster.processes[paused].pid, signal.SIGCONT)
+                answers = await asyncio.gather(*ends, *reads, return_exceptions=True)
                 [produced] = await others.produce("t", [Message("after")], partition=0)
                 acked.append(produced.offset)
                 fetched = await others.fetch("t", 0, 0)
-            assert [r.value.decode() for r in fetched] == [
-                "before",
-                *(f"paused-{i}" for i in range(20)),
-                "after",
+            paused_values = [f"paused-{i}" for i in range(20)]
+            refused = [a for a in answers if isinstance(a, BaseException)]
+            assert all(isinstance(a, ClientError) for a in refused), refused
+            stale_ends = [a[1] for a in answers if isinstance(a, tuple) and a[1] < 1 + len(paused_values)]
+            stale_reads = [
+                [r.offset for r in a]
+                for a in answers
+                if isinstance(a, list) and [r.value.decode() for r in a][:20] != paused_values
             ]
+            assert not stale_ends, f"the resumed leader answered end offsets {stale_ends}, 21 acknowledged"
+            assert not stale_reads, f"the resumed leader answered reads from offset 1: {stale_reads}"
+            assert [r.value.decode() for r in fetched] == ["before", *paused_values, "after"]
             assert acked == list(range(22))
             assert served_in_s < 60, f"writes took {served_in_s:.1f} s to resume while the leader was paused"
 
