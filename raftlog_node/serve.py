@@ -150,7 +150,7 @@ async def serve(settings: ServeSettings) -> None:
     async def check_features() -> None:
         # a node whose code cannot speak the cluster's finalized feature levels stops: at once when its data
         # directory keeps them (local_levels), else once its metadata caught up
-        why = features.unsupported(node.level_floor.levels())
+        why = features.unsupported(node.level_guard.floor.levels())
         if why is None:
             await node.frontend.wait_caught_up()
             why = features.unsupported(node.frontend.metadata().features)

@@ -29,13 +29,13 @@ import logging
 import os
 import shutil
 import ssl
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from membership import GossipConfig
 from partitions import features
+from partitions.broker.level_guard import LevelGuard
 from partitions.broker.local import LocalAdmin, PeerServer
 from partitions.consumers.reader import PartitionData
 from partitions.consumers.service import ConsumerService
@@ -48,7 +48,6 @@ from partitions.data.plane import DataPlane
 from partitions.data.service import DataService
 from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
-from partitions.errors import NodeKeptOut
 from partitions.features import PRODUCER_OWNERS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
@@ -96,7 +95,6 @@ from raftlog.consensus import journal_files
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.driver import ROUND_SECONDS, SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.group import election_counts, leader_changes
-from raftlog.consensus.hub_gate import LevelGate
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.histogram import HistogramSnapshot
@@ -225,8 +223,8 @@ class Node:
         forms = not config.join and not os.path.exists(os.path.join(config.data_dir, RAFT_DIR))
         if forms and local_levels.formation(config.data_dir) is None:  # else ``raftlog format`` wrote it
             local_levels.record_formation(config.data_dir, config.formation_levels)
-        # the highest finalized levels this node applied, kept across restarts
-        self.level_floor = local_levels.FinalizedFloor(config.data_dir)
+        # the cluster's levels as this node enforces them against other nodes' code (level_guard)
+        self.level_guard = LevelGuard(config.node_id, config.data_dir, self._applied_levels)
         self._build_storage(config, clock)
         self._build_metadata(config)
         self._build_replicas(config)
@@ -251,7 +249,7 @@ class Node:
             cleaner_rate_bytes_per_s=config.cleaner_bytes_per_s,
             cleaner_interval_ms=config.cleaner_interval_ms,
             # once raftlog.version 2 is finalized, a log is fenced against release 0.1.0 (log_format.fence)
-            fence_level=self._log_fence_level,
+            fence_level=self.level_guard.log_fence_level,
         )
         self.raft = RaftHost(
             config.node_id,
@@ -265,9 +263,10 @@ class Node:
             self.trash.discard_if_present,
             self.space,
             # announces this code's levels in every Raft handshake; keeps out a peer whose code is below
-            # the cluster's finalized levels (judged when the features are built, below)
-            LevelGate(features.SUPPORTED, lambda peer, announced: self.kept_out(announced)),
+            # the cluster's finalized levels
+            self.level_guard.gate,
         )
+        self.level_guard.attach(self.raft.hub.recheck, self._logs)
 
     def _build_metadata(self, config: NodeConfig) -> None:
         self.frontend = MetadataFrontend(
@@ -276,11 +275,11 @@ class Node:
             config.join,
             self.raft,
             local_levels.formation(config.data_dir),
-            self._levels_finalized,
+            self.level_guard.finalized,
         )
         self.topic_changes = TopicChanges(self.frontend, config.replicas_max)
         self.features = Features(
-            lambda: local_levels.merged(self.level_floor.levels(), self.frontend.metadata().features),
+            self.level_guard.levels,
             lambda: self.frontend.metadata().applied_index,
         )  # the gate before a new format, on the levels applied or kept from before a restart
         self.security = SecurityRecords(self.frontend)
@@ -295,8 +294,8 @@ class Node:
             config.peer_timeout_s,
             config.peer_ssl,
             self.features.allows,
-            kept_out=self.kept_out,
-            node_kept_out=lambda node_id: self.routing.kept_out(node_id),
+            kept_out=self.level_guard.kept_out,
+            node_kept_out=self._node_kept_out,
         )
         self.replicas = ReplicaManager(
             config.node_id,
@@ -315,8 +314,8 @@ class Node:
             self.replicas,
             self.frontend.metadata,
             kafka=config.kafka_address,
-            kept_out=self.kept_out,
-            refused=self._refused_at_handshake,
+            kept_out=self.level_guard.kept_out,
+            refused=self.level_guard.refused_at_handshake,
         )
         self.presence = Presence(
             config.node_id,
@@ -482,44 +481,17 @@ class Node:
     def peer_credential_ok(self, presented: str) -> bool:
         return credential_matches(self._credential, presented)
 
+    def _applied_levels(self) -> Mapping[str, int]:
+        return self.frontend.metadata().features
+
+    def _node_kept_out(self, node_id: str) -> str | None:
+        return self.routing.kept_out(node_id)
+
     def check_peer_levels(self, caller: str, announced: Mapping[str, int] | None) -> None:
-        reason = self.kept_out(announced)
-        if reason is not None:
-            raise NodeKeptOut(caller, reason)
+        self.level_guard.check_peer(caller, announced)
 
     def supported_levels(self) -> Mapping[str, int]:
         return features.SUPPORTED
-
-    def kept_out(self, announced: Mapping[str, int] | None) -> str | None:
-        """Why a node whose code announces ``announced`` takes no part in the cluster now (None: it does):
-        the cluster's finalized levels, applied or kept from before a restart, are above it."""
-        return features.kept_out(self.features.levels(), announced)
-
-    def _refused_at_handshake(self, node_id: str) -> str | None:
-        kept_out = self.raft.hub.gate.kept_out().get(node_id)
-        return None if kept_out is None else kept_out.reason
-
-    def _levels_finalized(self, levels: Mapping[str, int]) -> None:
-        """On the thread that applied a change of the finalized levels: kept across restarts, every Raft
-        connection judged again before the hub moves another message (a peer of an earlier release
-        receives nothing written at the new levels), and this node's logs fenced against release 0.1.0 on
-        a thread of their own (a marker each, fsynced: ``_fence_logs``)."""
-        if not self.level_floor.raise_to(levels):
-            return
-        self.raft.hub.recheck()
-        if self._log_fence_level() > 1:
-            threading.Thread(
-                target=self._fence_logs, name=f"raftlog-fence-{self.node_id}", daemon=True
-            ).start()
-
-    def _log_fence_level(self) -> int:
-        return features.finalized_level(self.level_floor.levels(), features.RAFTLOG_VERSION)
-
-    def _fence_logs(self) -> None:
-        level = self._log_fence_level()
-        fenced = self._logs.fence_all(level)
-        if fenced:
-            log.info("node %s: %d partition logs fenced at raftlog.version %d", self.node_id, fenced, level)
 
     @property
     def gossip_address(self) -> str:
@@ -530,8 +502,8 @@ class Node:
     async def start(self) -> None:
         await asyncio.to_thread(self.trash.empty)  # a crash may have left some
         self._logs.start()
-        if self._log_fence_level() > 1:  # a fencing a crash cut short, or logs of before the floor existed
-            await asyncio.to_thread(self._fence_logs)
+        # a fencing a crash cut short, or logs of before the floor existed
+        await asyncio.to_thread(self.level_guard.fence_logs)
         self.raft.start()
         await self.frontend.start(
             self.routing,

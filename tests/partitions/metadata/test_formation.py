@@ -46,7 +46,7 @@ async def test_a_new_cluster_forms_at_its_codes_levels_before_any_other_command(
         assert all(local_levels.formation(n.config.data_dir) == dict(SUPPORTED) for n in nodes)
         # kept on disk as the floor a restarted node judges its peers by before it caught up
         await until(
-            lambda: all(n.level_floor.levels() == dict(SUPPORTED) for n in nodes), what="floor written"
+            lambda: all(n.level_guard.floor.levels() == dict(SUPPORTED) for n in nodes), what="floor written"
         )
         # and every partition log fenced against release 0.1.0, which opens only the plain marker
         await until(lambda: all(log_dirs(n) for n in nodes), what="the replicas opened")
