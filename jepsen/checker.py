@@ -13,7 +13,9 @@ unseen, poll-skip and dense-offset do not apply; instead every complete final re
 key with its last acknowledged write or a later one of unknown outcome (`final-value`), and a poll during
 the run may pass over an acknowledged record only when a later record of its key is known (`lost-latest`):
 jepsen/compact_checker.py. Offsets, values and order are checked as for the queue. The indexes over the
-history every check reads are jepsen/analysis.py.
+history every check reads are jepsen/analysis.py. Reads are also held to what was acknowledged before them
+and to the log the cluster kept (stale-read, read-not-kept), and the pause nemesis' proof that it paused a
+leader another replaced is given in the stats (``paused_leaders``): jepsen/read_checker.py.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from jepsen.compact_checker import (
     lost_latest,
 )
 from jepsen.history import History, JsonDict, Operation, Process
+from jepsen.read_checker import CLASSES as READ_CLASSES
+from jepsen.read_checker import paused_leaders, reads_not_kept, stale_reads
 from jepsen.results import (
     DUPLICATE,
     EXAMPLES_PER_CLASS,
@@ -82,6 +86,7 @@ CLASSES: Final[dict[str, str]] = {
     "key's last acknowledged write (value or tombstone) nor a write of unknown outcome at a later offset",
     LOST_LATEST: "compacted topics: a poll passing over an acknowledged record's offset without returning "
     "it while no later record of its record key is known (compaction may only remove superseded records)",
+    **READ_CLASSES,
 }
 # The classes that hold in a compacted log too (a record superseded by a later one of its key may go).
 COMPACTED_CLASSES: Final = frozenset(CLASSES) - {LOST_WRITE, UNSEEN, POLL_SKIP, DENSE_OFFSET}
@@ -417,6 +422,7 @@ def _stats(analysis: Analysis) -> JsonDict:
         "complete_final_read_keys": sorted(
             k for k, r in analysis.final_reads.items() if r.end_poll is not None
         ),
+        "paused_leaders": paused_leaders(history),
     }
 
 
@@ -442,6 +448,8 @@ def check(history: History, examples_per_class: int = EXAMPLES_PER_CLASS) -> Jso
         *_poll_order(analysis, dense=compacted is None),
         *_nonmonotonic_sends(analysis),
         *_committed_regressions(analysis),
+        *stale_reads(analysis),
+        *reads_not_kept(analysis),
     ]
 
     def doubts() -> list[str]:

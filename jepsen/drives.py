@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jepsen import compact_workload, control, nemesis, workload
+from jepsen import compact_workload, control, nemesis, pause_probe, workload
 from jepsen.recorder import Recorder
 from jepsen.run_config import LOG_APPEND_TIME_TOPICS, RunConfig
 from raftlog_client.client import RaftlogClient
@@ -45,6 +45,11 @@ async def _drive_queue(faults: WorkloadPhase, rng: random.Random, keys: list[str
     operations = workload.Operations(http, recorder, base_ms, LOG_APPEND_TIME_TOPICS, model)
     clients = _Clients(config, cluster, operations, recorder, base_ms,
                        os.path.join(faults.run_dir, "logs", "kafka-clients.log"), model)  # fmt: skip
+    probe = faults.chaos.probe = pause_probe.PauseProbe(
+        {n.node_id: n.http for n in cluster.nodes}, keys, cluster.admin_token,
+        lambda to: workload.Operations(to, recorder, base_ms, LOG_APPEND_TIME_TOPICS, model),
+        first_process=config.concurrency + 2 * len(keys), rng=random.Random(0),  # (one URL each)
+    )  # fmt: skip
     stats = workload.Stats()
     cleaner: dict[str, Any] = {}  # the compaction workload's cleaner metrics, per node
     try:
@@ -55,6 +60,7 @@ async def _drive_queue(faults: WorkloadPhase, rng: random.Random, keys: list[str
                 doors=len(config.clients),
             )
         )  # fmt: skip
+        await probe.wait()  # the polls sent to paused leaders, answered once they ran again
         readers = clients.make(range(config.concurrency, config.concurrency + len(keys)))
         final = await workload.final_read(readers, keys, first_process=config.concurrency, stats=stats)
         incomplete = [k for k, v in final.items() if not v["complete"]]
@@ -76,6 +82,7 @@ async def _drive_queue(faults: WorkloadPhase, rng: random.Random, keys: list[str
         if incomplete:
             notes.append(f"final read incomplete for {sorted(set(incomplete))}")
     finally:
+        await probe.wait()
         await clients.close()
         await faults.close()
     read = {"final_read": final, **({"cleaner": cleaner} if cleaner else {})}

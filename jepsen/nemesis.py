@@ -8,7 +8,11 @@ What each fault really does (all recorded as nemesis start/stop events with thei
 
 - ``kill``: SIGKILL a random set of nodes (one, a minority, a majority or all); stop restarts them from
   their argv with their data.
-- ``pause``: SIGSTOP one node, a minority, or the leader of a random partition; stop sends SIGCONT.
+- ``pause``: SIGSTOP one node, a minority, or the leader of a random partition; stop sends SIGCONT. With
+  the queue and compaction workloads (``jepsen.pause_probe``) the start event names the keys each paused
+  node led (``led``: term, high watermark) and the stop event, just before SIGCONT, who leads them now
+  (``leaders``) and the polls then sent to the paused node for each key a new leader took over
+  (``probes``: their processes), answered once it runs again.
 - ``partition``: (netns only) blackhole routes inside the namespaces for every cut pair, both ways: random
   halves, the leader of a random partition isolated, a majorities ring (every node sees a majority, no two
   the same one; with 3 nodes that shape does not exist and a bridge is used) or a bridge (two halves
@@ -65,6 +69,7 @@ from typing import Any
 
 from jepsen import disks, hostile, hostile_budgets, recovery, upgrade_fault
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
+from jepsen.pause_probe import PauseProbe
 from jepsen.recorder import Recorder
 from jepsen.workload import Deadline, Http
 from raftlog_client.client import RaftlogClient
@@ -400,6 +405,7 @@ class Nemesis:
         self._settled_at: float | None = None  # when the last heal's nodes were all ready (history time)
         self._began = 0.0  # when the fault being started began to be applied (history time)
         self.shift_s = 0.0  # how much later than scheduled the windows came (they wait for recoveries)
+        self.probe: PauseProbe | None = None  # what a pause asks around a paused leader (jepsen.pause_probe)
 
     @property
     def node_ids(self) -> list[str]:
@@ -580,10 +586,13 @@ class Nemesis:
             targets = self._free(mode)
         if not targets:
             return None
-        self._started("pause", {"nodes": targets, "mode": mode})
+        detail: dict[str, Any] = {}
+        if self.probe is not None:
+            detail["led"] = {node: await self.probe.led(node) for node in targets}
+        self._started("pause", {"nodes": targets, "mode": mode, **detail})
         for node in targets:
             self.cluster.pause(node)
-        return Active("pause", targets)
+        return Active("pause", targets, detail)
 
     async def _partition(self) -> Active | None:
         network = self.network
@@ -870,6 +879,11 @@ class Nemesis:
             value.update(await upgrade_fault.switch(self.cluster, targets[0], restart=up), **active.detail)
             back = {targets[0]: since} if up else {}
         elif fault == "pause":
+            led = active.detail.get("led", {})
+            if self.probe is not None and led:
+                asked = {node: await self.probe.before_resume(node, led[node]) for node in targets}
+                value["leaders"] = {node: leaders for node, (leaders, _) in asked.items()}
+                value["probes"] = {node: processes for node, (_, processes) in asked.items()}
             for node in targets:
                 self.cluster.resume(node)
             back = dict.fromkeys(targets, since)

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from jepsen.recorder import Recorder
 from raftlog_client.session import NoAnswer, NotSent, Session
 from raftlog_contract import (
+    HIGH_WATERMARK_HEADER,
     JSON_V2,
     LEADER_HEADER,
     NOT_DONE_CODES,
@@ -132,7 +133,7 @@ class Http:
         if body is not None:
             headers["Content-Type"] = JSON_V2
             data = json.dumps(body).encode()
-        node = {"node": base}
+        node: dict[str, Any] = {"node": base}
         try:
             answer = await self.session.exchange(
                 method, base + path, body=data, params=params, headers=headers, timeout_s=timeout_s
@@ -150,6 +151,9 @@ class Http:
         leader = answer.header(LEADER_HEADER)
         if leader:
             node["leader"] = leader
+        high_watermark = answer.header(HIGH_WATERMARK_HEADER)  # a fetch's: what the read says of the log
+        if high_watermark and high_watermark.isdigit():
+            node["high_watermark"] = int(high_watermark)
         return classify_status(answer.status), answer.status, payload, node
 
 

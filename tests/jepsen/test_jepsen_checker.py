@@ -346,7 +346,8 @@ def test_every_class_has_a_test_above() -> None:
 
     here = pathlib.Path(__file__)
     compacted = here.with_name("test_jepsen_compaction_checker.py")  # the classes of compacted topics
-    text = here.read_text(encoding="utf-8") + compacted.read_text(encoding="utf-8")
+    reads = here.with_name("test_jepsen_read_checker.py")  # the classes of reads (jepsen/read_checker.py)
+    text = "".join(path.read_text(encoding="utf-8") for path in (here, compacted, reads))
     missing = [kind for kind in CLASSES if f'"{kind}")' not in text]
     assert not missing, f"no test makes the checker catch {missing}"
 
