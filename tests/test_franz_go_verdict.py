@@ -231,7 +231,7 @@ QUIET = {"burners": 0, "kill": False, "run": ".*", "cpus": 2}
 
 def test_the_expectation_is_recorded_only_from_a_whole_quiet_kafka_run() -> None:
     exp = verdict.expectation_from(run_of("kafka", {"TestCase005": "fail"}), LISTED, *VERSIONS, QUIET)
-    assert "TestCase005" in exp.fails and "TestCase005" not in exp.passes
+    assert "TestCase005" in exp.fails and "TestCase005" not in exp.passes and exp.recorded[0]["quiet"]
     assert exp.skips == {name: SHARE for name in SKIPPED} and exp.listed == LISTED
     assert Expectation.from_json(json.loads(json.dumps(exp.to_json()))) == exp
     refused = [
@@ -241,15 +241,27 @@ def test_the_expectation_is_recorded_only_from_a_whole_quiet_kafka_run() -> None
         (run_of("kafka"), {**QUIET, "run": "TestGroupETL"}),
         (run_of("kafka", {"TestCase100": "died"}), QUIET),
         (run_of("kafka", {"TestCase100": "not run"}), QUIET),
-        (SuiteRun("kafka", run_of("kafka").results, 0, 1.0, (7.5, 9.0), [], [], T0, 1.5), QUIET),  # busy
-        (
-            SuiteRun("kafka", run_of("kafka").results, 0, 1.0, (0.5, 1.0), [], [], T0, None),
-            QUIET,
-        ),  # unmeasured
     ]
     for run, conditions in refused:
         with pytest.raises(NotRecordable):
             verdict.expectation_from(run, LISTED, *VERSIONS, conditions)
+
+
+@pytest.mark.parametrize("others_cpus", [1.5, None])  # busy, unmeasured
+def test_a_busy_machine_records_only_a_run_whose_load_excused_nothing(others_cpus: float | None) -> None:
+    def busy(changed: dict[str, str]) -> SuiteRun:
+        run = run_of("kafka", changed)
+        run.others_cpus = others_cpus
+        return run
+
+    exp = verdict.expectation_from(busy({}), LISTED, *VERSIONS, QUIET)  # all passed, capability skips
+    assert exp.recorded[0]["quiet"] is False and len(exp.passes) == len(LISTED) + len(SUBTESTS) - 4
+    with pytest.raises(NotRecordable, match="TestCase005"):
+        verdict.expectation_from(busy({"TestCase005": "fail"}), LISTED, *VERSIONS, QUIET)
+    scram = busy({})
+    scram.results["TestCase006"] = result("skip", ["client_test.go:289: KGO_TEST_SCRAM not set, skipping"])
+    with pytest.raises(NotRecordable, match="TestCase006"):
+        verdict.expectation_from(scram, LISTED, *VERSIONS, QUIET)
 
 
 def test_a_new_recording_never_shrinks_what_raftlog_is_held_to() -> None:
@@ -260,3 +272,19 @@ def test_a_new_recording_never_shrinks_what_raftlog_is_held_to() -> None:
     assert len(both.recorded) == 2
     other = Expectation("v1.22.0", "4.1.1", LISTED, [], {}, {}, [])
     assert verdict.merged(other, second) == second  # another suite: recorded anew
+
+
+def test_the_committed_expectation_is_whole_and_of_the_pinned_versions() -> None:
+    saved = Expectation.from_json(json.loads((ROOT / "scripts" / "franz_go" / "expected.json").read_text()))
+    go_mod = (ROOT / "scripts" / "franz_go" / "go.mod").read_text()
+    assert f"github.com/twmb/franz-go {saved.franz_go}\n" in go_mod
+    from raftlog_bench.kafka_peer import KAFKA_VERSION
+
+    assert saved.kafka == KAFKA_VERSION
+    assert len(saved.listed) >= 100 and all(name.startswith("Test") for name in saved.listed)
+    named = [*saved.passes, *saved.skips, *saved.fails]
+    assert len(named) == len(set(named)), "a test in two of pass, skip and fail"
+    assert set(saved.listed) <= set(named), "a listed test Kafka never ended"
+    assert all(reason for reason in saved.skips.values()), "a skip without franz-go's reason"
+    recorded = saved.recorded[0]
+    assert recorded["burners"] == 0 and not recorded["kill"] and recorded["run"] == ".*"
