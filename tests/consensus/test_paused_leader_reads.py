@@ -4,7 +4,8 @@ past the election timeout, while the others elected a new leader and committed m
 waking, although the replies to its old heartbeats (read from its sockets first) look fresh, until a no-op
 of its term is acknowledged by a majority; the newer term that answers that no-op deposes it. A leader
 paused less than that confirms and reads again; one whose followers fall silent stops reading long before
-any of them may stand; one that sent TimeoutNow waits too.
+any of them may stand; a quiet one reads while its followers' connections last; one that sent TimeoutNow
+waits too.
 
 Each round of a replica's driver thread is what ``raftlog.consensus.driver.Driver`` does to its
 ``Liveness`` around a tick. The simulated replicas' timing (``PatchedSimReplica``): heartbeats every 1 s,
@@ -12,7 +13,7 @@ election timeouts 20-30 s (read lease 10 s, stall 5 s), check-quorum after 30 s.
 
 from __future__ import annotations
 
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, G, L, PatchedSimReplica, Script, disconnect
 
 from raftlog.consensus.core import RaftCore
 from raftlog.consensus.interface import (
@@ -41,9 +42,10 @@ class FakeClock:
 class Cluster:
     """Three replicas on a scripted network, each driven by rounds of a driver thread of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiesce: bool = False) -> None:
         self.clock = FakeClock()
-        self.script = Script(PatchedSimReplica, options={name: {"clock": self.clock} for name in NAMES})
+        options = {name: {"clock": self.clock, "quiesce": quiesce} for name in NAMES}
+        self.script = Script(PatchedSimReplica, options=options)
         self.nodes: dict[str, RaftCore] = self.script.nodes
         for node in self.nodes.values():
             node.liveness = Liveness(self.clock.now, node.read_stall_s)
@@ -56,6 +58,17 @@ class Cluster:
             liveness.running(self.clock.now)
             self.script.tick(name)
             liveness.waiting(self.clock.now, 0.0)
+
+    def idle(self, seconds: float) -> None:
+        """Time passes while every driver thread runs (a round each heartbeat interval), ticking no core
+        (a quiet one is ticked only at its rare timer)."""
+        end = self.clock.now + seconds
+        while self.clock.now < end:
+            self.clock.now = min(end, self.clock.now + STEP_S)
+            for node in self.nodes.values():
+                assert node.liveness is not None
+                node.liveness.running(self.clock.now)
+                node.liveness.waiting(self.clock.now, STEP_S)
 
     def refusal(self, name: str) -> str | None:
         return self.nodes[name].read_refusal(self.clock.now)
@@ -159,6 +172,25 @@ def test_a_leader_whose_followers_fall_silent_stops_reading_before_any_may_stand
     assert refused_at - heard_at <= READ_LEASE_S + STEP_S / 4
     assert refused_at < heard_at + ELECTION_TIMEOUT_MIN_S, "it read while a follower could be elected"
     assert nodes[L]._isLeader(), "check-quorum (30 s) has not stepped it down yet: only its reads stopped"
+
+
+def test_a_quiet_leader_reads_while_its_followers_stay_connected_and_not_once_they_are_gone() -> None:
+    cluster = Cluster(quiesce=True).elected()
+    script, nodes = cluster.script, cluster.nodes
+    for _ in range(5):
+        if all(node.quiet for node in nodes.values()):
+            break
+        script.force_send(L)
+        script.settle(list(NAMES))
+    assert all(node.quiet for node in nodes.values()), "the idle group did not go quiet"
+    cluster.idle(3 * READ_LEASE_S)  # no reply for long: a quiet follower stands for no election
+    cluster.round(L)
+    assert cluster.refusal(L) is None, "a quiet leader with its followers connected refused a read"
+    disconnect(script, L, F)  # their node connections close: they may stand a timeout from now
+    disconnect(script, L, G)
+    assert cluster.refusal(L) == READ_NO_QUORUM
+    cluster.round(L)  # it wakes, and check-quorum (30 s, idle as long) steps it down too
+    assert cluster.refusal(L) in (READ_NO_QUORUM, READ_NOT_LEADER)
 
 
 def test_a_leader_that_sent_timeout_now_reads_nothing_until_confirmed() -> None:
