@@ -32,18 +32,36 @@ class LevelGuard:
         self.gate = LevelGate(features.SUPPORTED, lambda peer, announced: self.kept_out(announced))
         self._recheck: Callable[[], None] = lambda: None
         self._logs: LogManager | None = None
+        # (floor, applied) as last merged, and the merge: routing asks for every partition of a Metadata
+        self._merged: tuple[Mapping[str, int], Mapping[str, int], dict[str, int]] | None = None
+        # the last verdict on each announcement seen (a node's gossiped levels are one object until they
+        # change), with the levels it was judged on
+        self._verdicts: dict[int, tuple[Mapping[str, int] | None, Mapping[str, int], str | None]] = {}
 
     def attach(self, recheck: Callable[[], None], logs: LogManager) -> None:
         self._recheck = recheck
         self._logs = logs
 
-    def levels(self) -> dict[str, int]:
-        """The cluster's finalized levels as this node knows them: applied, or kept from before."""
-        return local_levels.merged(self.floor.levels(), self._applied())
+    def levels(self) -> Mapping[str, int]:
+        """The cluster's finalized levels as this node knows them: applied, or kept from before (merged
+        again only when either changed: both are replaced whole on a change)."""
+        floor, applied = self.floor.levels(), self._applied()
+        merged = self._merged
+        if merged is None or merged[0] is not floor or merged[1] is not applied:
+            merged = self._merged = (floor, applied, local_levels.merged(floor, applied))
+        return merged[2]
 
     def kept_out(self, announced: Mapping[str, int] | None) -> str | None:
         """Why a node whose code announces ``announced`` takes no part in the cluster now (None: it does)."""
-        return features.kept_out(self.levels(), announced)
+        levels = self.levels()
+        seen = self._verdicts.get(id(announced))
+        if seen is not None and seen[0] is announced and seen[1] is levels:
+            return seen[2]
+        verdict = features.kept_out(levels, announced)
+        if len(self._verdicts) > 64:  # announcements of nodes long gone
+            self._verdicts.clear()
+        self._verdicts[id(announced)] = (announced, levels, verdict)
+        return verdict
 
     def check_peer(self, caller: str, announced: Mapping[str, int] | None) -> None:
         reason = self.kept_out(announced)
@@ -51,8 +69,7 @@ class LevelGuard:
             raise NodeKeptOut(caller, reason)
 
     def refused_at_handshake(self, node_id: str) -> str | None:
-        refused = self.gate.kept_out().get(node_id)
-        return None if refused is None else refused.reason
+        return self.gate.refused(node_id)
 
     def finalized(self, levels: Mapping[str, int]) -> None:
         """On the thread that applied a change of the finalized levels: kept across restarts, every Raft

@@ -61,6 +61,12 @@ class LevelGate:
         with self._lock:
             return dict(self._kept_out)
 
+    def refused(self, peer_id: str) -> str | None:
+        """Why ``peer_id`` was refused at its last handshake (None: it was not)."""
+        with self._lock:
+            kept_out = self._kept_out.get(peer_id)
+        return None if kept_out is None else kept_out.reason
+
     def announced(self, peer_id: str) -> tuple[bool, Announced]:
         """(whether ``peer_id`` ever completed a handshake here, what it announced at its last)."""
         with self._lock:
