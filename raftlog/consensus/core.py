@@ -616,11 +616,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         voters = tuple(self._SyncObj__otherNodes)
         if not voters:
             return now
-        connected = self._SyncObj__connectedNodes if self._quiet else ()
         heard = self._heard_at
-        times = sorted(
-            (now if node in connected else heard.get(node, -math.inf) for node in voters), reverse=True
-        )
+        if self._quiet:
+            connected = self._SyncObj__connectedNodes
+            times = [now if node in connected else heard.get(node, -math.inf) for node in voters]
+        else:
+            times = [heard.get(node, -math.inf) for node in voters]
+        if len(times) <= 2:
+            return max(times)  # (a group of three: itself and one of the two)
+        times.sort(reverse=True)
         return times[(len(voters) + 1) // 2 - 1]
 
     # -- tick ---------------------------------------------------------------------------------------
