@@ -8,8 +8,8 @@ A client error fails the test unless it is retriable, or it was answered by a no
 release at that moment: every tolerated answer is attributed to the node that gave it and the code it ran
 then. An HTTP answer says so itself (this release's nodes answer ``Server: raftlog``, release 0.1.0's
 aiohttp's default); a Kafka error is attributed through the client's statistics (librdkafka's, every
-200 ms: the group's coordinator, each partition's leader, by broker id) to the nodes that could have
-answered it, and ``Releases`` says which code each ran (``switching``/``switched``, called by the test
+200 ms: the group's coordinator, each partition's leader, by broker id, while its request lived) to the
+nodes that could have answered it, and ``Releases`` says which code each ran (``switching``/``switched``, called by the test
 around each restart: while it restarts, a node may run either)."""
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ PREVIOUS = "0.1.0"
 THIS = "this"  # this checkout's code
 SERVER = "raftlog"  # the Server header of this release's answers (0.1.0's: aiohttp's default)
 STATS_INTERVAL_MS = 200
-ATTRIBUTION_WINDOW_S = 2.0  # the client statistics looked at before an error: who led or coordinated
+# the client statistics looked at before an error, for who led or coordinated while its request lived: the
+# longest a request of these clients lives (librdkafka's socket.timeout.ms, 60 s by default; a produce's
+# request.timeout.ms is 30 s)
+ATTRIBUTION_WINDOW_S = 60.0
 
 
 class Releases:
@@ -104,7 +107,9 @@ class ClientStats:
         """``brokers``: Kafka address -> node."""
         self._brokers = brokers
         self._lock = threading.Lock()
-        self._seen: collections.deque[tuple[float, str | None, dict[int, str]]] = collections.deque(maxlen=64)
+        self._seen: collections.deque[tuple[float, str | None, dict[int, str]]] = collections.deque(
+            maxlen=int(ATTRIBUTION_WINDOW_S * 1000 / STATS_INTERVAL_MS) + 8
+        )
 
     def __call__(self, text: str) -> None:  # librdkafka's stats_cb
         stats = json.loads(text)
