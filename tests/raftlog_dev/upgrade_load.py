@@ -9,8 +9,8 @@ release at that moment: every tolerated answer is attributed to the node that ga
 then. An HTTP answer says so itself (this release's nodes answer ``Server: raftlog``, release 0.1.0's
 aiohttp's default); a Kafka error is attributed through the client's statistics (librdkafka's, every
 200 ms: the group's coordinator, each partition's leader, by broker id, while its request lived) to the
-nodes that could have answered it, and ``Releases`` says which code each ran (``switching``/``switched``, called by the test
-around each restart: while it restarts, a node may run either)."""
+nodes that could have answered it, and ``Releases`` says which code each ran (``switching``/``switched``,
+called by the test around each restart: while it restarts, a node may run either)."""
 
 from __future__ import annotations
 
