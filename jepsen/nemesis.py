@@ -51,6 +51,12 @@ What each fault really does (all recorded as nemesis start/stop events with thei
 - ``upgrade``: (not part of ``all``; ``jepsen.upgrade_fault``) stop one node (SIGTERM) and start it on the
   same data on the previous release's code (``run --upgrade-from``, built under ``.releases/``); stop
   stops it again and starts it on this checkout's. Other faults leave the node alone while it lasts.
+- ``old-release``: (not part of ``all``; ``jepsen.old_release_fault``, not with ``upgrade``) with
+  ``raftlog.version`` raised to 2 before the workload, each node in turn stopped and started on its data
+  and command line on the previous release's code, which is below that level, not waited for; the start
+  then gathers the proof that it is kept out (the others' health names it, it leads nothing, a leadership
+  transfer to it is refused: ``proof`` in the stop event, judged by ``jepsen.old_release_checker``), the
+  workers writing on meanwhile; stop starts it on this checkout's code (its ``ready`` event follows).
 - ``cluster-power-loss``: (lazy file systems only) every node at once: freeze every running node
   (SIGSTOP), SIGKILL them all, then clear every node's lazy file system, nodes another fault had
   already killed included (their unsynced writes were still in the page cache); stop restarts every
@@ -67,7 +73,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen import disks, hostile, hostile_budgets, recovery, upgrade_fault
+from jepsen import disks, hostile, hostile_budgets, old_release_fault, recovery, upgrade_fault
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.pause_probe import PauseProbe
 from jepsen.recorder import Recorder
@@ -78,7 +84,8 @@ from raftlog_client.errors import ClientError
 FAULTS = ("kill", "pause", "partition", "delay", "loss", "power-loss", "corrupt", "clock", "disk-full",
           "node-power-loss", "cluster-power-loss", "hostile-clients")  # fmt: skip
 GROUP_FAULTS = ("kill-coordinator",)  # need a consumer group (the group workload's)
-VERSION_FAULTS = ("upgrade",)  # need the previous release's code (run --upgrade-from); not part of all
+# need the previous release's code (run --upgrade-from); not part of all
+VERSION_FAULTS = ("upgrade", old_release_fault.NAME)
 NETWORK_FAULTS = frozenset({"partition", "delay", "loss"})
 DISK_FAULTS = frozenset({"disk-full"})  # need each node's data directory on a small disk of its own
 LAZY_FAULTS = frozenset({"node-power-loss", "cluster-power-loss"})  # need lazy file systems (--fs lazy)
@@ -89,7 +96,7 @@ ALL = tuple(f for f in FAULTS if f not in LAZY_FAULTS)
 RESTARTED_FAULTS = frozenset(
     {"kill", "power-loss", "corrupt", "node-power-loss", "cluster-power-loss", "kill-coordinator"}
 )
-PROCESS_FAULTS = RESTARTED_FAULTS | {"pause", "upgrade"}
+PROCESS_FAULTS = RESTARTED_FAULTS | {"pause", *VERSION_FAULTS}
 PARTITION_SHAPES = ("halves", "isolate-leader", "majorities-ring", "bridge")
 RESTART_READY_S = 30.0  # how long the harness watches a node it restarted or resumed for its ready
 READY_POLL_S = 0.1
@@ -406,6 +413,7 @@ class Nemesis:
         self._began = 0.0  # when the fault being started began to be applied (history time)
         self.shift_s = 0.0  # how much later than scheduled the windows came (they wait for recoveries)
         self.probe: PauseProbe | None = None  # what a pause asks around a paused leader (jepsen.pause_probe)
+        self._deadline: Deadline | None = None  # the workers' (run's): a fault that waits keeps them writing
 
     @property
     def node_ids(self) -> list[str]:
@@ -461,6 +469,7 @@ class Nemesis:
         (:meth:`_fault_free_end`), measured on a cluster that is up (``jepsen.recovery``)."""
         loop = asyncio.get_running_loop()
         end = deadline.at if deadline is not None else None
+        self._deadline = deadline
         try:
             hostile_windows = any("hostile-clients" in window.faults for window in windows)
             if hostile_windows and self.usable("hostile-clients"):
@@ -517,6 +526,7 @@ class Nemesis:
             "hostile-clients": self._hostile_clients,
             "kill-coordinator": self._kill_coordinator,
             "upgrade": self._upgrade,
+            old_release_fault.NAME: self._old_release,
         }
         self._began = self.recorder.now()
         try:
@@ -575,6 +585,17 @@ class Nemesis:
         )
         started = await upgrade_fault.switch(self.cluster, targets[0])
         return Active("upgrade", targets, {"started": started})
+
+    async def _old_release(self) -> Active | None:
+        free = [n for n in self.node_ids if n not in self._busy() and self.cluster.running(n)]
+        node = old_release_fault.in_turn(self.node_ids, free, self.counts.get(old_release_fault.NAME, 0))
+        if node is None:
+            return None
+        started = await old_release_fault.start(self.cluster, node)
+        self._started(old_release_fault.NAME, {"nodes": [node], **started})
+        proving = asyncio.create_task(old_release_fault.prove(self.cluster, node, self.topics))
+        await self._hold(asyncio.Event(), self._deadline, proving.done)  # the workers write on meanwhile
+        return Active(old_release_fault.NAME, [node], {"proof": proving.result()})
 
     async def _pause(self) -> Active | None:
         mode = self.rng.choice(["one", "minority", "leader"])
@@ -878,12 +899,16 @@ class Nemesis:
             up = self.cluster.running(targets[0])  # else another fault's restart brings it up
             value.update(await upgrade_fault.switch(self.cluster, targets[0], restart=up), **active.detail)
             back = {targets[0]: since} if up else {}
+        elif fault == old_release_fault.NAME:  # back on this checkout; the proof its start gathered
+            value.update(await old_release_fault.heal(self.cluster, targets[0]), **active.detail)
+            back = {targets[0]: self.recorder.now()}
         elif fault == "pause":
             led = active.detail.get("led", {})
             if self.probe is not None and led:
                 asked = {node: await self.probe.before_resume(node, led[node]) for node in targets}
                 value["leaders"] = {node: leaders for node, (leaders, _) in asked.items()}
                 value["probes"] = {node: processes for node, (_, processes) in asked.items()}
+                since = self.recorder.now()  # (asking took time: the nodes come back now)
             for node in targets:
                 self.cluster.resume(node)
             back = dict.fromkeys(targets, since)

@@ -55,6 +55,7 @@ DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random s
 # of elections) took seconds in one round, in which nothing was read or sent: peers closed the silent
 # connection (no ping for 3 s), which woke every group again.
 ROUND_BUDGET_S = 0.05
+STALL_TELL_INTERVAL_S = 10.0  # a stall of the thread (``Liveness``) is logged at most this often
 T = TypeVar("T")
 _REMOVED: Any = object()
 
@@ -317,10 +318,21 @@ class Driver:
 
     def _loop(self) -> None:
         liveness = self.liveness
+        told_at = -math.inf
         while not self._stopping.is_set():
             self.loops += 1
             started = time.perf_counter()
+            stalls, due_at = liveness.stalls, liveness.due_at
             liveness.running(self.clock())
+            if liveness.stalls > stalls and liveness.stalled_at - told_at > STALL_TELL_INTERVAL_S:
+                told_at = liveness.stalled_at
+                logger.info(
+                    "driver %s ran %.2f s past its due time (%d stalls): its leaders' reads wait for a new "
+                    "confirmation",
+                    self.name,
+                    liveness.stalled_at - due_at,
+                    liveness.stalls,
+                )
             with self._lock:
                 calls, self._calls = self._calls, []
             for action in calls:
