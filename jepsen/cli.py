@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from jepsen.checking import check
 from jepsen.history import HistoryError, read_history
-from jepsen.runner import register_run
+from jepsen.runner import compared_replicas, register_run
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -51,7 +51,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except HistoryError as error:
         print(f"malformed history: {error}", file=sys.stderr)
         return EXIT_USAGE
-    results = check(history, examples_per_class=args.examples)
+    results = check(history, examples_per_class=args.examples, replicas=compared_replicas(str(directory)))
     (directory / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     out.write(summary(results))
     return VERDICT_EXIT[results["verdict"]]

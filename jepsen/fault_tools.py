@@ -10,8 +10,9 @@ fault it cannot run: a fault is never dropped from a run.
   directories (a lazy file system writes through only at fsync, so a full disk would refuse the sync, not
   the write, which is not the fault);
 - ``kill-coordinator``: the group workload (``--workload group``);
-- ``upgrade``: the previous release's code (``jepsen.runner`` builds it, and refuses the run when it
-  cannot).
+- ``upgrade``, ``old-release``: the previous release's code (``jepsen.runner`` builds it, and refuses the
+  run when it cannot); not both in one run (``old-release`` raises the level, which keeps the node an
+  ``upgrade`` window starts on the previous release out, and never ready).
 
 ``make test``'s set-up (``scripts/bootstrap.sh``) installs the tools; ``jepsen run`` exits 3 naming each
 fault and what it is missing, before anything starts."""
@@ -54,6 +55,11 @@ def refusals(config: RunConfig) -> list[str]:
             why_not = disks.unavailable()
             if why_not is not None:
                 found.append(f"disk-full: needs small disks of its own: {why_not}")
+    if set(nemesis.VERSION_FAULTS) <= faults:
+        found.append(
+            "upgrade, old-release: not in one run (old-release raises the level, and a node an upgrade "
+            "window starts on the previous release is then kept out, never ready): run them apart"
+        )
     group = sorted(faults & set(nemesis.GROUP_FAULTS))
     if group and config.workload != "group":
         found.append(f"{', '.join(group)}: needs the group workload (--workload group)")

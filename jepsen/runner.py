@@ -18,7 +18,8 @@ until a span without faults holds the writes the workload plans: ``jepsen.recove
 and restart every node that is down; the final read (``compact``: one, then another once every node's
 cleaner has caught up; ``txn``: a new producer per transactional id first, which ends every open
 transaction; ``group``: the members drain the topic and the committed offsets are read);
-stop; check (``txn``: ``jepsen.txn_checker``; ``group``: ``jepsen.group_checker``).
+stop (with the ``old-release`` fault: then compare every partition's replicas, ``raftlog log compare``,
+``run.json``'s ``replicas``); check (``txn``: ``jepsen.txn_checker``; ``group``: ``jepsen.group_checker``).
 Namespaces, links and processes are removed in ``finally`` blocks, also on Ctrl-C and SIGTERM.
 This module makes the run's ``RunConfig`` (``jepsen.run_config``) from the command line, starts and
 stops the cluster and checks the history; between the start and the stop, ``jepsen.drives`` drives the
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from jepsen import control, fault_tools, lazyfs, nemesis, upgrade_fault
+from jepsen import control, fault_tools, lazyfs, nemesis, old_release_fault, upgrade_fault
 from jepsen.drives import ENDS_MAX_S, WorkloadPhase
 from jepsen.run_config import CLIENTS, FILE_SYSTEMS, GROUP_PROTOCOLS, MARKER_FAULTS, WORKLOADS, RunConfig
 from raftlog_dev import releases
@@ -68,7 +69,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=3, choices=(3, 5), help="cluster size (3 or 5)")
     parser.add_argument("--nemesis", default="kill,pause",
                         help=f"comma-separated faults: {', '.join(nemesis.FAULTS)}, all or none; "
-                             "upgrade (not part of all)")  # fmt: skip
+                             "upgrade, old-release (not part of all)")  # fmt: skip
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds of workload under faults")
     parser.add_argument("--rate", type=float, default=30.0, help="client operations per second (total)")
     parser.add_argument("--concurrency", type=int, default=6, help="client processes (one op in flight each)")
@@ -127,8 +128,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--upgrade-from",
         default=None,
         metavar="VERSION",
-        help="the upgrade fault's other release, built under .releases/ (default: the newest release "
-        "CHANGELOG.md names with its commit)",
+        help="the upgrade and old-release faults' previous release, built under .releases/ (default: the "
+        "newest release CHANGELOG.md names with its commit)",
     )
     parser.add_argument(
         "--serve-arg",
@@ -293,6 +294,9 @@ def run(config: RunConfig) -> RunResult:
         if not_ready:
             raise control.ControlError(f"nodes not ready within {READY_TIMEOUT_S:.0f} s: {not_ready}; "
                                        + " | ".join(cluster.log_tail(n, 5) for n in not_ready))  # fmt: skip
+        if old_release_fault.NAME in config.faults:  # the operator raises the level the old code is below
+            info["levels_raised"] = raised = old_release_fault.raise_levels(cluster)
+            print(f"jepsen run: {raised['command']}: {raised['finalized']}", flush=True)
         info.update(asyncio.run(WorkloadPhase(config, cluster, network, rng, run_dir, notes).drive()))
     except (control.ControlError, OSError) as exc:
         notes.append(f"harness error: {exc}")
@@ -306,6 +310,8 @@ def run(config: RunConfig) -> RunResult:
             if cluster is not None:
                 try:
                     cluster.stop_all()
+                    if old_release_fault.NAME in config.faults and "harness_error" not in info:
+                        info["replicas"] = old_release_fault.compare_replicas(cluster)
                 finally:  # the mounts go even when stopping a node failed (the lazy unmount, -z, then)
                     problems = cluster.unmount_disks() + cluster.unmount_lazy()
                     if problems:
@@ -336,8 +342,9 @@ def _other_code(config: RunConfig) -> control.OtherCode | None:
     try:
         built = releases.release(version, root=control.REPO_ROOT)
     except releases.ReleaseError as exc:
+        named_faults = ", ".join(f for f in config.faults if f in nemesis.VERSION_FAULTS)
         raise fault_tools.MissingTool(
-            f"upgrade: needs the previous release's code: release {version or '(none named)'} "
+            f"{named_faults}: needs the previous release's code: release {version or '(none named)'} "
             f"unavailable ({exc})"
         ) from exc
     return control.OtherCode(built.version, built.tree, built.python)
@@ -366,7 +373,8 @@ def check(run_dir: str, report: bool = True) -> tuple[str, int]:
         print(f"jepsen run: no checker available ({exc}); verdict unknown", file=sys.stderr)
         return "unknown", EXIT_UNKNOWN
     try:
-        results = check_history(read_history(os.path.join(run_dir, "history.jsonl")))
+        history = read_history(os.path.join(run_dir, "history.jsonl"))
+        results = check_history(history, replicas=compared_replicas(run_dir))
     except HistoryError as exc:
         print(f"jepsen run: the history is malformed: {exc}", file=sys.stderr)
         return "unknown", EXIT_HARNESS
@@ -376,6 +384,17 @@ def check(run_dir: str, report: bool = True) -> tuple[str, int]:
     if report:
         _write_report(run_dir)
     return verdict, {"valid": EXIT_VALID, "invalid": EXIT_INVALID}.get(verdict, EXIT_UNKNOWN)
+
+
+def compared_replicas(run_dir: str) -> dict[str, Any] | None:
+    """The replicas' comparison the run made once its nodes stopped (``run.json``'s ``replicas``; the
+    ``old-release`` fault's), None when it made none."""
+    try:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            replicas = json.load(f).get("replicas")
+    except (OSError, ValueError):
+        return None
+    return replicas if isinstance(replicas, dict) else None
 
 
 def _write_report(run_dir: str) -> None:

@@ -69,6 +69,7 @@ def test_a_fault_whose_tool_is_missing_is_refused_naming_the_tool(
         (("cluster-power-loss",), {"fs": "plain"}, "cluster-power-loss: need lazy file systems (--fs lazy)"),
         (("disk-full", "node-power-loss"), {"fs": "lazy"}, "disk-full: not on lazy file systems"),
         (("kill-coordinator",), {}, "kill-coordinator: needs the group workload (--workload group)"),
+        (("upgrade", "old-release"), {}, "upgrade, old-release: not in one run"),
     ],
 )
 def test_a_fault_its_own_settings_rule_out_is_refused(
@@ -92,15 +93,16 @@ def test_all_leaves_out_only_the_lazy_power_losses_which_are_named_with_fs_lazy(
     assert runner.default_fs(nemesis.parse_faults("all")) == "plain"
 
 
-def test_an_upgrade_without_the_previous_release_is_refused(
-    tmp_path: pathlib.Path, equipped_machine: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("fault", nemesis.VERSION_FAULTS)
+def test_a_fault_of_releases_without_the_previous_release_is_refused(
+    tmp_path: pathlib.Path, equipped_machine: None, monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
     def no_release(version: str, root: str) -> releases.Release:
         raise releases.ReleaseError(f"no commit named for {version}")
 
     monkeypatch.setattr(releases, "release", no_release)
-    with pytest.raises(fault_tools.MissingTool, match="upgrade: needs the previous release's code"):
-        runner.run(config(tmp_path, ("upgrade",), upgrade_from="0.1.0"))
+    with pytest.raises(fault_tools.MissingTool, match=f"^{fault}: needs the previous release's code"):
+        runner.run(config(tmp_path, (fault, "kill"), upgrade_from="0.1.0"))
     assert not (tmp_path / "runs").exists()
 
 
