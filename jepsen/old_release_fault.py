@@ -162,7 +162,7 @@ async def prove(cluster: Cluster, node: str, topics: Mapping[str, int]) -> dict[
             proof["waited_s"] = PROOF_S
         asked = [other for other in others if cluster.running(other)]
         if asked:
-            proof["transfer"] = await _transfer(cluster, clients[asked[0]], node, topics)
+            proof["transfer"] = await _transfer(clients[asked[0]], node, topics)
     finally:
         await asyncio.gather(*(client.close() for client in clients.values()))
     return proof
@@ -182,9 +182,7 @@ async def _seen(client: RaftlogClient, node: str) -> tuple[str | None, int | Non
     return (str(reason) if reason else None), (int(leads) if isinstance(leads, int) else None)
 
 
-async def _transfer(
-    cluster: Cluster, client: RaftlogClient, node: str, topics: Mapping[str, int]
-) -> dict[str, Any]:
+async def _transfer(client: RaftlogClient, node: str, topics: Mapping[str, int]) -> dict[str, Any]:
     """Move the leadership of the first partition ``node`` holds a replica of to it: the answer."""
     for topic in sorted(topics):
         for partition in range(topics[topic]):

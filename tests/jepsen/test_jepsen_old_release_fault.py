@@ -42,15 +42,16 @@ def test_each_node_in_turn_the_next_free_one_when_it_is_busy() -> None:
     assert old_release_fault.in_turn(nodes, [], 0) is None
 
 
-def test_the_kept_out_answer_is_the_one_the_http_door_gives() -> None:
+def test_the_answers_the_fault_reads_are_the_ones_the_http_door_gives() -> None:
     from api.errors import TABLE
-    from partitions.errors import NodeKeptOut
+    from partitions.errors import FeatureUpdateRefused, NodeKeptOut
 
-    answer = next(http for error, http in TABLE if error is NodeKeptOut)
-    assert (answer.status, answer.error_code) == (
+    answer = {error: http for error, http in TABLE}
+    assert (answer[NodeKeptOut].status, answer[NodeKeptOut].error_code) == (
         old_release_checker.KEPT_OUT_STATUS,
         old_release_checker.KEPT_OUT_ERROR_CODE,
     )
+    assert answer[FeatureUpdateRefused].error_code == old_release_fault.FEATURE_REFUSED
 
 
 # -- the checker's rules on a built window ----------------------------------------------------------------
