@@ -297,7 +297,9 @@ def verdict(heading: str, options: dict[str, Any], names: list[str], runs: dict[
     return 0 if judged.passed else 1
 
 
-def record(options: dict[str, Any], names: list[str], runs: dict[str, SuiteRun], command: str) -> int:
+def record(
+    options: dict[str, Any], names: list[str], runs: dict[str, SuiteRun], command: str, heading: str
+) -> int:
     """A whole, quiet Kafka run added to expected.json (``merged``: what Kafka passed in any recording stays
     expected); exit 1, saying why, when the run cannot stand as one."""
     if "kafka" not in runs:
@@ -310,7 +312,7 @@ def record(options: dict[str, Any], names: list[str], runs: dict[str, SuiteRun],
         print(f"franz-go: not recorded: {exc}", file=sys.stderr)
         return 1
     began = datetime.datetime.fromtimestamp(runs["kafka"].began_at, datetime.UTC)
-    fresh.recorded[0].update(command=command, when=f"{began:%Y-%m-%d %H:%M} UTC")
+    fresh.recorded[0].update(command=command, when=f"{began:%Y-%m-%d %H:%M} UTC", title=heading)
     earlier = expectation() if EXPECTATION.exists() else None
     kept = merged(earlier, fresh)
     EXPECTATION.write_text(json.dumps(kept.to_json(), indent=1) + "\n", encoding="utf-8")
@@ -361,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.source:
         heading, saved, names, earlier = load(pathlib.Path(options.source))
         if options.record:
-            return record(saved, names, earlier, command)
+            return record(saved, names, earlier, command, heading)
         return verdict(heading, saved, names, earlier)
     systems = ["kafka"] if options.record else [s for s in SYSTEMS if s in options.systems.split(",")]
     directory = pathlib.Path(options.dir or tempfile.mkdtemp(prefix="franz-go-suite-")).resolve()
@@ -391,7 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     heading = title(options)
     saved = {"burners": options.burners, "kill": options.kill, "run": options.run, "cpus": os.cpu_count()}
     save(directory, heading, saved, names, runs)
-    status = record(saved, names, runs, command) if options.record else verdict(heading, saved, names, runs)
+    if options.record:
+        status = record(saved, names, runs, command, heading)
+    else:
+        status = verdict(heading, saved, names, runs)
     print(f"logs: {directory}")
     return status
 
