@@ -214,8 +214,8 @@ class Operator(Worker):
         logs = {}
         for node in nodes:
             try:
-                asked = self._leaders.replica_log(node, topic, partition)
-                logs[node] = await asyncio.wait_for(asked, REPLICA_LOG_TIMEOUT_S)
+                async with asyncio.timeout(REPLICA_LOG_TIMEOUT_S):  # keeps a cancel (test_cancel_safety)
+                    logs[node] = await self._leaders.replica_log(node, topic, partition)
             except (RaftlogError, TimeoutError) as exc:
                 log.debug("move of %s/%d: no account of %s's log: %s", topic, partition, node, exc)
         return logs
