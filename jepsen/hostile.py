@@ -101,6 +101,13 @@ STOP_TIMEOUT_S = 30.0
 # BEGIN_WAIT_MAX_S: on a loaded machine a process started ahead may still be importing when its window ends.
 ATTACK_MIN_S = 8.0
 BEGIN_WAIT_MAX_S = 60.0
+# With a login (the logged-in attacks), a window also lasts until the pin announced PINNED_FRAMES frames to
+# every node and then PIN_HELD_S more (what ``hostile_budgets.pin_missed`` asks: two frames, a second of the
+# pace), at most PIN_WAIT_MAX_S from its start: making its user is a replicated write, which a loaded
+# machine may take seconds to answer, and a window that ended first proved nothing of the budgets
+PINNED_FRAMES = 2
+PIN_HELD_S = 1.5
+PIN_WAIT_MAX_S = 120.0
 HOLD_MAX_S = 120.0  # the longest one attacking connection waits for the node to act
 PRODUCE_VERSION = 9
 API_VERSIONS_VERSION = 3
@@ -250,6 +257,9 @@ class Hostile:
         self.stop = asyncio.Event()
         self.on_stop: Callable[[], None] | None = None  # called once attacking stops, before the cleanup
         self.on_begin: Callable[[], None] | None = None  # called once every attack is under way
+        # called once the logged-in pin has announced PINNED_FRAMES frames to every node
+        self.on_pinned: Callable[[], None] | None = None
+        self._pinned: Counter[str] = Counter()  # node -> frames the pin announced to it
         self.stopped_at_s: float | None = None
         self._source_turn = 0
         self._bombs: dict[str, bytes] = {}
@@ -565,6 +575,7 @@ class Hostile:
                     return
                 writer.write(struct.pack(">i", PIN_FRAME_BYTES) + pin_header())
                 self.count(attack, f"frames_announced:{target.node_id}")
+                self._pin_landed(target.node_id)
                 sent = len(pin_header())
                 while sent < PIN_FRAME_BYTES and not reader.at_eof() and not self.stop.is_set():
                     began = time.monotonic()
@@ -584,6 +595,14 @@ class Hostile:
                     await self._wait_cut(attack, reader, time.monotonic())  # it does not decode: closed
 
         await self._paced(attack, one, 1.0)
+
+    def _pin_landed(self, node: str) -> None:
+        """One more frame announced to ``node``: once every node has ``PINNED_FRAMES``, ``on_pinned``."""
+        before = all(self._pinned[t.node_id] >= PINNED_FRAMES for t in self.targets)
+        self._pinned[node] += 1
+        now = all(self._pinned[t.node_id] >= PINNED_FRAMES for t in self.targets)
+        if now and not before and self.on_pinned is not None:
+            self.on_pinned()
 
     async def _bad_credentials(self, target: NodeSpec) -> None:
         """Raw requests (an HTTP client library would re-encode a header that is not UTF-8)."""
@@ -667,12 +686,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         os._exit(0)
 
-    def mark_begun() -> None:
-        with open(args.out + ".began", "w", encoding="utf-8"):
-            pass
+    def mark(suffix: str) -> Callable[[], None]:
+        def touch() -> None:
+            with open(args.out + suffix, "w", encoding="utf-8"):
+                pass
+
+        return touch
 
     hostile.on_stop = write_tally
-    hostile.on_begin = mark_begun
+    hostile.on_begin = mark(".began")
+    hostile.on_pinned = mark(".pinned")
     asyncio.run(run())
     return 0
 
@@ -702,6 +725,7 @@ class Attackers:
     out: str
     node_pids: dict[str, int]
     peaks_before: dict[str, int]
+    logged_in: bool = False  # with the logged-in attacks (a token): the window waits for the pin to land
 
     @property
     def pid(self) -> int:
@@ -740,7 +764,7 @@ class Attackers:
         finally:
             log.close()
         peaks = {node: peak for node, pid in node_pids.items() if (peak := peak_rss_bytes(pid)) is not None}
-        return cls(process, out, dict(node_pids), peaks)
+        return cls(process, out, dict(node_pids), peaks, bool(token))
 
     def go(self, node_pids: dict[str, int]) -> None:
         """Let a process started ahead (``ahead=True``) attack now; each node's peak memory is read now."""
@@ -771,17 +795,25 @@ class Attackers:
 
     def _let_attack(self) -> None:
         """Wait until the process has attacked for ``ATTACK_MIN_S`` (it marks its start), at most
-        ``BEGIN_WAIT_MAX_S``: a window shorter than a loaded machine's start-up is not a window at all."""
-        deadline = time.monotonic() + BEGIN_WAIT_MAX_S
+        ``BEGIN_WAIT_MAX_S``: a window shorter than a loaded machine's start-up is not a window at all;
+        with a login, also until the pin has held ``PIN_HELD_S`` on every node (it marks that), at most
+        ``PIN_WAIT_MAX_S`` (a pin that never landed is then the window's finding: ``pin_missed``)."""
+        self._wait_marked(".began", ATTACK_MIN_S, BEGIN_WAIT_MAX_S)
+        if self.logged_in:
+            self._wait_marked(".pinned", PIN_HELD_S, PIN_WAIT_MAX_S)
+
+    def _wait_marked(self, suffix: str, held_s: float, wait_max_s: float) -> None:
+        """Wait until the process's ``suffix`` mark is ``held_s`` old, at most ``wait_max_s``."""
+        deadline = time.monotonic() + wait_max_s
         while self.process.poll() is None and time.monotonic() < deadline:
             try:
-                attacking_s = time.time() - os.path.getmtime(self.out + ".began")
+                age_s = time.time() - os.path.getmtime(self.out + suffix)
             except OSError:
-                time.sleep(0.1)  # not begun yet
+                time.sleep(0.1)  # not marked yet
                 continue
-            if attacking_s >= ATTACK_MIN_S:
+            if age_s >= held_s:
                 return
-            time.sleep(min(ATTACK_MIN_S - attacking_s, 0.5))
+            time.sleep(min(held_s - age_s, 0.5))
 
     def _tally(self) -> dict[str, Any]:
         self._let_attack()
