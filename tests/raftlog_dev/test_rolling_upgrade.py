@@ -90,9 +90,12 @@ def restart(data: pathlib.Path, releases: Releases, node: str, python: str, rele
     return restarted
 
 
-def progress_condition(load: Load) -> Callable[[], bool]:
-    """A condition: every part of the load acknowledged more than now."""
+def progress_condition(load: Load, *parts: str) -> Callable[[], bool | Lagging]:
+    """A condition: every part of the load (or those named) acknowledged more than now; a client error of
+    any part fails it at once."""
     since = load.tally.progress()
+    if parts:
+        since = {part: count for part, count in since.items() if part in parts}
     return lambda: progressed(load, since)
 
 
@@ -197,7 +200,13 @@ def test_a_cluster_of_the_previous_release_upgrades_node_by_node_under_load(
         for node in NODES:
             rounds.append(
                 kept_out_round(
-                    data, NODES, node, previous.python, lambda: progress_condition(load), IDEMPOTENT, releases
+                    data,
+                    NODES,
+                    node,
+                    previous.python,
+                    lambda: progress_condition(load, IDEMPOTENT),
+                    IDEMPOTENT,
+                    releases,
                 )
             )
         load.stop()
