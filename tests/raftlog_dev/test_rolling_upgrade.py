@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from old_release import compare_replicas, kept_out_round
+from old_release import cli, compare_replicas, healthy, kept_out_round, ok
 from test_dev import ENV, description
 from upgrade_load import IDEMPOTENT, PARTITIONS, PREVIOUS, THIS, TRANSACTIONAL, WEB, Load, Releases, check
 
@@ -40,37 +40,8 @@ def previous() -> releases.Release:
     return releases.release(PREVIOUS)
 
 
-def cli(
-    data: pathlib.Path, *argv: str, server: str | None = None, timeout_s: float = 180
-) -> subprocess.CompletedProcess[str]:
-    """``raftlog ARGV`` against ``server``, or any node (a node of 0.1.0 serves no /v1/features)."""
-    env = {**ENV, "RAFTLOG_SERVER": server or ",".join(n["http"] for n in description(data)["nodes"])}
-    return subprocess.run(
-        [sys.executable, "-m", "raftlog_cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-    )
-
-
-def ok(data: pathlib.Path, *argv: str, server: str | None = None) -> str:
-    done = cli(data, *argv, server=server)
-    assert done.returncode == 0, f"raftlog {' '.join(argv)}: {done.stdout}{done.stderr}"
-    return done.stdout
-
-
 def shown(data: pathlib.Path, *argv: str, server: str | None = None) -> Any:
     return json.loads(ok(data, *argv, "--json", server=server))
-
-
-def healthy(http: str) -> bool:
-    """``GET /v1/cluster/health`` (what ``raftlog cluster health`` shows) says healthy."""
-    try:
-        with urllib.request.urlopen(f"{http}/v1/cluster/health", timeout=10) as answer:
-            return bool(json.loads(answer.read())["is_healthy"])
-    except OSError:
-        return False
 
 
 def knows(http: str, topic: str) -> bool:
