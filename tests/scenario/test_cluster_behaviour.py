@@ -19,6 +19,23 @@ pytestmark = pytest.mark.slow
 READS_AT_RESUME = 20  # asked of a paused leader just before it runs again (half end offsets, half reads)
 
 
+def _unread_connections(port: int) -> int:
+    """Connections to local ``port`` holding bytes its process has not read (``/proc/net/tcp`` rx_queue)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as rows:
+                next(rows)
+                for row in rows:
+                    fields = row.split()
+                    local_port = int(fields[1].rsplit(":", 1)[1], 16)
+                    rx_queue = int(fields[4].split(":")[1], 16)
+                    count += local_port == port and rx_queue > 0
+        except FileNotFoundError:
+            continue
+    return count
+
+
 async def _leader(client: RaftlogClient, topic: str, partition: int = 0, timeout_s: float = 30.0) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -79,7 +96,12 @@ def test_a_paused_leader_does_not_stop_the_cluster(cluster: ProcessCluster) -> N
                 assert new_leader != paused
                 ends = [asyncio.create_task(old.offsets("t", 0)) for _ in range(READS_AT_RESUME // 2)]
                 reads = [asyncio.create_task(old.fetch("t", 0, 1)) for _ in range(READS_AT_RESUME // 2)]
-                await asyncio.sleep(0.5)  # sent, waiting in the paused node's sockets
+                # sent, waiting in the paused node's sockets: bytes queued unread on connections to its port
+                port = int(cluster.url(paused).rsplit(":", 1)[1])
+                deadline = time.monotonic() + 30
+                while _unread_connections(port) < READS_AT_RESUME and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                assert _unread_connections(port) >= READS_AT_RESUME, "the reads never reached its sockets"
                 assert not any(read.done() for read in (*ends, *reads))
                 os.kill(cluster.processes[paused].pid, signal.SIGCONT)
                 answers = await asyncio.gather(*ends, *reads, return_exceptions=True)
