@@ -109,23 +109,25 @@ def raise_levels(cluster: Cluster) -> dict[str, Any]:
 async def start(cluster: Cluster, node: str) -> dict[str, Any]:
     """Stop ``node`` and start it on the previous release's code, on its data and command line, without
     waiting for it: what it ran, what it runs now and its pid."""
-    started: dict[str, Any] = {"from": cluster.version(node)}
-    await asyncio.to_thread(cluster.stop, node)
-    cluster.on_other.add(node)
-    started["pid"] = cluster.start(node)
-    started["to"] = cluster.version(node)
-    return started
+    return await _restart(cluster, node, previous=True)
 
 
 async def heal(cluster: Cluster, node: str) -> dict[str, Any]:
     """Stop ``node`` and start it on this checkout's code (the nemesis watches it until it reports ready,
     as every node a heal restarts): what it ran, what it runs now and its pid."""
-    healed: dict[str, Any] = {"from": cluster.version(node)}
+    return await _restart(cluster, node, previous=False)
+
+
+async def _restart(cluster: Cluster, node: str, previous: bool) -> dict[str, Any]:
+    restarted: dict[str, Any] = {"from": cluster.version(node)}
     await asyncio.to_thread(cluster.stop, node)
-    cluster.on_other.discard(node)
-    healed["pid"] = cluster.start(node)
-    healed["to"] = cluster.version(node)
-    return healed
+    if previous:
+        cluster.on_other.add(node)
+    else:
+        cluster.on_other.discard(node)
+    restarted["pid"] = cluster.start(node)
+    restarted["to"] = cluster.version(node)
+    return restarted
 
 
 async def prove(cluster: Cluster, node: str, topics: Mapping[str, int]) -> dict[str, Any]:
