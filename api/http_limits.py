@@ -30,6 +30,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from raftlog.errors import check
+from raftlog_contract import CONNECTIONS_FULL_ANSWER
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,6 @@ LOG_INTERVAL_S = 60.0  # at most one line per kind of cut per interval, with how
 SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
 _TIMEOUT_ANSWER = (
     b"HTTP/1.1 408 Request Timeout\r\nServer: raftlog\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-)
-_BUSY_ANSWER = (
-    b"HTTP/1.1 503 Service Unavailable\r\nServer: raftlog\r\nConnection: close\r\nRetry-After: 1\r\n"
-    b"Content-Length: 0\r\n\r\n"
 )
 
 
@@ -181,7 +178,7 @@ class _Guarded(asyncio.Protocol):
         refused = self._guard.connections.admit(address)
         if refused is not None:
             self._guard.note("connections_max", f"HTTP connection from {address} refused: {refused}")
-            transport.write(_BUSY_ANSWER)
+            transport.write(CONNECTIONS_FULL_ANSWER)
             transport.close()
             return
         self._address = address

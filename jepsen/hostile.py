@@ -80,7 +80,14 @@ from kio.serial import entity_reader, entity_writer
 
 from jepsen import hostile_producers
 from jepsen.control import NodeSpec
-from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, RECORD_BATCH, USERS_PATH, partition_path
+from raftlog_contract import (
+    ADMIN_TOPICS_PATH,
+    CONNECTIONS_FULL_ANSWER,
+    LIVE_PATH,
+    RECORD_BATCH,
+    USERS_PATH,
+    partition_path,
+)
 
 TOKEN_ENV = "RAFTLOG_HOSTILE_TOKEN"
 IDLE_SOCKETS = {"kafka": 1100, "http": 300}  # per node: past the Kafka door's node-wide cap (1000)
@@ -614,12 +621,20 @@ class Hostile:
                     b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nAuthorization: %s\r\n\r\n"
                     % (ADMIN_TOPICS_PATH.encode(), target.host.encode(), self.rng.choice(BAD_CREDENTIALS))
                 )
-                status_line = await asyncio.wait_for(reader.readline(), 10.0)
-                parts = status_line.split()
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+                parts = head.split(b"\r\n", 1)[0].split()
                 status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-                self.count(attack, "server_error" if status >= 500 else f"answered:{status}")
+                self.count(attack, credentials_answer(status, head))
 
         await self._paced(attack, one, BAD_CREDENTIALS_PER_S)
+
+
+def credentials_answer(status: int, head: bytes) -> str:
+    """A bad-credentials request's answer in the tally: a 5xx is a finding, but for the connection bound's
+    answer (the idle attack holds more connections than an address may: the door holding)."""
+    if head == CONNECTIONS_FULL_ANSWER:
+        return "refused:connections"
+    return f"server_error:{status}" if status >= 500 else f"answered:{status}"
 
 
 def _http_get(host: str) -> bytes:
@@ -637,7 +652,8 @@ def findings(tally: dict[str, dict[str, int]]) -> list[str]:
     found = []
     for attack, counts in sorted(tally.items()):
         for what, n in sorted(counts.items()):
-            if n and (what in ("bombs_accepted", "server_error", "whole_request_sent")
+            if n and (what in ("bombs_accepted", "whole_request_sent")
+                      or what.startswith("server_error")
                       or what in hostile_producers.FINDINGS
                       or what.startswith("still_open")):  # fmt: skip
                 found.append(f"{attack}: {what} {n}")

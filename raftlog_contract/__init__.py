@@ -58,6 +58,14 @@ def retriable(error_code: int | None) -> bool:
     )
 
 
+# the whole answer to an HTTP connection over the node's or its address's bound, sent before any request
+# is read, and the connection closed: the door holding, not a server error
+CONNECTIONS_FULL_ANSWER = (
+    b"HTTP/1.1 503 Service Unavailable\r\nServer: raftlog\r\nConnection: close\r\nRetry-After: 1\r\n"
+    b"Content-Length: 0\r\n\r\n"
+)
+
+
 # -- paths (the server's routes: ``api/app.py``'s ``ROUTES``; a test matches each against them) ------------
 
 READY_PATH = "/status/ready"  # 200 once the node serves, 503 before
