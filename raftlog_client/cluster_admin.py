@@ -161,9 +161,10 @@ class ClusterAdmin:
         return dict(body["configs"])
 
     async def move_replicas(self, topic: str, partition: int, replicas: Sequence[str]) -> dict[str, Any]:
-        """Start moving a partition to ``replicas``; poll :meth:`move_progress` until ``move`` is None."""
+        """Start moving a partition to ``replicas``; poll :meth:`move_progress` until ``move`` is None.
+        Sent again when no answer came: the node answers the same move's progress."""
         path = replicas_path(topic, partition)
-        _, body = await self._request("POST", path, body={"replicas": list(replicas)})
+        _, body = await self._request("POST", path, body={"replicas": list(replicas)}, repeatable=True)
         return dict(body)
 
     async def move_progress(self, topic: str, partition: int) -> dict[str, Any]:

@@ -227,13 +227,17 @@ class TopicChanges:
 
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         """Start moving a partition to ``replicas`` (validated against gossip liveness: nothing changes
-        when it is refused). The controller leader's ``Operator`` then drives it."""
+        when it is refused). The controller leader's ``Operator`` then drives it. Asking again for the
+        move under way answers its progress, so a request whose answer was lost may be sent again."""
         metadata = self._frontend.metadata()
         topic_metadata = self._frontend.topic(topic)
         if not isinstance(partition, int) or not 0 <= partition < topic_metadata.partitions:
             raise UnknownPartition(topic, partition)
         self._frontend.leader_group()
         moving = metadata.reassignments.get((topic, partition))
+        if moving is not None and replicas == list(moving.target):
+            # the same move again (a client retrying a request that had no answer): where it is
+            return MoveProgress.of(moving, topic_metadata.replicas[partition])
         if moving is not None:
             raise ReassignmentInProgress(topic, partition, moving.target)
         members = self._frontend.members()

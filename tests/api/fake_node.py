@@ -597,7 +597,10 @@ class FakeAdmin:
         self.data._enter("move_replicas")
         self.data._controller_here()
         current = self.data.topic(topic).replicas[partition]
-        if (topic, partition) in self.cluster.moves:
+        moving = self.cluster.moves.get((topic, partition))
+        if moving is not None and replicas == list(moving.target):
+            return MoveProgress.of(moving, current)
+        if moving is not None:
             raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
         target = reconfigure.validate_move(
             current, replicas, self.cluster.node_ids, self._alive(), self.cluster.flags["decommissioning"]

@@ -150,3 +150,15 @@ def test_client_needs_a_server() -> None:
     with pytest.raises(ValueError):
         RaftlogClient([])
     assert 0 <= RaftlogClient(["http://x"]).producer_id < 2**62
+
+
+async def test_a_move_whose_answer_was_lost_is_sent_again(cluster: FakeCluster, harness: Harness) -> None:
+    cluster.add_topic("t", 1, [["n1", "n2"]])
+    node = await harness.start(cluster, "n1", admin_token="tok")
+    node.data.inject["move_replicas"] = [OutcomeUnknown("controller", "commit not confirmed in time")]
+    async with client_for(node.url, admin_token="tok") as client:
+        started = await client.cluster.move_replicas("t", 0, ["n2", "n1"])
+        again = await client.cluster.move_replicas("t", 0, ["n2", "n1"])  # as if the first answer was lost
+    assert node.data.calls["move_replicas"] == 3  # the 504, its retry, the request again
+    assert started["move"]["target"] == again["move"]["target"] == ["n2", "n1"]
+    assert cluster.moves[("t", 0)].target == ("n2", "n1")
