@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kafka_api.share_sessions import PER_CONNECTION_MAX_DEFAULT as SHARE_SESSIONS_PER_CONNECTION_MAX_DEFAULT
+from kafka_api.share_sessions import PER_USER_MAX_DEFAULT as SHARE_SESSIONS_PER_USER_MAX_DEFAULT
 from partitions.security.holds import (
     CONNECTIONS_PER_USER_MAX_DEFAULT,
     IDLE_AT_CAP_TIMEOUT_S_DEFAULT,
@@ -69,12 +71,16 @@ class Limits:
     send_timeout_s: float = 30.0  # how long an answer may wait for the client to read it
     # SO_SNDBUF of each connection (Kafka's socket.send.buffer.bytes); None: the OS's
     send_buffer_bytes: int | None = None
+    # share sessions (KIP-932) one connection, one logged-in user may hold on this node (``share_sessions``)
+    share_sessions_per_connection_max: int = SHARE_SESSIONS_PER_CONNECTION_MAX_DEFAULT
+    share_sessions_per_user_max: int = SHARE_SESSIONS_PER_USER_MAX_DEFAULT
 
     def __post_init__(self) -> None:
         for name in (
             "frame_bytes_max", "frame_bytes_before_auth_max", "connections_max",
             "connections_per_address_max", "unauthenticated_connections_max", "frame_rate_min_bytes_per_s",
             "in_flight_max", "connections_per_user_max", "request_bytes_max", "request_bytes_per_user_max",
+            "share_sessions_per_connection_max", "share_sessions_per_user_max",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"Kafka limit {name} {getattr(self, name)}: must be >= 1")

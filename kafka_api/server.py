@@ -218,6 +218,8 @@ class KafkaServer:
         self._ticker: asyncio.Future[None] | None = None
         self._throttled = _Throttled(LOG_INTERVAL_S)
         self._login_required = door.security.require_auth
+        door.share_sessions.per_connection_max = limits.share_sessions_per_connection_max
+        door.share_sessions.per_user_max = limits.share_sessions_per_user_max
 
     async def start(self, host: str, port: int, ssl: ssl_module.SSLContext | None = None) -> None:
         """Listen on ``host:port``, with TLS when ``ssl`` is given (the node's listener context)."""

@@ -6,7 +6,9 @@ group replicates). Here topic ids become names and back, and typed refusals beco
 Share sessions (a member's partitions on this node, its session epoch: 0 opens one, -1 closes it, each
 other request gives the next) are the connection-independent soft state of this listener: a node that
 restarts, or that a member reaches for the first time, answers SHARE_SESSION_NOT_FOUND and the member
-opens a new one. Closing a session releases what the member still holds here. READ on the group for
+opens a new one. A session opens only for a member the group's coordinator holds live (joined with a
+ShareGroupHeartbeat, heard from within its session timeout), else UNKNOWN_MEMBER_ID, within the bounds of
+``share_sessions``. Closing a session releases what the member still holds here. READ on the group for
 the heartbeat, the fetch and the acknowledgement (and READ on each topic read or acknowledged),
 DESCRIBE on the group for a describe, as Kafka's.
 """
@@ -33,6 +35,7 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of, group_coordinator_code
 from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
 from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
+from partitions.consumers.protocol import GroupService
 from partitions.data.share_records import ShareFetched
 from partitions.errors import UnknownTopic
 from partitions.groups.assignors import TopicPartition
@@ -216,7 +219,9 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         has_acks = any(p.acknowledgement_batches for t in body.topics for p in t.partitions)
         if epoch == OPEN_EPOCH and has_acks:
             raise InvalidGroupRequest("a share fetch opening a session acknowledges nothing")
-        session = door.share_sessions.step(group, member, epoch, door.session)
+        if epoch == OPEN_EPOCH:  # only for a live member of the group, as its coordinator says
+            await door.node.cluster.groups.call(GroupService.share_member, group, member)
+        session = door.share_sessions.step(group, member, epoch, door.session, door.session.user)
     except Exception as exc:  # the request's answer (kafka_api.errors)
         return failed(code_of(exc), str(exc))
     parts: dict[TopicPartition, _Part] = {}
@@ -369,7 +374,7 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
         epoch = int(body.share_session_epoch)
         if epoch == OPEN_EPOCH:
             raise InvalidGroupRequest("a share acknowledgement cannot open a share session")
-        session = door.share_sessions.step(group, member, epoch, door.session)
+        session = door.share_sessions.step(group, member, epoch, door.session, door.session.user)
     except Exception as exc:  # the request's answer (kafka_api.errors)
         return failed(code_of(exc), str(exc))
     parts = []

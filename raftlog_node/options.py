@@ -289,6 +289,15 @@ KAFKA_LIMITS = (
            _KAFKA.request_bytes_per_user_max,
            "of --kafka-request-bytes-max, what one logged-in user (an anonymous connection: its address) "
            "holds"),
+    _limit("--kafka-share-sessions-per-connection-max", "share_sessions_per_connection_max",
+           _KAFKA.share_sessions_per_connection_max,
+           "share sessions (KIP-932) one Kafka connection holds on this node (a share consumer holds one "
+           "per connection); one more is refused SHARE_SESSION_LIMIT_REACHED until one ends"),
+    _limit("--kafka-share-sessions-per-user-max", "share_sessions_per_user_max",
+           _KAFKA.share_sessions_per_user_max,
+           "share sessions one logged-in user holds on this node, of the 2,000 it holds (Kafka's "
+           "group.share.max.share.sessions); one more is refused SHARE_SESSION_LIMIT_REACHED until one "
+           "ends"),
 )  # fmt: skip
 
 _HTTP = HttpLimits()

@@ -256,6 +256,12 @@ class GroupService(Protocol):
         the epoch it was given, -1 leaves. Answers its whole assignment (a leave: what it had)."""
         ...
 
+    @peer("Whether a share group member is live on the group's coordinator")
+    async def share_member(self, group: str, member: str) -> None:
+        """Nothing when ``member`` is a live member of the share group (``partitions.groups.share_coordinator
+        .check_member``), else ``UnknownMember``: what a node asks before it opens a share session for it."""
+        ...
+
     @peer("The groups of one coordinator partition")  # while it elects, waited for: a listing is whole
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         """The groups of one partition of the coordinators' topic, from its leader."""

@@ -398,6 +398,10 @@ class ConsumerService:
             share.session_timeout_ms,
         )
 
+    async def share_member(self, group: str, member: str) -> None:
+        await self._groups.ensure_topic(led=group)  # NotLeader: the cluster-wide call goes to the coordinator
+        self._groups.share.check_member(group, member)
+
     async def list_groups(self, coordinator_partition: int) -> list[GroupSummary]:
         groups = {g.name: g for g in self._groups.groups_of(coordinator_partition)}
         for name in self._groups.live_names():  # a Kafka group before its first generation is recorded

@@ -238,12 +238,17 @@ class ShareSessionNotFound(GroupError):
 
 @with_fields
 class ShareSessionLimitReached(GroupError):
-    """A share fetch opening a session on a node holding as many as it may (Kafka's
-    SHARE_SESSION_LIMIT_REACHED, retriable: a session ends with its connection or its member's last
-    fetch)."""
+    """A share fetch opening a session on a node holding as many as it may, or on a connection or for a
+    user holding as many as one may there (Kafka's SHARE_SESSION_LIMIT_REACHED, retriable: a session ends
+    with its connection or its member's last fetch)."""
 
     limit: int
-    template = "this node holds {limit} share sessions, as many as it may: try again once one ends"
+    holder: str = "this node"
+    option: str = ""  # the bound's option, when it is one holder's (a connection's, a user's)
+
+    def describe(self) -> str:
+        bound = f" ({self.option})" if self.option else ""
+        return f"{self.holder} holds {self.limit} share sessions, as many as it may{bound}: try again later"
 
 
 @with_fields

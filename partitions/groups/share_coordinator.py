@@ -343,6 +343,16 @@ class ShareGroupCoordinator:
             raise UnknownGroup(name)
         return group
 
+    def check_member(self, name: str, member_id: str) -> None:
+        """``UnknownMember`` unless ``member_id`` is a member of the group whose session is alive (joined
+        with a heartbeat and heard from within ``session_timeout_ms``): what a share session, and with it
+        a node's soft state, is opened for (``kafka_api.share_sessions``). NotCoordinator when not led
+        here."""
+        group = self._group(name, create=False)
+        seen = None if group is None else group.last_seen_ms.get(member_id)
+        if seen is None or self._monotonic() - seen > self.session_timeout_ms:
+            raise UnknownMember(name, member_id)
+
     def members_of(self, name: str) -> ShareGroup | None:
         """The group's members as this coordinator holds them now, those the table recorded when it has
         not held the group yet in this term (None: not a share group led here)."""

@@ -64,3 +64,33 @@ def test_what_a_connection_opened_is_forgotten_with_its_last_session() -> None:
     sessions.step("g", "b", OPEN_EPOCH, object())  # opened again elsewhere
     assert sessions._opened_on.get(id(connection)) is None  # nothing left of the first connection
     assert sessions.disconnected(connection) == 0 and list(sessions.sessions) == [("g", "b")]
+
+
+def test_one_connection_and_one_user_hold_at_most_their_bounds_and_get_them_back() -> None:
+    sessions = ShareSessions(per_user_max=3, per_connection_max=2)
+    first, second, third = object(), object(), object()
+    sessions.step("g", "m1", OPEN_EPOCH, first, "mallory")
+    sessions.step("g", "m2", OPEN_EPOCH, first, "mallory")
+    with pytest.raises(ShareSessionLimitReached) as refused:
+        sessions.step("g", "m3", OPEN_EPOCH, first, "mallory")
+    assert "this connection holds 2" in str(refused.value)
+    assert "--kafka-share-sessions-per-connection-max" in str(refused.value)
+    assert sessions.step("g", "m1", OPEN_EPOCH, first, "mallory").epoch == 1  # its own again: not one more
+    sessions.step("g", "m3", OPEN_EPOCH, second, "mallory")
+    with pytest.raises(ShareSessionLimitReached) as refused:
+        sessions.step("g", "m4", OPEN_EPOCH, third, "mallory")
+    assert "user 'mallory' holds 3" in str(refused.value) and code_of(refused.value) == 133
+    assert sessions.held_by("mallory") == 3
+    sessions.step("g", "b1", OPEN_EPOCH, third, "bob")  # another user is served
+    sessions.step("g", "a1", OPEN_EPOCH, third)  # and a connection that did not log in
+    sessions.step("g", "m3", CLOSE_EPOCH, second, "mallory")  # a last fetch gives one back
+    sessions.step("g", "m4", OPEN_EPOCH, second, "mallory")
+    assert sessions.disconnected(first) == 2 and sessions.held_by("mallory") == 1  # so does a close
+    assert sessions.disconnected(second) == 1 and sessions.held_by("mallory") == 0
+    assert "mallory" not in sessions._per_user  # nothing left of a user holding none
+
+
+def test_a_bound_below_one_is_refused() -> None:
+    for bound in ("sessions_max", "per_user_max", "per_connection_max"):
+        with pytest.raises(ValueError, match=bound):
+            ShareSessions(**{bound: 0})

@@ -223,3 +223,21 @@ def test_a_share_group_past_the_bound_is_refused_on_both_sides_of_the_log() -> N
     assert not isinstance(replica.apply(msgpack.packb([11, "old", 1, 0])), Exception)
     replica.apply(encode(Committed("c", ("t",), 0)))  # offsets only: not yet a share group
     assert isinstance(replica.apply(encode(ShareGroupRecord("c", 1, 0, 3))), ShareGroupLimitReached)
+
+
+def test_only_a_live_member_passes_the_check_a_share_session_opens_on() -> None:
+    table, clock = ShareTable(TOPICS), Clock()
+    share = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
+    run(share.heartbeat("g", "a", 0, ("t",)))
+    share.check_member("g", "a")  # joined: a session may open for it
+    for group, member in (("g", "made-up"), ("other", "a")):
+        with pytest.raises(UnknownMember):
+            share.check_member(group, member)
+    clock.now = 1_001  # its session passed, though no sweep removed it yet
+    with pytest.raises(UnknownMember):
+        share.check_member("g", "a")
+    run(share.heartbeat("g", "a", 1, None))
+    share.check_member("g", "a")
+    run(share.heartbeat("g", "a", -1, None))  # left
+    with pytest.raises(UnknownMember):
+        share.check_member("g", "a")

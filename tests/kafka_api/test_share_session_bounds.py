@@ -1,0 +1,164 @@
+"""Issue 72 item 5 against a real node process (``raftlog serve --require-auth``): one user sending
+ShareFetches that open sessions for 2,000 made-up member ids on one connection is answered
+UNKNOWN_MEMBER_ID for each and opens none, while the node's liveness answers within a second; a user's
+real members hold at most ``--kafka-share-sessions-per-connection-max`` sessions on one connection and
+``--kafka-share-sessions-per-user-max`` on the node; and another user's share consumer opens its session
+and acquires a record all along. The bounds' rules: ``tests/kafka_api/test_share_sessions.py``; the
+coordinator's check: ``tests/partitions/groups/test_share_coordinator.py``."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from kafka_fixtures import RawKafka
+from kio.schema.errors import ErrorCode
+from test_connection_limits import RunningNode, _http, log_in, one_node
+
+from kafka_api import wire
+from tests.waiting import wait_for
+
+MALLORY = ("mallory", "mallory's password")
+BOB = ("bob", "bob's password")
+PER_CONNECTION, PER_USER = 2, 3
+MADE_UP = 2_000  # the issue's count: as many as the node's whole room (Kafka's 2,000)
+LIVE_WITHIN_S = 1.0  # the issue's liveness bound
+TOPIC = "shared-records"
+HEARTBEAT, SHARE_FETCH, FIND_COORDINATOR, METADATA = 76, 78, 10, 3
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
+    limits = (
+        "--kafka-share-sessions-per-connection-max", str(PER_CONNECTION),
+        "--kafka-share-sessions-per-user-max", str(PER_USER),
+    )  # fmt: skip
+    with one_node(tmp_path_factory.mktemp("share-bounds"), False, limits, (MALLORY, BOB)) as running:
+        assert _http(running.http, None, "POST", "/v1/topics", {"name": TOPIC, "partitions": 1}) == 201
+        yield running
+
+
+def _logged_in(node: RunningNode, user: tuple[str, str]) -> RawKafka:
+    raw, answer = log_in(node, *user)
+    assert answer.error_code == 0, answer
+    return raw
+
+
+def _coordinator_ready(raw: RawKafka, group: str) -> None:
+    """FindCoordinator until the node names itself (it makes the groups' topic on the first ask)."""
+    request = wire.build(wire.request_class(FIND_COORDINATOR, 4), key_type=0, coordinator_keys=(group,))
+    wait_for(
+        lambda: raw.call(FIND_COORDINATOR, 4, request).coordinators[0].error_code == ErrorCode.none,
+        f"the node to coordinate {group}",
+    )
+
+
+def _join(raw: RawKafka, group: str) -> str:
+    """A new member of ``group`` subscribed to ``TOPIC`` (ShareGroupHeartbeat, epoch 0): its id."""
+    member = str(uuid.uuid4())
+    cls = wire.request_class(HEARTBEAT, 1)
+    body = wire.build(
+        cls, group_id=group, member_id=member, member_epoch=0, rack_id=None, subscribed_topic_names=(TOPIC,)
+    )
+    answer = raw.call(HEARTBEAT, 1, body)
+    assert answer.error_code == ErrorCode.none, answer
+    return member
+
+
+def _share_fetch(
+    raw: RawKafka, group: str, member: str, epoch: int, topic_id: uuid.UUID | None = None, wait_ms: int = 0
+) -> Any:
+    cls = wire.request_class(SHARE_FETCH, 1)
+    topics: tuple[Any, ...] = ()
+    if topic_id is not None:
+        partition = wire.build(
+            wire.sibling(cls, "FetchPartition"), partition_index=0, acknowledgement_batches=()
+        )
+        topics = (wire.build(wire.sibling(cls, "FetchTopic"), topic_id=topic_id, partitions=(partition,)),)
+    body = wire.build(
+        cls, group_id=group, member_id=member, share_session_epoch=epoch,
+        max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=1, max_bytes=1024 * 1024, max_records=10, batch_size=10, topics=topics,
+        forgotten_topics_data=(),
+    )  # fmt: skip
+    return raw.call(SHARE_FETCH, 1, body)
+
+
+def _topic_id(raw: RawKafka) -> uuid.UUID:
+    cls = wire.request_class(METADATA, 12)
+    asked = wire.build(wire.sibling(cls, "MetadataRequestTopic"), topic_id=None, name=TOPIC)
+    body = wire.build(
+        cls, topics=(asked,), allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    (topic,) = raw.call(METADATA, 12, body).topics
+    assert topic.error_code == ErrorCode.none, topic
+    return uuid.UUID(str(topic.topic_id))
+
+
+class _Liveness(threading.Thread):
+    """Asks the node's ``/status/live`` over and over while an attack runs: the slowest answer."""
+
+    def __init__(self, http: str) -> None:
+        super().__init__(daemon=True)
+        self._http, self.stop, self.slowest_s, self.asked = http, threading.Event(), 0.0, 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                with urllib.request.urlopen(self._http + "/status/live", timeout=5) as answer:
+                    assert answer.status == 200
+                took = time.monotonic() - started
+            except OSError:
+                took = float("inf")
+            self.slowest_s, self.asked = max(self.slowest_s, took), self.asked + 1
+            self.stop.wait(0.05)
+
+
+def test_made_up_members_open_no_share_session_and_one_user_holds_only_its_bounds(node: RunningNode) -> None:
+    mallory, bob = _logged_in(node, MALLORY), _logged_in(node, BOB)
+    _coordinator_ready(bob, "bob-group")
+    bob_member = _join(bob, "bob-group")
+    liveness = _Liveness(node.http)
+    liveness.start()
+    try:
+        answers = [
+            _share_fetch(mallory, "mallory-group", str(uuid.uuid4()), 0).error_code for _ in range(MADE_UP)
+        ]
+    finally:
+        liveness.stop.set()
+        liveness.join()
+    assert answers.count(ErrorCode.unknown_member_id) == MADE_UP, {a: answers.count(a) for a in set(answers)}
+    assert liveness.asked >= 3 and liveness.slowest_s < LIVE_WITHIN_S, (liveness.asked, liveness.slowest_s)
+
+    _coordinator_ready(mallory, "mallory-group")
+    members = [_join(mallory, "mallory-group") for _ in range(PER_USER + 1)]
+    opened = [_share_fetch(mallory, "mallory-group", m, 0) for m in members[: PER_CONNECTION + 1]]
+    assert [a.error_code for a in opened] == [ErrorCode.none] * PER_CONNECTION + [
+        ErrorCode.share_session_limit_reached
+    ]
+    assert "--kafka-share-sessions-per-connection-max" in opened[-1].error_message
+    second = _logged_in(node, MALLORY)
+    assert _share_fetch(second, "mallory-group", members[PER_CONNECTION], 0).error_code == ErrorCode.none
+    past_user = _share_fetch(second, "mallory-group", members[PER_USER], 0)
+    assert past_user.error_code == ErrorCode.share_session_limit_reached
+    assert "user 'mallory'" in past_user.error_message, past_user.error_message
+
+    topic_id = _topic_id(bob)  # another user's share consumer: its session opens, and it gets a record
+    assert _share_fetch(bob, "bob-group", bob_member, 0, topic_id).error_code == ErrorCode.none
+    producer = Producer({**node.client_settings(), "sasl.username": BOB[0], "sasl.password": BOB[1]})
+    producer.produce(TOPIC, b"for bob")
+    assert producer.flush(30) == 0
+    got = _share_fetch(bob, "bob-group", bob_member, 1, topic_id, wait_ms=10_000)
+    assert got.error_code == ErrorCode.none, got
+    acquired = [r for t in got.responses for p in t.partitions for r in p.acquired_records]
+    assert acquired, got
+    for raw in (mallory, second, bob):
+        raw.close()
