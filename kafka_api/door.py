@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from kafka_api.answers import Answers
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
 from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
@@ -19,6 +20,7 @@ from partitions.groups.live import LiveGroups
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
+from partitions.security.holds import RequestBytes
 from raftlog.storage.partitioner import partition_for_key
 
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
@@ -64,15 +66,19 @@ class Door:
     # next Produce begins its own after, so a pipelining producer's batches keep their order
     produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)
     share_sessions: ShareSessions = field(default_factory=ShareSessions)  # the listener's (KIP-932)
+    # the connection's large answers, one at a time, their bytes in the listener's budget (kafka_api.answers)
+    answers: Answers = field(default_factory=Answers)
 
     def __post_init__(self) -> None:
         self.groups.attach(self.coordinator)  # generations recorded in the group table
         self.coordinator.hold_live(self.groups)  # members seen by the HTTP door, delete, reset
 
-    def for_connection(self, address: str | None = None) -> Door:
+    def for_connection(self, address: str | None = None, budget: RequestBytes | None = None) -> Door:
         """The door as one new connection (from ``address``, the client's IP) sees it: everything
-        shared, a session and a produce order of its own."""
-        return replace(self, session=Session(host=client_host(address)), produce_order=asyncio.Lock())
+        shared, a session, a produce order and large answers (counted in ``budget``) of its own."""
+        host = client_host(address)
+        answers = Answers(budget, host)
+        return replace(self, session=Session(host=host), produce_order=asyncio.Lock(), answers=answers)
 
     def coordinator_of(self, topic: str, key: str) -> str | None:
         """The node coordinating ``key`` (a group, a transactional id): the leader of the partition of the

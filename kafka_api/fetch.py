@@ -51,6 +51,7 @@ from kafka_api.pacing import ITEMS_PER_TURN, Pacer
 from partitions.data.service import NO_LEADER_EPOCH, FetchedBatches, check_leader_epoch
 from partitions.errors import AuthorizationFailed
 from partitions.security.acls import AclOperation, ResourceType
+from partitions.security.answer_holds import AnswerHold
 
 NO_OFFSET = -1
 NO_REPLICA = -1
@@ -122,7 +123,10 @@ async def fetch(door: Door, request: wire.Request) -> Any:
     quotas = door.node.metadata.client_quotas()
     max_bytes = throttling.fetch_max_bytes(quotas, door.session.user, request.client_id or "", max_bytes)
     committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
-    await _read_all(door, readable, max_bytes, committed)
+    hold = door.answers.hold(door.session.principal)  # the answer's bytes in the listener's budget
+    if hold is not None:  # an answer holds at most its holder's share of the budget (one batch at least)
+        max_bytes = min(max_bytes, hold.budget.per_holder_max)
+    await _read_held(door, readable, max_bytes, committed, hold)
     if (
         readable
         and wait_ms > 0
@@ -132,8 +136,20 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         waiting_since = time.perf_counter()
         await _wait_any(door, readable, wait_ms, committed)
         throttling.waited(time.perf_counter() - waiting_since)
-        await _read_all(door, readable, max_bytes, committed)
+        await _read_held(door, readable, max_bytes, committed, hold)
     return await _response(request, parts, max_bytes, pacer, committed, context, sessions)
+
+
+async def _read_held(
+    door: Door, parts: list[_Part], max_bytes: int, committed: bool, hold: AnswerHold | None
+) -> None:
+    """``_read_all`` with the most it may read taken first from the listener's budget (``hold``: waiting
+    for room, nothing read meanwhile), and what it did not read given back once read."""
+    if hold is not None and parts:
+        await hold.take(max_bytes)
+    await _read_all(door, parts, max_bytes, committed)
+    if hold is not None:
+        await hold.settle(_bytes(parts))
 
 
 def _now_ms() -> int:

@@ -15,6 +15,12 @@ most once a minute per kind. A frame over ``OFF_LOOP_FRAME_BYTES`` is decoded, a
 is every Metadata answer), on a worker thread: a request naming a million partitions would otherwise hold
 the event loop for seconds in kio alone.
 
+Answers are bounded too, as Kafka's broker bounds them by muting a connection until its answer is sent: a
+connection's large answers (Fetch, ShareFetch) are served one at a time, nothing more of it read while one
+waits for its turn, their bytes taken from the same budget as requests until written out
+(``kafka_api.answers``); every answer goes into the transport a slice at a time, and nothing more is read
+from a connection while its transport holds more than ``WRITE_BUFFER_HIGH_BYTES`` the client has not read.
+
 A connection authenticated with a credential that is then revoked (its user deleted, its token revoked
 or expired, its password changed) is cut at its next request or within a second, whichever comes first.
 
@@ -47,6 +53,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import throttling, wire
+from kafka_api.answers import LARGE_ANSWER_KEYS
 from kafka_api.apis import API_VERSIONS_KEY, APIS, Api, versions_response
 from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
@@ -138,6 +145,8 @@ class _Connection:
     reading: bool = False  # a request's size came: its bytes are awaited, or room for them
     active_s: float = 0.0  # when a request last came or was answered
     muted_until_s: float = 0.0  # throttled by a client quota: nothing is read before (monotonic)
+    # set while no answer waits for the client to read what the transport holds: nothing is read meanwhile
+    answers_read: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     def idle_since_s(self) -> float | None:
         """Since when nothing of the connection is being read or answered; None while something is (or
@@ -174,12 +183,21 @@ class _Held:
 
 @dataclass(frozen=True, slots=True)
 class _Answer:
-    """A request's answer to come, in request order: the handler's future, and whether the answer is
-    encoded on a worker thread (``OFF_LOOP_FRAME_BYTES``)."""
+    """A request's answer to come, in request order: the handler's future, whether the answer is
+    encoded on a worker thread (``OFF_LOOP_FRAME_BYTES``) and, for a large answer, the future settled once
+    it is written out (``kafka_api.answers``)."""
 
     correlation_id: int
     future: asyncio.Future[Any]
     off_loop: bool = False
+    written: asyncio.Future[None] | None = None
+
+
+# What a connection's transport buffers of its answers, beyond which the sender waits for the client to
+# read (and the receiver reads nothing, as Kafka mutes a connection whose answer is not sent): an answer
+# is written a slice at a time, so at most this plus a slice of it is ever copied into the buffer
+WRITE_BUFFER_HIGH_BYTES = 256 * 1024
+WRITE_SLICE_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +352,9 @@ class KafkaServer:
             else:
                 self._cut(next(iter(self._unauthenticated[refusal.evict])), "evicted", why)
         now = time.monotonic()
-        connection = _Connection(self.door.for_connection(address), address, Clock(now), writer, active_s=now)
+        door = self.door.for_connection(address, self.request_bytes)
+        connection = _Connection(door, address, Clock(now), writer, active_s=now)
+        connection.answers_read.set()
         self._open[writer] = connection
         self._per_address.setdefault(address, {})[connection] = None
         if self._login_required:
@@ -401,9 +421,10 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if self.limits.send_buffer_bytes is not None and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
+        writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH_BYTES)
         answers: asyncio.Queue[_Answer | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
-        sender = asyncio.ensure_future(self._send(writer, answers, slots))
+        sender = asyncio.ensure_future(self._send(writer, answers, slots, connection))
         receiver = asyncio.ensure_future(self._receive(connection, reader, answers, slots))
         connection.receiver = receiver
         over_limit = False  # closed for a limit: dropped at once (a graceful TLS close would read on)
@@ -436,6 +457,7 @@ class KafkaServer:
                 writer.transport.abort()  # its unread answers would keep a graceful close waiting
             else:
                 writer.close()
+            connection.door.answers.close()  # what its large answers hold back, and none of them waits on
             self._forget(connection)
 
     async def _receive(
@@ -467,6 +489,7 @@ class KafkaServer:
         muted_s = connection.muted_until_s - time.monotonic()
         if muted_s > 0:  # throttled (a client quota): nothing read from it until then, as Kafka mutes it
             await asyncio.sleep(muted_s)
+        await connection.answers_read.wait()  # no more requests while the client does not read its answers
         clock.idle_since_s = time.monotonic()
         head = await reader.read(wire.SIZE.size)
         clock.idle_since_s = None
@@ -545,6 +568,11 @@ class KafkaServer:
             request = await asyncio.to_thread(wire.parse, frame) if large else wire.parse(frame)
         except wire.MalformedRequest as exc:
             return _Close(str(exc), answer_first=False)
+        written = None
+        if key in LARGE_ANSWER_KEYS:  # one at a time, as Kafka serves a connection's requests
+            held.give_back()  # its answer's bytes are taken from the same budget (kafka_api.answers)
+            turn, written = connection.door.answers.turn()
+            await turn  # nothing more is read until the connection's previous large answer is written out
         task = asyncio.ensure_future(self._served(connection, api, request, size))
         self._handlers.add(task)
         connection.in_flight += 1
@@ -559,7 +587,7 @@ class KafkaServer:
         task.add_done_callback(ended)
         task.add_done_callback(self._timer(api.name))
         if key not in SASL_APIS:
-            answers.put_nowait(_Answer(correlation_id, task, large or key == METADATA_KEY))
+            answers.put_nowait(_Answer(correlation_id, task, large or key == METADATA_KEY, written))
             return None
         # one at a time: the next request is judged by its outcome; a login past a user bound is answered
         # as a failed authentication, saying which bound
@@ -632,9 +660,11 @@ class KafkaServer:
         writer: asyncio.StreamWriter,
         answers: asyncio.Queue[_Answer | None],
         slots: asyncio.Semaphore,
+        connection: _Connection,
     ) -> str:
         """Write answers in request order until told to stop ("done"); "stalled": the client did not read
-        an answer within the send timeout; "failed": a handler raised (a bug, logged)."""
+        an answer within the send timeout; "failed": a handler raised (a bug, logged). A large answer's
+        bytes are given back once it is written out, and the connection's next one may be served."""
         while True:
             item = await answers.get()
             if item is None:
@@ -652,6 +682,8 @@ class KafkaServer:
             finally:
                 slots.release()
             if response is None:  # acks=0
+                if item.written is not None:
+                    connection.door.answers.written_out(item.written)
                 continue
             try:
                 if item.off_loop:
@@ -662,9 +694,8 @@ class KafkaServer:
                 log.exception("Kafka: an answer does not encode (a bug); closing its connection")
                 return "failed"
             try:
-                writer.writelines(frame)
                 async with asyncio.timeout(self.limits.send_timeout_s):
-                    await writer.drain()
+                    await _write_out(writer, frame, connection.answers_read)
             except TimeoutError:
                 log.info("Kafka: closing a connection whose client does not read its answers")
                 return "stalled"
@@ -674,6 +705,29 @@ class KafkaServer:
                 if writer.transport.is_closing():
                     return "done"  # the client went: the event loop refuses writes to a closed transport
                 raise
+            written = item.written
+            del item, frame, response  # not held while the next answer is awaited
+            if written is not None:
+                connection.door.answers.written_out(written)
+
+
+async def _write_out(
+    writer: asyncio.StreamWriter, frame: list[bytes | bytearray | memoryview], answers_read: asyncio.Event
+) -> None:
+    """An answer's frame into the transport a slice at a time (never copied whole), waiting after each
+    while the transport holds more than its high-water mark; ``answers_read`` is clear meanwhile."""
+    transport = writer.transport
+    for part in frame:
+        view = memoryview(part)
+        for start in range(0, len(view), WRITE_SLICE_BYTES):
+            writer.write(view[start : start + WRITE_SLICE_BYTES])
+            if transport.get_write_buffer_size() > WRITE_BUFFER_HIGH_BYTES:
+                answers_read.clear()
+                try:
+                    await writer.drain()
+                finally:
+                    answers_read.set()
+    await writer.drain()  # a closed connection's error, as the whole frame's drain raised it
 
 
 READ_CHUNK_BYTES = 1024 * 1024

@@ -21,7 +21,7 @@ class ClosedWriter:
     def __init__(self) -> None:
         self.transport = types.SimpleNamespace(is_closing=lambda: True)
 
-    def writelines(self, data: object) -> None:
+    def write(self, data: object) -> None:
         raise RuntimeError("unable to perform operation on <TCPTransport closed=True>; the handler is closed")
 
     async def drain(self) -> None:
@@ -34,7 +34,8 @@ async def _send(answer: _Answer) -> str:
     answers.put_nowait(None)
     slots = asyncio.Semaphore(0)
     server = types.SimpleNamespace(limits=Limits())
-    return await KafkaServer._send(server, ClosedWriter(), answers, slots)  # type: ignore[arg-type]
+    connection = types.SimpleNamespace(answers_read=asyncio.Event())
+    return await KafkaServer._send(server, ClosedWriter(), answers, slots, connection)  # type: ignore[arg-type]
 
 
 @pytest.mark.asyncio
