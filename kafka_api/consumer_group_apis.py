@@ -3,7 +3,8 @@
 the node's ``GroupCoordinator.consumer``); here topic ids become names and back (a topic's Kafka id,
 ``metadata.kafka_topic_id``), the connection's client id and address are added, and typed refusals
 become error codes (``errors.py``). READ on the group for a heartbeat, DESCRIBE for a describe, as
-Kafka's."""
+Kafka's; which topics the connection's principal may DESCRIBE is the coordinator's rule (its ``Viewer``:
+the regex's topics, the subscribed names, what a description shows)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from partitions.errors import InvalidName, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.errors import InvalidGroupRequest, NotCoordinator
+from partitions.groups.topic_regex import EVERYONE, Viewer
 from partitions.names import check_group_name
+from partitions.security.acls import AclOperation, ResourceType
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1's member type: 0 classic, 1 consumer protocol
@@ -61,6 +64,23 @@ def _by_topic(door: Door, tps: Iterable[TopicPartition], cls: type) -> tuple[Any
 
 def _assignment(door: Door, tps: Iterable[TopicPartition], cls: type, entry_cls: type) -> Any:
     return wire.build(cls, topic_partitions=_by_topic(door, tps, entry_cls))
+
+
+def viewer(door: Door) -> Viewer:
+    """The connection's principal as the group coordinator filters topics by it: DESCRIBE on a topic by
+    the ACLs the node holds now (every topic when they are not enforced)."""
+    if not door.security.enforce_acls:
+        return EVERYONE
+    acls = door.node.metadata.acls()
+    authorizer = door.security.authorizers.of(acls)  # immutable: asked from the resolver's thread too
+    principal, host = door.session.principal, door.session.host
+
+    def describable(topic: str) -> bool:
+        return principal is not None and authorizer.allows(
+            principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC, topic
+        )
+
+    return Viewer(principal, host, describable, acls)
 
 
 def _coordinating(door: Door, group: str) -> None:
@@ -110,7 +130,7 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
     try:
         _coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
-        answer = await door.coordinator.consumer.heartbeat(body.group_id, hb)
+        answer = await door.coordinator.consumer.heartbeat(body.group_id, hb, viewer(door))
     except InvalidName as exc:
         return refused(ErrorCode.invalid_group_id, str(exc))
     except Exception as exc:  # every error is the heartbeat's answer, a failed write as a coordinator's
@@ -166,7 +186,7 @@ async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
             continue
         try:
             _coordinating(door, name)
-            state = door.coordinator.consumer.describe(name)
+            state = door.coordinator.consumer.describe(name, viewer(door))
         except InvalidName as exc:
             groups.append(described(name, ErrorCode.invalid_group_id, str(exc)))
             continue

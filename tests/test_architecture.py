@@ -467,6 +467,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.live",  # the protocol a door's own groups are seen through (LiveGroups)
     "partitions.groups.consumer_group",  # a consumer group heartbeat and its answer (KIP-848)
     "partitions.groups.consumer_coordinator",  # the consumer group protocol's coordinator
+    "partitions.groups.topic_regex",  # whose topics a regex resolves to and a description shows (Viewer)
     "partitions.groups.share_coordinator",  # share groups' membership (KIP-932)
     "partitions.data.share_records",  # share groups' records, served by a partition's leader (KIP-932)
     "partitions.groups.share_offsets",  # share groups' offset admin rules (KIP-932)

@@ -378,7 +378,7 @@ class Node:
         )
         self.groups = GroupCoordinator(
             self._internal_topic_log(ReplicatedGroupLog, config.group_partitions),
-            topics=self.frontend.topics,
+            topics=lambda: self.frontend.metadata().topics,  # replaced whole when topics change
             features=self.features,
         )
         self.groups.consumer.group_configs = self._group_configs

@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from partitions.errors import TopicAuthorizationFailed
 from partitions.groups.consumer_assignment import UNREVOKED
 from partitions.groups.consumer_group import (
     JOIN_EPOCH,
@@ -32,10 +33,14 @@ from partitions.groups.consumer_group import (
     ConsumerGroup,
     Heartbeat,
     fence,
+    regex_after,
+    validate,
 )
 from partitions.groups.consumer_group import heartbeat as step
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
+    GroupTopicsHidden,
+    InvalidRegularExpression,
     NotConsumerGroup,
     NotCoordinator,
     StaleMemberEpoch,
@@ -44,6 +49,7 @@ from partitions.groups.errors import (
 )
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup
+from partitions.groups.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.resource_configs import consumer_timeouts
 from raftlog.errors import RaftlogError
 
@@ -67,8 +73,9 @@ class ConsumerRecords(Protocol):
 
     def partition_count(self, topic: str) -> int: ...
 
-    def topics(self) -> list[str]:
-        """Every data topic there is (for regular expression subscriptions)."""
+    def topics(self) -> Collection[str]:
+        """Every topic there is (for regular expression subscriptions): an object replaced whole when
+        the topics change, the same one while they do not (``topic_regex`` caches by it)."""
         ...
 
     def led_consumer_groups(self) -> Iterable[tuple[str, int, ConsumerGroup]]:
@@ -106,6 +113,7 @@ class ConsumerGroupCoordinator:
         self.group_configs = group_configs
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, _Timers] = {}
+        self.regexes = RegexResolver()  # its budget_ms: --group-consumer-regex-budget-ms
 
     def timeouts(self, name: str) -> tuple[int, int]:
         """The group's session timeout and heartbeat interval (ms) as its configs say now."""
@@ -146,15 +154,22 @@ class ConsumerGroupCoordinator:
             raise UnknownGroup(name)
         return term, ConsumerGroup(name)
 
-    async def heartbeat(self, name: str, hb: Heartbeat) -> Answer:
-        """A ConsumerGroupHeartbeat: the group's next state written, then answered."""
+    async def heartbeat(self, name: str, hb: Heartbeat, viewer: Viewer = EVERYONE) -> Answer:
+        """A ConsumerGroupHeartbeat from ``viewer`` (the principal it came from): the group's next state
+        written, then answered. As Kafka: each topic it subscribes to by name must be one it may DESCRIBE
+        (TopicAuthorizationFailed), and its regex resolves only to topics it may DESCRIBE."""
+        validate(hb)
+        for topic in sorted(set(hb.subscribed or ())):
+            if not viewer.describable(topic):
+                raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", topic)
         async with self._lock(name):
             term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
-            topics = set(state.subscribed_topics()) | set(hb.subscribed or ())
-            if hb.subscribed_regex or state.regexes():  # matched against every topic there is
-                topics |= set(self._records.topics())
+            regex = regex_after(state, hb) if hb.member_epoch >= 0 else None
+            regex_topics = None if regex is None else await self._resolve(name, state, hb, regex, viewer)
+            topics = set(state.subscribed_topics()) | set(hb.subscribed or ()) | set(regex_topics or ())
             counts = {t: self._records.partition_count(t) for t in sorted(topics)}
-            answer = step(state, hb, counts, hb.member_id or self._new_member_id())
+            new_member_id = hb.member_id or self._new_member_id()
+            answer = step(state, hb, counts, new_member_id, regex_topics=regex_topics)
             if answer.group != state:
                 await self._records.record_consumer(name, answer.group)
             timers = self._timers_of(name, term)
@@ -166,6 +181,25 @@ class ConsumerGroupCoordinator:
                 timers.expires_ms[answer.member_id] = self._monotonic() + session_ms
                 self._schedule_revocation(timers, answer.group, answer.member_id)
             return answer
+
+    async def _resolve(
+        self, name: str, state: ConsumerGroup, hb: Heartbeat, regex: str, viewer: Viewer
+    ) -> tuple[str, ...] | None:
+        """The topics the member's regex resolves to for its principal (off the loop, cached), or None
+        when a regex it already had ran past the time budget: it keeps the topics it had. A new regex
+        past the budget is refused (InvalidRegularExpression), as RE2 refusing it would be."""
+        try:
+            return await self.regexes.resolve(regex, self._records.topics(), viewer)
+        except BudgetSpent:
+            if regex != regex_after(state, replace(hb, subscribed_regex=None)):  # a new one
+                raise InvalidRegularExpression(
+                    regex, f"matching it took longer than the {self.regexes.budget_ms} ms allowed"
+                ) from None
+            log.warning(
+                "consumer group %s: the regex of member %s ran past %d ms; its topics are kept",
+                name, hb.member_id, self.regexes.budget_ms,
+            )  # fmt: skip
+            return None
 
     def _schedule_revocation(self, timers: _Timers, group: ConsumerGroup, member_id: str) -> None:
         """A member asked to revoke has its rebalance timeout to do so (in that epoch); else none runs."""
@@ -261,8 +295,18 @@ class ConsumerGroupCoordinator:
         if epoch != member.epoch:
             raise StaleMemberEpoch(name, member.member_id, epoch, member.epoch)
 
-    def describe(self, name: str) -> ConsumerGroup:
+    def describe(self, name: str, viewer: Viewer = EVERYONE) -> ConsumerGroup:
         """The consumer group (UnknownGroup when there is none; NotConsumerGroup when another protocol
-        holds it; NotCoordinator when not led here)."""
+        holds it; NotCoordinator when not led here). As Kafka's ConsumerGroupDescribe: a group one of
+        whose members is assigned (or targeted, or revoking) a topic ``viewer`` may not DESCRIBE is
+        GroupTopicsHidden (TOPIC_AUTHORIZATION_FAILED, no member shown)."""
         _, state = self._current(name, joining=False)
+        topics = {
+            tp.topic
+            for m in state.members.values()
+            for tps in (m.assigned, m.revoking, state.target.get(m.member_id, ()))
+            for tp in tps
+        }
+        if not all(viewer.describable(t) for t in sorted(topics)):
+            raise GroupTopicsHidden(viewer.principal or "", "describe", "topic", name)
         return state

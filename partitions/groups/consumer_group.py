@@ -25,9 +25,8 @@ Kafka door translates topic ids.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -48,11 +47,12 @@ from partitions.groups.errors import (
     FencedMemberEpoch,
     GroupFull,
     InvalidGroupRequest,
-    InvalidRegularExpression,
     UnknownMember,
     UnreleasedInstanceId,
     UnsupportedAssignor,
 )
+from partitions.groups.topic_regex import check_length
+from raftlog.errors import check
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 CONSUMER_MEMBERS_MAX = 1_000  # as the classic groups' (group.consumer.max.size is unbounded in Kafka)
@@ -240,22 +240,18 @@ def validate(hb: Heartbeat) -> None:
     if hb.server_assignor is not None and hb.server_assignor not in SERVER_ASSIGNORS:
         raise UnsupportedAssignor(hb.server_assignor)
     if hb.subscribed_regex:
-        compile_regex(hb.subscribed_regex)
+        check_length(hb.subscribed_regex)  # its syntax: RE2's, when it is resolved (``topic_regex``)
 
 
-def compile_regex(regex: str) -> re.Pattern[str]:
-    """A subscription's regular expression (Kafka's are RE2/J patterns, matched against whole topic
-    names; Python's syntax agrees on the usual ones): InvalidRegularExpression when it does not compile."""
-    try:
-        return re.compile(regex)
-    except re.error as exc:
-        raise InvalidRegularExpression(regex, str(exc)) from None
-
-
-def matching(regex: str, topics: Iterable[str]) -> tuple[str, ...]:
-    """The topics whose whole name ``regex`` matches; internal topics (``__``) never."""
-    pattern = compile_regex(regex)
-    return tuple(sorted(t for t in topics if not t.startswith("__") and pattern.fullmatch(t)))
+def regex_after(group: ConsumerGroup, hb: Heartbeat) -> str | None:
+    """The regex the heartbeat's member subscribes with once it is applied: the one it sends (empty:
+    none), else the one it had (a static member rejoining: its old member's)."""
+    if hb.subscribed_regex is not None:
+        return hb.subscribed_regex or None
+    member = group.members.get(hb.member_id) if hb.member_id else None
+    if member is None and hb.instance_id is not None:
+        member = group.static_member(hb.instance_id)
+    return None if member is None else member.regex
 
 
 def _check_epoch(group: str, member: ConsumerMember, given: int, owned: Partitions | None) -> None:
@@ -313,9 +309,12 @@ def heartbeat(
     partition_counts: Mapping[str, int],
     new_member_id: str,
     members_max: int = CONSUMER_MEMBERS_MAX,
+    regex_topics: tuple[str, ...] | None = None,
 ) -> Answer:
-    """A heartbeat with epoch >= 0 (joining, or in the group). ``partition_counts``: of every topic
-    there is (0 or absent: no such topic); regular expressions are matched against its keys."""
+    """A heartbeat with epoch >= 0 (joining, or in the group). ``partition_counts``: of the group's
+    topics and the heartbeat's (0 or absent: no such topic). ``regex_topics``: the topics the member's
+    regex (``regex_after``) resolves to for its principal now (``topic_regex``); None: those it resolved
+    to before (its regex unchanged). Other members' regexes are resolved at their own heartbeats."""
     validate(hb)
     if hb.member_epoch < 0:
         return leave(group, hb)
@@ -345,13 +344,15 @@ def heartbeat(
         target[updated.member_id] = target.pop(replaced.member_id, EMPTY)
     joined = member.member_id not in group.members and replaced is None
     bump = updated.subscribed != member.subscribed or updated.regex != member.regex or joined
+    if updated.regex is None:
+        regex_topics = ()
+    elif regex_topics is None:
+        check(updated.regex == member.regex, f"regex {updated.regex!r} of {updated.member_id} not resolved")
+        regex_topics = member.regex_topics
+    if regex_topics != member.regex_topics:  # topics come and go, and so do the ACLs that show them
+        updated = replace(updated, regex_topics=tuple(regex_topics))
+        bump = True
     members[updated.member_id] = updated
-    existing = [t for t, count in partition_counts.items() if count > 0]
-    for key, m in members.items():  # every regular expression matched again: topics come and go
-        regex_topics = matching(m.regex, existing) if m.regex else ()
-        if regex_topics != m.regex_topics:
-            members[key] = replace(m, regex_topics=regex_topics)
-            bump = True
     topics = sorted({t for m in members.values() for t in m.topics()})
     counts = {t: int(partition_counts.get(t, 0)) for t in topics}
     counts = {t: c for t, c in counts.items() if c > 0}

@@ -32,7 +32,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -183,12 +183,13 @@ class GroupCoordinator:
         monotonic: Callable[[], int] = monotonic_ms,
         wall: Callable[[], int] = wall_clock_ms,
         rng: random.Random | None = None,
-        topics: Callable[[], list[str]] = list,
+        topics: Callable[[], Collection[str]] = tuple,
         features: Features | None = None,
     ) -> None:
         """``features``: the gate before a format the previous release cannot read (None: every one)."""
         self._log = group_log
-        self.topics = topics  # every data topic there is (regular expression subscriptions match them)
+        # every topic there is, an object replaced whole when they change (regex subscriptions match them)
+        self.topics = topics
         self._features = features
         self._monotonic = monotonic
         self._wall = wall
@@ -621,7 +622,7 @@ class _ConsumerTable:
     def partition_count(self, topic: str) -> int:
         return self._groups.partition_count(topic)
 
-    def topics(self) -> list[str]:
+    def topics(self) -> Collection[str]:
         return self._groups.topics()
 
     def led_share_groups(self) -> list[tuple[str, int, Group]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from partitions.errors import PartitionError
+from partitions.errors import PartitionError, TopicAuthorizationFailed
 from raftlog.errors import with_fields
 
 
@@ -268,3 +268,11 @@ class ShareGroupsNotFinalized(GroupError):
 
     group: str
     template = "group {group}: share groups need feature raftlog.version 2 finalized"
+
+
+class GroupTopicsHidden(TopicAuthorizationFailed):
+    """A group's description asked by a principal that may not DESCRIBE every topic its members are
+    assigned: Kafka's ConsumerGroupDescribe answers TOPIC_AUTHORIZATION_FAILED and shows no member (which
+    topic is not said). ``name`` is the group's."""
+
+    template = "The group has described topic(s) that the client is not authorized to describe."

@@ -143,8 +143,8 @@ def test_requests_checked_as_kafka_checks_them() -> None:
         heartbeat(g, Heartbeat("", 0, subscribed=("t",), owned=frozenset()), COUNTS, "a")
     with pytest.raises(InvalidGroupRequest, match="MemberEpoch"):
         heartbeat(g, Heartbeat("a", -3), COUNTS, "a")
-    with pytest.raises(InvalidRegularExpression):
-        heartbeat(g, Heartbeat("a", 1, subscribed_regex="t(["), COUNTS, "a")
+    with pytest.raises(InvalidRegularExpression, match="longer than 1000"):  # its syntax: RE2's, resolved
+        heartbeat(g, Heartbeat("a", 1, subscribed_regex="t" * 1001), COUNTS, "a")
     with pytest.raises(UnsupportedAssignor):
         join(g, "a", assignor="sticky")
     with pytest.raises(GroupFull):
@@ -174,13 +174,22 @@ def test_partitions_added_bump_the_epoch() -> None:
     assert grown.group.group_epoch == 2 and len(grown.assignment or ()) == 6
 
 
-def test_regular_expression_subscriptions_follow_the_topics_there_are() -> None:
+def test_regular_expression_subscriptions_follow_the_topics_they_resolve_to() -> None:
+    """The coordinator resolves the member's regex (``topic_regex``) and passes the topics in: a change
+    of them bumps the group epoch; None keeps what the member resolved to before."""
     hb = Heartbeat("", 0, None, None, 30_000, None, None, frozenset(), subscribed_regex="orders-.*")
-    first = heartbeat(ConsumerGroup("g"), hb, {"orders-1": 2, "orders": 1, "__internal": 1}, "a")
-    assert first.assignment == {TP("orders-1", 0), TP("orders-1", 1)}  # whole names only
+    counts = {"orders-1": 2, "orders-2": 1}
+    first = heartbeat(ConsumerGroup("g"), hb, counts, "a", regex_topics=("orders-1",))
+    assert first.assignment == {TP("orders-1", 0), TP("orders-1", 1)}
     assert first.group.members["a"].regex_topics == ("orders-1",)
+    kept = heartbeat(first.group, Heartbeat("a", 1, owned=first.assignment), counts, "")
+    assert kept.group == first.group
     grown = heartbeat(
-        first.group, Heartbeat("a", 1, owned=first.assignment), {"orders-1": 2, "orders-2": 1}, ""
+        first.group,
+        Heartbeat("a", 1, owned=first.assignment),
+        counts,
+        "",
+        regex_topics=("orders-1", "orders-2"),
     )
     assert grown.group.group_epoch == 2 and TP("orders-2", 0) in (grown.assignment or ())
 

@@ -1,0 +1,197 @@
+"""Regular expression subscriptions (KIP-848's ``SubscribedTopicRegex``) resolved as Kafka resolves them:
+with RE2 (Kafka's RE2/J; here Google's own RE2 through its maintained binding ``google-re2``), in time
+linear in the names matched, never with Python's backtracking ``re`` (``o(([a-z-]*)*)*!`` against one long
+topic name held a node's event loop, and with it the GIL, for seconds). A regex RE2 does not accept, or
+longer than ``REGEX_CHARS_MAX``, is INVALID_REGULAR_EXPRESSION, as Kafka answers one RE2/J refuses.
+
+As Kafka's ``GroupMetadataManager.refreshRegularExpressions``: every topic's whole name is matched
+(internal topics never), then the matches the member's principal may not DESCRIBE are left out
+(``filterTopicDescribeAuthorizedTopics``), off the coordinator's thread. Kafka resolves a group's regexes
+with the context of the member whose heartbeat asked; here each member's regex is resolved with its own
+principal, at its own heartbeats, so one member never sees a topic through another's ACLs.
+
+``RegexResolver`` does the matching on one worker thread of its own (the event loop is never held: RE2
+releases the GIL while it matches), within a time budget per resolution
+(``--group-consumer-regex-budget-ms``): past it the regex is refused INVALID_REGULAR_EXPRESSION when
+new, and a kept one keeps the topics it last resolved to. A principal has one resolution waiting or
+running at a time (its others wait their turn, so one user's regexes cannot queue ahead of everyone's),
+and results are cached per regex, viewer and version of the topics and ACLs (a bounded cache), so the
+heartbeats of a stable group match nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+
+from partitions.groups.errors import InvalidRegularExpression
+
+REGEX_CHARS_MAX = 1_000  # an alternation of dozens of whole topic names fits; RE2's work grows with it
+REGEX_MEMORY_BYTES = 8 << 20  # RE2's max_mem (its default) for one regex: its program and its DFAs' cache
+RESOLVE_BUDGET_MS_DEFAULT = 1_000  # one resolution's time; 10,000 topics of 200 characters take ~10 ms
+RESOLVED_CACHED_MAX = 1_024  # (regex, viewer) resolutions kept, the least recently used dropped
+BUDGET_CHECK_EVERY = 64  # names matched between two looks at the clock
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Whose DESCRIBE filters the topics a regex resolves to and a group's description shows: ``principal``
+    (None: ACLs are not enforced, every topic is visible), ``describable`` (may it DESCRIBE this topic, by
+    the ACLs the node held when asked; called on the resolver's thread, so it reads nothing that changes),
+    ``acls`` the node's ACLs it decided by (a new object whenever they change)."""
+
+    principal: str | None
+    host: str
+    describable: Callable[[str], bool]
+    acls: object = None
+
+    @property
+    def key(self) -> Hashable:
+        return (self.principal, self.host)
+
+
+EVERYONE = Viewer(None, "", lambda topic: True)  # ACLs not enforced
+
+
+def check_length(regex: str) -> None:
+    """InvalidRegularExpression when longer than ``REGEX_CHARS_MAX`` (its message quotes the start)."""
+    if len(regex) > REGEX_CHARS_MAX:
+        raise InvalidRegularExpression(regex[:64] + "...", f"longer than {REGEX_CHARS_MAX} characters")
+
+
+def compile_regex(regex: str) -> Any:
+    """The RE2 program of a subscription's regex; InvalidRegularExpression when RE2 refuses it (a syntax it
+    has not, as a backreference or a lookaround; a program over ``REGEX_MEMORY_BYTES``) or it is longer than
+    ``REGEX_CHARS_MAX``."""
+    check_length(regex)
+    options = re2.Options()
+    options.max_mem = REGEX_MEMORY_BYTES
+    options.log_errors = False
+    options.never_capture = True  # a yes or no is all a match answers: RE2 keeps to its DFA
+    try:
+        program = re2.compile(regex, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        raise InvalidRegularExpression(
+            regex, reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        ) from None
+    finally:
+        re2.purge()  # the binding keeps 128 programs (and their DFAs) in a cache of its own: only ours live
+    return program
+
+
+class BudgetSpent(Exception):
+    """A resolution ran past its time budget (turned into InvalidRegularExpression or kept topics)."""
+
+
+def resolve(
+    regex: str, topics: Iterable[str], describable: Callable[[str], bool], over: Callable[[], bool]
+) -> tuple[str, ...]:
+    """The topics whose whole name ``regex`` matches (internal topics, ``__``, never) and that
+    ``describable`` lets the viewer see, sorted. ``over`` is asked every few names: True ends the
+    resolution (BudgetSpent). Pure but for the budget."""
+    pattern = compile_regex(regex)
+    matched = []
+    for count, topic in enumerate(topics, 1):
+        if count % BUDGET_CHECK_EVERY == 0 and over():
+            raise BudgetSpent(regex)
+        if not topic.startswith("__") and pattern.fullmatch(topic) is not None:
+            matched.append(topic)
+    visible = []
+    for count, topic in enumerate(matched, 1):
+        if count % BUDGET_CHECK_EVERY == 0 and over():
+            raise BudgetSpent(regex)
+        if describable(topic):
+            visible.append(topic)
+    return tuple(sorted(visible))
+
+
+class _Versions:
+    """A number for each new object seen (the topics' mapping, the ACLs' tuple: each replaced whole when
+    it changes), holding only the latest."""
+
+    def __init__(self) -> None:
+        self._latest: object = object()
+        self.number = 0
+
+    def of(self, value: object) -> int:
+        if value is not self._latest:
+            self._latest, self.number = value, self.number + 1
+        return self.number
+
+
+class RegexResolver:
+    """Resolves regexes off the event loop, one at a time on a thread of its own, each within
+    ``budget_ms``; event loop only (``resolve`` is a coroutine)."""
+
+    def __init__(
+        self,
+        budget_ms: int = RESOLVE_BUDGET_MS_DEFAULT,
+        clock: Callable[[], float] = time.monotonic,
+        cached_max: int = RESOLVED_CACHED_MAX,
+    ) -> None:
+        self.budget_ms = budget_ms
+        self._clock = clock
+        self._cached_max = cached_max
+        self._cache: OrderedDict[tuple[Hashable, ...], tuple[str, ...] | BudgetSpent] = OrderedDict()
+        self._topics, self._acls = _Versions(), _Versions()
+        self._turns: dict[Hashable, asyncio.Lock] = {}
+        self._thread: concurrent.futures.ThreadPoolExecutor | None = None
+        self.resolved = 0  # resolutions run (not answered from the cache)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._thread.shutdown(wait=False, cancel_futures=True)
+            self._thread = None
+
+    async def resolve(self, regex: str, topics: Collection[str], viewer: Viewer) -> tuple[str, ...]:
+        """The topics ``regex`` resolves to for ``viewer`` among ``topics`` (every topic there is: an object
+        replaced whole when topics change). InvalidRegularExpression when RE2 refuses it; BudgetSpent
+        when matching ran past the budget (remembered for these topics and ACLs)."""
+        key = (regex, viewer.key, self._topics.of(topics), self._acls.of(viewer.acls))
+        found = self._cached(key)
+        if found is None:
+            turn = self._turns.get(viewer.key)
+            if turn is None:
+                turn = self._turns[viewer.key] = asyncio.Lock()
+            try:
+                async with turn:  # one of a principal's resolutions at a time
+                    found = self._cached(key)
+                    if found is None:
+                        found = await self._run(regex, list(topics), viewer)
+                        self._cache[key] = found
+                        while len(self._cache) > self._cached_max:
+                            self._cache.popitem(last=False)
+            finally:
+                if not turn.locked() and self._turns.get(viewer.key) is turn:
+                    del self._turns[viewer.key]
+        if isinstance(found, BudgetSpent):
+            raise found
+        return found
+
+    def _cached(self, key: tuple[Hashable, ...]) -> tuple[str, ...] | BudgetSpent | None:
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+        return found
+
+    async def _run(self, regex: str, topics: list[str], viewer: Viewer) -> tuple[str, ...] | BudgetSpent:
+        if self._thread is None:
+            self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="group-regex")
+        clock, budget_s = self._clock, self.budget_ms / 1000
+
+        def work() -> tuple[str, ...] | BudgetSpent:
+            deadline = clock() + budget_s  # from when the thread takes it up
+            try:
+                return resolve(regex, topics, viewer.describable, lambda: clock() > deadline)
+            except BudgetSpent as spent:
+                return spent
+
+        self.resolved += 1
+        return await asyncio.get_running_loop().run_in_executor(self._thread, work)
