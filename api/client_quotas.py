@@ -1,7 +1,9 @@
 """Client quotas at the HTTP door: the rule is ``partitions.security.quotas``'s, the same the Kafka door
 applies, on the same meters of the node. A route that declares a byte quota (``Operation.quota``: produce
-``producer_byte_rate``, fetch ``consumer_byte_rate``) counts its request's (its answer's) bytes, and every
-route but a long poll its handler's time against ``request_percentage``. A caller whose rate is past a
+``producer_byte_rate``; fetch, a consumer instance's records and a share member's acquire
+``consumer_byte_rate``) counts its request's body as read (a chunked one announces no length) or its
+answer's bytes (a streamed one's as written), and every route but a long poll its handler's time against
+``request_percentage``. A caller whose rate is past a
 quota is refused before anything is done: 429 with Retry-After, the seconds until its rate is back
 within the quota (``QuotaExceeded``), where the Kafka door answers and throttles. The user is the
 caller's (``ANONYMOUS`` without authentication); the HTTP door has no client id (the empty one: a
@@ -56,7 +58,20 @@ async def served(
     if timed:
         quotas.record(REQUEST_PERCENTAGE, user, CLIENT_ID, (time.perf_counter() - started) * 100.0, now_ms)
     if quota is not None:
-        produced = quota != CONSUMER_BYTE_RATE
-        size = (request.content_length if produced else getattr(response, "content_length", None)) or 0
+        size = _answer_bytes(response) if quota == CONSUMER_BYTE_RATE else _body_bytes(request)
         quotas.record(quota, user, CLIENT_ID, size, now_ms)
     return response
+
+
+def _body_bytes(request: web.Request) -> int:
+    """The bytes of the request's body as they were read: a chunked body announces no length, and one
+    that announced a length counts what came."""
+    return max(request.content.total_bytes, request.content_length or 0)
+
+
+def _answer_bytes(response: web.StreamResponse) -> int:
+    """The bytes of the answer's body: its length, or for an answer streamed as it was made (no length
+    known before), what was written of it."""
+    if response.content_length is not None:
+        return response.content_length
+    return response.body_length

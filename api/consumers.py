@@ -56,6 +56,7 @@ from partitions.names import (
 )
 from partitions.peers.cluster import ClusterGroups
 from partitions.security.acls import CLUSTER_NAME, client_host
+from partitions.security.quotas import CONSUMER_BYTE_RATE
 from raftlog.errors import check
 from raftlog_contract import (
     BINARY_V2,
@@ -566,7 +567,7 @@ ROUTES: tuple[Operation, ...] = (
                 minimum=0, maximum=2**31 - 1,
             ),
         ),
-        ok_schema="FetchResponse", errors=(404, 406, 409), long_poll=True,
+        ok_schema="FetchResponse", errors=(404, 406, 409, 429), long_poll=True, quota=CONSUMER_BYTE_RATE,
         ok_type=BINARY_V2, ok_alternatives=((JSON_V2, "FetchResponse"),),
         access=needs(access.group(READ), in_handler="READ topic: each topic subscribed and assigned"),
     ),

@@ -38,6 +38,7 @@ from partitions.groups.share_partition import ACCEPT, RECORD_LOCKS_MAX, REJECT, 
 from partitions.names import check_instance_name, check_user_topic_name
 from partitions.peers.cluster import ShareAcquired
 from partitions.security.acls import client_host
+from partitions.security.quotas import CONSUMER_BYTE_RATE
 from raftlog.errors import RaftlogError
 from raftlog_contract import KAFKA_V2, share_group_path, share_member_path
 
@@ -279,7 +280,8 @@ ROUTES: tuple[Operation, ...] = (
                 "share.auto.offset.reset, else latest",
             ),
         ),
-        ok_schema="ShareRecords", errors=(400, 404, 409, 504), write=True, long_poll=True,
+        ok_schema="ShareRecords", errors=(400, 404, 409, 429, 504), write=True, long_poll=True,
+        quota=CONSUMER_BYTE_RATE,
         access=needs(access.group(READ), in_handler="READ topic: each topic assigned"),
     ),
     Operation(

@@ -1,27 +1,28 @@
 """Fetch: committed batches of the partitions this node leads, sent as stored (never re-encoded).
 
-The partitions are read; when that holds fewer than ``min_bytes``, the request waits up to
-``max_wait`` for any of its partitions to get records (a long poll), then reads them all again. The
-answer holds at least one whole batch of the first partition that has one, however large, and then
-stops adding partitions at ``max_bytes``; each partition holds at most ``partition_max_bytes`` (but at
-least one whole batch). The first batch may start before the offset asked for, as in Kafka: clients skip
+The partitions are read; when that holds fewer than ``min_bytes``, the request waits up to ``max_wait`` for
+any of its partitions to get records (a long poll), then reads them all again. The answer holds at least one
+whole batch of the first partition that has one, however large, and then stops adding partitions at
+``max_bytes``; each partition holds at most ``partition_max_bytes`` and what the answer has left of
+``max_bytes`` (but at least one whole batch; a partition read whole past a consumer quota's window would be
+refused again and again). The first batch may start before the offset asked for, as in Kafka: clients skip
 those records. Partitions are read ``pacing.ITEMS_PER_TURN`` at a time, and no more than the answer may
 still hold (``max_bytes``, at most ``FETCH_BYTES_MAX``, Kafka's broker ``fetch.max.bytes``): once a
 request's reads reach it, its later partitions are answered with their offsets and no records, as Kafka
-answers them, and not read at all. The partitions read are those of the request's fetch session
-(KIP-227, ``fetch_sessions``): a full fetch's own, an incremental one's session's with what it added,
-changed and forgot, answered only where something changed; v13+ name topics by id (an id no topic has is
-answered UNKNOWN_TOPIC_ID, as Kafka answers it). ``max_bytes`` is held to what the client's consumer quota
-allows in its window (``throttling``). A topic the connection may not READ (``serve --enforce-acls``) is
-answered TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it read, at every fetch of its
-session; the others are served as usual. A partition's
-``current_leader_epoch`` (v9+) is checked against the term of the leader that read it: FENCED_LEADER_EPOCH
-when older, UNKNOWN_LEADER_EPOCH when newer, no records, no long poll (the check follows the read, where
-Kafka checks first: the same answer, one read spent). ``last_fetched_epoch`` (v12) and the diverging
-epoch it asks for are a follower's, and no broker follows raftlog (replication is Raft's): a consumer sends
--1, and it is not read. Every answer gives the partition's last stable offset (below it every transaction
-has ended); a READ_COMMITTED fetch (v4+) reads only below it and names the aborted transactions among the
-batches it returns, whose records the client drops (docs/decisions/0019-transactions.md).
+answers them, and not read at all. The partitions read are those of the request's fetch session (KIP-227,
+``fetch_sessions``): a full fetch's own, an incremental one's session's with what it added, changed and
+forgot, answered only where something changed; v13+ name topics by id (an id no topic has is answered
+UNKNOWN_TOPIC_ID, as Kafka answers it). ``max_bytes`` is held to what the client's consumer quota allows in
+its window (``throttling``). A topic the connection may not READ (``serve --enforce-acls``) is answered
+TOPIC_AUTHORIZATION_FAILED for each of its partitions, nothing of it read, at every fetch of its session;
+the others are served as usual. A partition's ``current_leader_epoch`` (v9+) is checked against the term of
+the leader that read it: FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer, no records, no
+long poll (the check follows the read, where Kafka checks first: the same answer, one read spent).
+``last_fetched_epoch`` (v12) and the diverging epoch it asks for are a follower's, and no broker follows
+raftlog (replication is Raft's): a consumer sends -1, and it is not read. Every answer gives the partition's
+last stable offset (below it every transaction has ended); a READ_COMMITTED fetch (v4+) reads only below it
+and names the aborted transactions among the batches it returns, whose records the client drops
+(docs/decisions/0019-transactions.md).
 """
 
 from __future__ import annotations
@@ -163,9 +164,9 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: b
     data = door.node.local.data
     reads = data.fetch_stable if committed else data.fetch_batches
 
-    async def read(part: _Part) -> None:
+    async def read(part: _Part, most: int) -> None:
         try:
-            result = await reads(part.topic, part.partition, part.offset, part.max_bytes, 0)
+            result = await reads(part.topic, part.partition, part.offset, most, 0)
             _check_epoch(part, result.leader_epoch)
             part.result, part.error = result, None
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
@@ -195,10 +196,12 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: b
         asked = 0
         while index < len(parts) and len(turn) < ITEMS_PER_TURN and (not turn or left <= 0 or asked < left):
             turn.append(parts[index])
-            asked += parts[index].max_bytes
+            asked += min(parts[index].max_bytes, max(left, 1))
             index += 1
         if left > 0 or first:
-            await asyncio.gather(*(read(part) for part in turn))
+            # a partition reads no more than the answer has left (at least one batch), as Kafka's
+            # ReplicaManager: a partition_max_bytes above a consumer quota's window is not read whole
+            await asyncio.gather(*(read(part, min(part.max_bytes, max(left, 1))) for part in turn))
             left -= sum(len(part.result.data) for part in turn if part.result is not None)
         else:
             await asyncio.gather(*(offsets_only(part) for part in turn))

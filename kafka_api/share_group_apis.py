@@ -25,7 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api import wire
+from kafka_api import throttling, wire
 from kafka_api.consumer_group_apis import (
     DescribeShape,
     _names_by_id,
@@ -253,9 +253,13 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         fetching = [p for p in parts.values() if p.error is None and p.tp in session.partitions]
         max_records = int(body.max_records) if int(body.max_records) > 0 else MAX_RECORDS_DEFAULT
         wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
-        await _fetch_all(door, group, member, fetching, max_records, max(int(body.max_bytes), 1), 0)
+        quotas = door.node.metadata.client_quotas()  # metered as a Fetch (``throttling``)
+        max_bytes = throttling.fetch_max_bytes(
+            quotas, door.session.user, request.client_id or "", max(int(body.max_bytes), 1)
+        )
+        await _fetch_all(door, group, member, fetching, max_records, max_bytes, 0)
         if wait_ms and not any(p.fetched is not None and p.fetched.acquired for p in fetching):
-            await _fetch_all(door, group, member, fetching, max_records, max(int(body.max_bytes), 1), wait_ms)
+            await _fetch_all(door, group, member, fetching, max_records, max_bytes, wait_ms)
     topic_cls = wire.sibling(cls, "ShareFetchableTopicResponse")
     partition_cls = wire.sibling(cls, "PartitionData")
     acquired_cls = wire.sibling(cls, "AcquiredRecords")

@@ -2,15 +2,22 @@
 how the door answers one past them, as Kafka's ``KafkaApis`` does (KIP-219). The rule (which quota, the
 rate, the throttle time) is ``partitions.security.quotas``'s, shared with the HTTP door.
 
-A Produce counts its request's bytes against ``producer_byte_rate``; a Fetch its answer's record bytes
-against ``consumer_byte_rate`` (its ``max_bytes`` held to what the quota allows in its window, as Kafka's
-``getMaxValueInQuotaWindow``, so a large fetch is never refused for good); every request but ApiVersions
-and SASL's counts its handler's time against ``request_percentage`` (a Fetch's long poll not counted:
-waiting is not work). The throttle time is the larger of the two; past zero it is the answer's
+A Produce counts its request's bytes against ``producer_byte_rate``; a Fetch and a ShareFetch (as Kafka
+meters it, under the fetch quota) their answer's record bytes against ``consumer_byte_rate`` (their
+``max_bytes`` held to what the quota allows in its window, as Kafka's ``getMaxValueInQuotaWindow``, and a
+Fetch's partitions read no more than that, so a large fetch is never refused for good); every request
+but ApiVersions and SASL's counts its handler's time against ``request_percentage`` (a Fetch's long poll
+not counted: waiting is not work). The throttle time is the larger of the two; past zero it is the answer's
 ``throttle_time_ms``, and the connection is muted that long (``server.py`` reads nothing more from it),
 the answer sent at once, for the client to wait on its side. A Produce before v6 and a Fetch before v8
 (KIP-219's versions: their clients do not wait on their side) get the answer that much later instead. A
-throttled Fetch is answered without records and its bytes are taken back from the meter, as Kafka's.
+Fetch that comes while its client is already past the quota (another connection of its meter used it
+up) is answered without records and its bytes are taken back from the meter, as Kafka's; one that comes
+within it is answered whole, and its throttle time keeps the next one back until the rate is at the
+quota again: so one answer larger than the quota's window (a batch above ten times the quota) is still
+served, and the rate over time stays at the quota (Kafka empties every throttled answer, and a consumer
+whose first batch is larger than the window never gets it). A ShareFetch is never emptied: its records
+are acquired for the member, and an emptied answer would leave them locked for no one.
 
 Pure, but for the answer's delay.
 """
@@ -29,7 +36,8 @@ from partitions.security.quotas import (
     ClientQuotas,
 )
 
-PRODUCE, FETCH = 0, 1
+PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+FETCHES = frozenset({FETCH, SHARE_FETCH})  # their answers' records count against consumer_byte_rate
 CLIENT_THROTTLES_FROM = {PRODUCE: 6, FETCH: 8}  # KIP-219: below, the broker holds the answer back instead
 EXEMPT = frozenset({17, 18, 36})  # SaslHandshake, ApiVersions, SaslAuthenticate (Kafka's exempt APIs)
 _WAITED_S: contextvars.ContextVar[float] = contextvars.ContextVar("waited_s", default=0.0)
@@ -52,7 +60,7 @@ def fetch_max_bytes(quotas: ClientQuotas, user: str | None, client_id: str, max_
 
 
 def record_bytes(response: Any) -> int:
-    """The record bytes of a Fetch answer."""
+    """The record bytes of a Fetch or ShareFetch answer."""
     return sum(
         len(partition.records or b"") for topic in response.responses for partition in topic.partitions
     )
@@ -76,10 +84,11 @@ def throttle(
     bandwidth_ms = 0
     if api_key == PRODUCE:
         bandwidth_ms = quotas.record(PRODUCER_BYTE_RATE, user, client_id, request_bytes, now_ms)
-    elif api_key == FETCH and response is not None:
+    elif api_key in FETCHES and response is not None:
         fetched = record_bytes(response)
+        past = quotas.over(CONSUMER_BYTE_RATE, user, client_id, now_ms) > 0  # before this answer
         bandwidth_ms = quotas.record(CONSUMER_BYTE_RATE, user, client_id, fetched, now_ms)
-        if max(bandwidth_ms, request_ms) > 0:
+        if api_key == FETCH and (past or request_ms > 0) and max(bandwidth_ms, request_ms) > 0:
             quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, fetched, now_ms)
             response = dataclasses.replace(response, responses=())
     throttle_ms = max(bandwidth_ms, request_ms)
