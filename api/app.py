@@ -84,7 +84,7 @@ from partitions.names import check_group_name, check_instance_name, check_topic_
 from partitions.peers.client import INTERNAL_PREFIX, LEVELS_HEADER, encode_levels, parse_levels
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
-from partitions.security.holds import RequestBytes
+from partitions.security.holds import RequestBytes, holder_kinds
 from partitions.security.login_failures import LoginFailures
 from partitions.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from raftlog.consensus.errors import NoLeader, NotLeader
@@ -583,6 +583,17 @@ def _bind(operation: Operation) -> Handler:
     return handle
 
 
+def _request_bytes(http_limits: HttpLimits, super_users: frozenset[str]) -> RequestBytes:
+    """The HTTP listener's budget of request bytes: super users and the admin token (``User:admin``)
+    take their reserve (``partitions.security.holds``)."""
+    return RequestBytes(
+        http_limits.request_bytes_max,
+        http_limits.request_bytes_per_user_max,
+        http_limits.request_bytes_super_user_reserve,
+        kind_of=holder_kinds(frozenset(super_users) | {"admin"}, login_required=False),
+    )
+
+
 def build_app(
     node: FrontDoor,
     *,
@@ -632,7 +643,7 @@ def build_app(
         settings,
         state.Admission(writes_in_flight_max, long_polls_in_flight_max),
         LoginFailures() if login_failures is None else login_failures,
-        RequestBytes(http_limits.request_bytes_max, http_limits.request_bytes_per_user_max),
+        _request_bytes(http_limits, super_users),
     )
     app[records.ROUND_ROBIN] = RoundRobin()
     app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from api.bodies import read_body
 from api.errors import Overloaded
-from api.http_limits import BODY_TIMEOUT_S_DEFAULT, QuietLog
+from api.http_limits import BODY_TIMEOUT_S_DEFAULT, GUARD, QuietLog
 from api.json_work import JsonWork
 from api.logins import Logins
 from api.metrics import HttpMetrics
@@ -136,7 +136,16 @@ async def body(request: web.Request) -> bytes:
     caller = request.get(CALLER)
     holder = caller.principal if caller is not None else f"address:{client_host(request.remote)}"
     limit, timeout_s = settings.request_bytes_max, settings.body_timeout_s
-    return await read_body(request, limit, timeout_s, app_state.request_bytes, holder)
+    guard = request.app[GUARD]
+    limits = guard.limits
+
+    def shed(why: str) -> None:
+        guard.note("over_share", f"HTTP body of {holder} cut: {why}")
+
+    return await read_body(
+        request, limit, timeout_s, app_state.request_bytes, holder, limits.body_grace_s,
+        limits.body_rate_min_bytes_per_s, shed,
+    )  # fmt: skip
 
 
 async def json_body(request: web.Request) -> Any:

@@ -5,9 +5,12 @@ clock: the listener (``kafka_api.server``) passes the time in and acts on the an
 What a connection may hold before it authenticates is small on a listener that requires it: a frame of
 at most ``frame_bytes_before_auth_max`` (Kafka's ``sasl.server.max.receive.size``, checked on the size
 prefix before the body is read), one of ``unauthenticated_connections_max`` slots for at most
-``login_timeout_s``. So the bytes held in partly read frames of connections not yet authenticated are at
-most ``unauthenticated_connections_max * frame_bytes_before_auth_max`` (100 MiB by default) for at most
-the login timeout, whatever the clients do.
+``login_timeout_s``, and its frames' bytes from ``request_bytes_before_login_reserve`` alone (16 MiB by
+default), which no logged-in user takes, for at most the login timeout, whatever the clients do.
+
+A frame's bytes must keep coming once its room is taken: after ``frame_timeout_s`` at
+``frame_rate_min_bytes_per_s`` (``partitions.security.holds.arrival_overdue``), so a frame whose bytes stop
+loses its room (and its connection) ``frame_timeout_s`` after they stopped, whatever size it announced.
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ from kafka_api.share_sessions import PER_USER_MAX_DEFAULT as SHARE_SESSIONS_PER_
 from partitions.security.holds import (
     CONNECTIONS_PER_USER_MAX_DEFAULT,
     IDLE_AT_CAP_TIMEOUT_S_DEFAULT,
+    REQUEST_BYTES_BEFORE_LOGIN_RESERVE_DEFAULT,
     REQUEST_BYTES_MAX_DEFAULT,
     REQUEST_BYTES_PER_USER_MAX_DEFAULT,
+    REQUEST_BYTES_SUPER_USER_RESERVE_DEFAULT,
     SUPER_USER_RESERVE_DEFAULT,
+    arrival_overdue,
 )
 
 MiB = 1024 * 1024
@@ -53,7 +59,8 @@ class Limits:
     unauthenticated_connections_max: int = UNAUTHENTICATED_CONNECTIONS_MAX_DEFAULT
     login_timeout_s: float = LOGIN_TIMEOUT_S_DEFAULT  # to authenticate, on a listener that requires it
     idle_timeout_s: float = IDLE_TIMEOUT_S_DEFAULT  # waiting for the next request
-    # a frame whose first byte came must be whole within frame_timeout_s + its size / the rate
+    # a frame's bytes must keep coming at the rate once frame_timeout_s passed since its first byte (and
+    # since its room was taken): a frame whose bytes stop is cut frame_timeout_s after
     frame_timeout_s: float = FRAME_TIMEOUT_S_DEFAULT
     frame_rate_min_bytes_per_s: int = FRAME_RATE_MIN_BYTES_PER_S_DEFAULT
     tls_handshake_timeout_s: float = TLS_HANDSHAKE_TIMEOUT_S_DEFAULT
@@ -62,6 +69,9 @@ class Limits:
     connections_per_user_max: int = CONNECTIONS_PER_USER_MAX_DEFAULT
     super_user_reserve: int = SUPER_USER_RESERVE_DEFAULT
     idle_at_cap_timeout_s: float = IDLE_AT_CAP_TIMEOUT_S_DEFAULT
+    # of request_bytes_max, what only super users' requests and only frames before login take
+    request_bytes_super_user_reserve: int = REQUEST_BYTES_SUPER_USER_RESERVE_DEFAULT
+    request_bytes_before_login_reserve: int = REQUEST_BYTES_BEFORE_LOGIN_RESERVE_DEFAULT
     # bytes of requests being received or queued, on the listener and per user (an anonymous
     # connection: per address); reading stops while a request waits for room (Kafka's
     # queued.max.request.bytes)
@@ -92,11 +102,22 @@ class Limits:
                 raise ValueError(f"Kafka limit {name} {getattr(self, name)}: must be > 0")
         if self.super_user_reserve < 0:  # at connections_max or more: only super users may log in
             raise ValueError(f"Kafka limit super_user_reserve {self.super_user_reserve}: must be >= 0")
+        reserves = self.request_bytes_super_user_reserve + self.request_bytes_before_login_reserve
+        if min(self.request_bytes_super_user_reserve, self.request_bytes_before_login_reserve) < 1 or (
+            reserves >= self.request_bytes_max
+        ):
+            raise ValueError(
+                f"Kafka limits request_bytes_super_user_reserve {self.request_bytes_super_user_reserve} and "
+                f"request_bytes_before_login_reserve {self.request_bytes_before_login_reserve}: each must be "
+                f">= 1, together below request_bytes_max {self.request_bytes_max}"
+            )
 
-    def frame_deadline_s(self, size: int) -> float:
-        """How long a frame of ``size`` bytes (0: its size prefix is not whole yet) may take to arrive
-        once its first byte came."""
-        return self.frame_timeout_s + size / self.frame_rate_min_bytes_per_s
+    def frame_overdue(self, size: int, received: int | None, elapsed_s: float) -> bool:
+        """Whether a frame of ``size`` bytes (0: its size prefix is not whole yet), ``received`` of which
+        came (None: not known before it is whole) ``elapsed_s`` after its first byte, comes too slowly."""
+        return arrival_overdue(
+            size, received, elapsed_s, self.frame_timeout_s, self.frame_rate_min_bytes_per_s
+        )
 
 
 @dataclass(slots=True)
@@ -108,6 +129,7 @@ class Clock:
     idle_since_s: float | None = None  # waiting for a request's first byte since then
     frame_since_s: float | None = None  # a frame's first byte came then; the frame is not whole yet
     frame_bytes: int = 0  # its announced size (0 until the size prefix is whole)
+    frame_received: int | None = None  # of them, come so far (None: not known before the frame is whole)
 
 
 def overdue(clock: Clock, now_s: float, limits: Limits, login_required: bool) -> tuple[str, str] | None:
@@ -115,9 +137,13 @@ def overdue(clock: Clock, now_s: float, limits: Limits, login_required: bool) ->
     if login_required and not clock.authenticated and now_s - clock.opened_s > limits.login_timeout_s:
         return "login_timeout", f"not authenticated within the login timeout ({limits.login_timeout_s:g} s)"
     if clock.frame_since_s is not None:
-        allowed_s = limits.frame_deadline_s(clock.frame_bytes)
-        if now_s - clock.frame_since_s > allowed_s:
-            why = f"a frame of {clock.frame_bytes} bytes not whole within its deadline ({allowed_s:.3g} s)"
+        elapsed_s = now_s - clock.frame_since_s
+        if limits.frame_overdue(clock.frame_bytes, clock.frame_received, elapsed_s):
+            received = "?" if clock.frame_received is None else clock.frame_received
+            why = (
+                f"a frame of {clock.frame_bytes} bytes, {received} come in {elapsed_s:.3g} s: slower than "
+                f"{limits.frame_rate_min_bytes_per_s} bytes/s after {limits.frame_timeout_s:g} s"
+            )
             return "frame_timeout", why
     if clock.idle_since_s is not None and now_s - clock.idle_since_s > limits.idle_timeout_s:
         return "idle_timeout", f"no request within the idle timeout ({limits.idle_timeout_s:g} s)"

@@ -5,11 +5,14 @@ pipeline and match answers by order). Handlers start in arrival order, which kee
 pipelined batches in order (``kafka_api.produce``). Bounded (``kafka_api.limits``): connections per node,
 per client address and, on a listener that requires authentication, not yet authenticated; logged-in
 connections per user, with a reserve for super users and an at-cap idle timeout, and the bytes of requests
-being received or queued, in all and per user (``partitions.security.holds``: reading stops while a
-request waits for room); requests read
+being received or queued, in all and per user, with reserves for super users and for frames before login
+(``partitions.security.holds``: reading stops while a request waits for room, waiting requests take turns
+per holder, and a holder below its fair share that waits has the newest arriving frame of the one holding
+most above its share cut); requests read
 and not yet answered per connection (reading stops at the bound); frame size (512 KiB before
 authenticating, on a listener that requires it, checked on the size prefix before the body is read); and
-time: the TLS handshake, the login, a frame once its first byte came, the wait for the next request, and
+time: the TLS handshake, the login, a frame once its first byte came (its bytes must keep coming at a
+minimum rate), the wait for the next request, and
 the wait of an answer for a client to read it. Refusals and cuts are counted (``Stats``) and logged at
 most once a minute per kind. A frame over ``OFF_LOOP_FRAME_BYTES`` is decoded, and its answer encoded (so
 is every Metadata answer), on a worker thread: a request naming a million partitions would otherwise hold
@@ -59,7 +62,7 @@ from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
 from partitions.security.acls import client_host
-from partitions.security.holds import RequestBytes, idle_at_cap, login_admission
+from partitions.security.holds import RequestBytes, holder_kinds, idle_at_cap, login_admission
 from raftlog.histogram import Histogram, HistogramSnapshot
 
 __all__ = ["KafkaServer", "Limits", "Stats"]
@@ -87,6 +90,7 @@ class Stats:
     refused_reserved: int = 0  # an ordinary user's login when the room left is ``super_user_reserve``'s
     cut_for_login: int = 0  # the least recently active idle one of the user holding most, for a login
     cut_idle_at_cap: int = 0  # a user at its cap: idle past ``idle_at_cap_timeout_s``
+    cut_over_share: int = 0  # a frame arriving, for a holder below its share of request bytes waiting
 
     def count(self, kind: str) -> None:
         setattr(self, _STAT_OF[kind], getattr(self, _STAT_OF[kind]) + 1)
@@ -107,6 +111,7 @@ _STAT_OF = {
     "reserved": "refused_reserved",
     "for_login": "cut_for_login",
     "idle_at_cap": "cut_idle_at_cap",
+    "over_share": "cut_over_share",
 }
 
 
@@ -153,6 +158,10 @@ class _Connection:
         once it is cut: it is not chosen again)."""
         busy = self.in_flight or self.reading or self.cut is not None
         return None if busy else self.active_s
+
+    def last_active_s(self) -> float | None:
+        """When a request last came or was answered, busy or not; None once it is cut (not chosen again)."""
+        return None if self.cut is not None else self.active_s
 
 
 # A request frame larger than this is decoded, and its answer encoded, on a worker thread: kio spends a
@@ -231,7 +240,12 @@ class KafkaServer:
         self._per_user: dict[str, dict[_Connection, None]] = {}
         self._pressed_until_s: dict[str, float] = {}  # users at their cap lately (``idle_at_cap``)
         # bytes of requests being received or queued, per user (an anonymous connection: per address)
-        self.request_bytes = RequestBytes(limits.request_bytes_max, limits.request_bytes_per_user_max)
+        self.request_bytes = RequestBytes(
+            limits.request_bytes_max, limits.request_bytes_per_user_max,
+            limits.request_bytes_super_user_reserve,
+            limits.request_bytes_before_login_reserve if door.security.require_auth else 0,  # no login
+            holder_kinds(door.security.super_users, door.security.require_auth),
+        )  # fmt: skip
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
         self._throttled = _Throttled(LOG_INTERVAL_S)
@@ -374,9 +388,11 @@ class KafkaServer:
         user, limits = connection.door.session.user, self.limits
         if user is None:
             return None
+        held = {name: [c for c in of_user if c.cut is None] for name, of_user in self._per_user.items()}
         verdict = login_admission(
-            user, self.door.security.super_users, self._per_user, limits.connections_max,
-            limits.connections_per_user_max, limits.super_user_reserve, _Connection.idle_since_s,
+            user, self.door.security.super_users, {name: c for name, c in held.items() if c},
+            limits.connections_max, limits.connections_per_user_max, limits.super_user_reserve,
+            _Connection.last_active_s,
         )  # fmt: skip
         if verdict is None:
             return None
@@ -526,12 +542,18 @@ class KafkaServer:
         held = _Held(self.request_bytes, door.session.principal or f"address:{connection.address}", size)
         clock.frame_since_s = None  # the node's wait, not the client's: no frame deadline runs meanwhile
         await self.request_bytes.take(held.holder, size)
+        # while its bytes come, the frame may be cut for a holder below its share that waits for room
+        arrival = self.request_bytes.arriving(
+            held.holder, size, lambda why: self._cut(connection, "over_share", why)
+        )
         try:
             clock.frame_since_s, clock.frame_bytes = time.monotonic(), size
-            frame = await _read_frame(reader, size)
-            clock.frame_since_s = None
+            frame = await _read_frame(reader, size, clock)
+            clock.frame_since_s, clock.frame_received = None, None
+            self.request_bytes.arrived(arrival)
             return await self._dispatch(connection, frame, answers, held)
         finally:
+            self.request_bytes.arrived(arrival)
             if not held.handed:
                 held.give_back()
 
@@ -733,20 +755,22 @@ async def _write_out(
 READ_CHUNK_BYTES = 1024 * 1024
 
 
-async def _read_frame(reader: asyncio.StreamReader, size: int) -> bytes | memoryview:
+async def _read_frame(reader: asyncio.StreamReader, size: int, clock: Clock) -> bytes | memoryview:
     """``size`` bytes. A large frame is gathered from the reader's small buffer into one buffer of its
     size, handed on read-only (kio reads from it as it would from bytes): ``readexactly`` grows its own
-    buffer to the frame's size and then copies it twice, three times the frame's bytes at its end."""
+    buffer to the frame's size and then copies it twice, three times the frame's bytes at its end. What
+    came of a large frame is told to ``clock`` as it comes (its bytes must keep coming: ``overdue``)."""
     if size <= READ_CHUNK_BYTES:
         return await reader.readexactly(size)
     frame = bytearray(size)
-    view, filled = memoryview(frame), 0
+    view = memoryview(frame)
+    filled = clock.frame_received = 0
     while filled < size:
         chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
         if not chunk:
             raise asyncio.IncompleteReadError(b"", size)
         view[filled : filled + len(chunk)] = chunk
-        filled += len(chunk)
+        filled = clock.frame_received = filled + len(chunk)
     return view.toreadonly()
 
 

@@ -268,7 +268,13 @@ KAFKA_LIMITS = (
     _ms_limit("--kafka-idle-timeout-ms", "idle_timeout_s", _KAFKA.idle_timeout_s,
               "a Kafka connection sending no request within it is closed (Kafka's connections.max.idle.ms)"),
     _ms_limit("--kafka-frame-timeout-ms", "frame_timeout_s", _KAFKA.frame_timeout_s,
-              "a Kafka request must arrive whole within it (plus a second per MiB) once its first byte came"),
+              "a Kafka request's bytes must start coming within it once its first byte came (and its room "
+              "was taken), then keep coming at --kafka-frame-rate-min-bytes-per-s; else its connection is "
+              "closed, so a frame whose bytes stop loses its room this long after"),
+    _limit("--kafka-frame-rate-min-bytes-per-s", "frame_rate_min_bytes_per_s",
+           _KAFKA.frame_rate_min_bytes_per_s,
+           "after --kafka-frame-timeout-ms, the pace a Kafka request's bytes must keep (1 MiB/s: 8 Mbit/s, "
+           "a slow link's; a 100 MiB request in 110 s)"),
     _ms_limit("--kafka-tls-handshake-timeout-ms", "tls_handshake_timeout_s", _KAFKA.tls_handshake_timeout_s,
               "a TLS handshake on the Kafka listener must end within it"),
     _limit("--kafka-connections-per-user-max", "connections_per_user_max", _KAFKA.connections_per_user_max,
@@ -277,11 +283,20 @@ KAFKA_LIMITS = (
     _limit("--kafka-super-user-reserve", "super_user_reserve", _KAFKA.super_user_reserve,
            "of --kafka-connections-max, the connections only super users' logins take (so an admin can "
            "always log in; at --kafka-connections-max or more only super users may log in); when the rest "
-           "is full, a login takes the least recently active idle connection of the user holding most, "
-           "else it is refused"),
+           "is full, each logged-in user has a fair share of it (the rest / their number): a login of a "
+           "user below its share takes the least recently active connection, busy or not, of the user "
+           "holding most above its share, else it is refused"),
     _ms_limit("--kafka-idle-at-cap-timeout-ms", "idle_at_cap_timeout_s", _KAFKA.idle_at_cap_timeout_s,
               "a logged-in user at --kafka-connections-per-user-max has its connections idle this long "
               "closed"),
+    _limit("--kafka-request-bytes-super-user-reserve", "request_bytes_super_user_reserve",
+           _KAFKA.request_bytes_super_user_reserve,
+           "of --kafka-request-bytes-max, the bytes only super users' requests take (ordinary users share "
+           "the rest but the login reserve): an admin's requests never wait for what users hold"),
+    _limit("--kafka-request-bytes-before-login-reserve", "request_bytes_before_login_reserve",
+           _KAFKA.request_bytes_before_login_reserve,
+           "of --kafka-request-bytes-max, the bytes frames before login (SASL, ApiVersions; each at most "
+           "512 KiB) take, and all they take, with --require-auth: logins never wait for what users hold"),
     _limit("--kafka-request-bytes-max", "request_bytes_max", _KAFKA.request_bytes_max,
            "bytes of Kafka requests being received or queued on this listener (Kafka's "
            "queued.max.request.bytes); past it the listener stops reading until requests are answered"),
@@ -308,6 +323,13 @@ HTTP_LIMITS = (
               "connection closed"),
     _ms_limit("--http-body-timeout-ms", "body_timeout_s", _HTTP.body_timeout_s,
               "an HTTP request's body must arrive whole within it, else 408 and the connection closed"),
+    _ms_limit("--http-body-grace-ms", "body_grace_s", _HTTP.body_grace_s,
+              "an HTTP request body's bytes must start coming within it once its room was taken, then keep "
+              "coming at --http-body-rate-min-bytes-per-s, else 408 and the connection closed: a body "
+              "announced and not sent loses its room this long after"),
+    _limit("--http-body-rate-min-bytes-per-s", "body_rate_min_bytes_per_s", _HTTP.body_rate_min_bytes_per_s,
+           "after --http-body-grace-ms, the pace an HTTP body's bytes must keep (512 KiB/s: 16 MiB in 32 s, "
+           "the pace --http-body-timeout-ms asks of the largest body)"),
     _ms_limit("--http-idle-timeout-ms", "idle_timeout_s", _HTTP.idle_timeout_s,
               "a kept-alive HTTP connection sending no next request within it is closed"),
     _limit("--http-connections-max", "connections_max", _HTTP.connections_max,
@@ -321,6 +343,10 @@ HTTP_LIMITS = (
     _limit("--http-request-bytes-per-user-max", "request_bytes_per_user_max",
            _HTTP.request_bytes_per_user_max,
            "of --http-request-bytes-max, what one caller (a user, else a client address) holds"),
+    _limit("--http-request-bytes-super-user-reserve", "request_bytes_super_user_reserve",
+           _HTTP.request_bytes_super_user_reserve,
+           "of --http-request-bytes-max, the bytes only super users' and the admin token's bodies take: "
+           "their writes never wait for what other callers hold"),
 )  # fmt: skip
 
 _LOGIN = LoginLimits()

@@ -61,7 +61,10 @@ def is_loopback(host: str) -> bool:
 
 def http_limits(args: argparse.Namespace) -> HttpLimits:
     """The HTTP listener's bounds from the ``--http-*`` limit options, checked."""
-    return replace(HttpLimits(), **limit_fields(args, HTTP_LIMITS))
+    try:
+        return replace(HttpLimits(), **limit_fields(args, HTTP_LIMITS))
+    except ValueError as exc:  # bounds that contradict each other (a reserve past its budget)
+        raise ServeConfigError(str(exc)) from None
 
 
 def login_limits(args: argparse.Namespace) -> LoginLimits:
@@ -73,7 +76,10 @@ def login_limits(args: argparse.Namespace) -> LoginLimits:
 
 def kafka_limits(args: argparse.Namespace) -> KafkaLimits:
     """The Kafka listener's bounds from the ``--kafka-*`` limit options, checked."""
-    return replace(KafkaLimits(), **limit_fields(args, KAFKA_LIMITS))
+    try:
+        return replace(KafkaLimits(), **limit_fields(args, KAFKA_LIMITS))
+    except ValueError as exc:  # bounds that contradict each other (a reserve past its budget)
+        raise ServeConfigError(str(exc)) from None
 
 
 def kafka_listener(args: argparse.Namespace) -> tuple[HostPort, str] | None:

@@ -175,8 +175,10 @@ def _pin(node: RunningNode, index: int, stop: threading.Event, sent: dict[int, i
 def test_six_slow_large_requests_of_one_user_neither_take_the_memory_nor_keep_others_out(
     tmp_path: pathlib.Path,
 ) -> None:
-    budget = ("--kafka-request-bytes-max", str(2 * FRAME_BYTES),
-              "--kafka-request-bytes-per-user-max", str(FRAME_BYTES))  # fmt: skip
+    budget = ("--kafka-request-bytes-max", str(2 * FRAME_BYTES + 2 * MiB),  # two frames, and the reserves
+              "--kafka-request-bytes-per-user-max", str(FRAME_BYTES),
+              "--kafka-request-bytes-super-user-reserve", str(MiB),
+              "--kafka-request-bytes-before-login-reserve", str(MiB))  # fmt: skip
     with node_with(tmp_path, "--kafka-frame-timeout-ms", "60000", *budget) as node:
         before = node.rss_bytes()
         stop, sent = threading.Event(), dict[int, int]()
