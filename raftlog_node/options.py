@@ -21,6 +21,7 @@ from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
 from partitions.groups.share_coordinator import SHARE_GROUPS_MAX_DEFAULT
 from partitions.groups.share_partition import LOCK_MS_DEFAULT as SHARE_LOCK_MS_DEFAULT
+from partitions.groups.topic_regex import RESOLVE_BUDGET_MS_DEFAULT as REGEX_BUDGET_MS_DEFAULT
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginLimits
 from partitions.transactions.coordinator import TIMEOUT_MS_MAX_DEFAULT as TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
@@ -235,6 +236,12 @@ TUNING = (
            "is fenced and its partitions assigned to the others (Kafka's group.consumer.session.timeout.ms); "
            "a group's own consumer.session.timeout.ms (kafka-configs --entity-type groups) overrides it",
            default=CONSUMER_SESSION_MS_DEFAULT, low=1_000, high=300_000),
+    Option("--group-consumer-regex-budget-ms",
+           "the time one consumer group regex subscription (KIP-848's SubscribedTopicRegex) may take to be "
+           "matched against every topic, on a thread of its own (RE2, linear time): a new regex past it is "
+           "refused INVALID_REGULAR_EXPRESSION, a kept one keeps the topics it matched; the heartbeat "
+           "waits for it, so it stays under a client's request timeout",
+           default=REGEX_BUDGET_MS_DEFAULT, low=10, high=30_000),
     Option("--group-share-record-lock-duration-ms",
            "how long a share group member holds a record it acquired before it is delivered to another "
            "(KIP-932, Kafka's group.share.record.lock.duration.ms), unless acknowledged first",

@@ -70,6 +70,7 @@ async def serve(settings: ServeSettings) -> None:
     require_auth, enforce_acls, topics = settings.require_auth, settings.enforce_acls, settings.topics
     node = Node(config)
     node.groups.consumer.session_timeout_ms = settings.consumer_session_timeout_ms
+    node.groups.consumer.regexes.budget_ms = settings.consumer_regex_budget_ms
     node.groups.share.groups_max = settings.share_groups_max
     shares = node.local.shares
     shares.settings = dataclasses.replace(shares.settings, lock_ms=settings.share_lock_ms)

@@ -314,6 +314,7 @@ class ServeSettings:
     public_metrics: bool
     group_initial_delay_ms: int
     consumer_session_timeout_ms: int
+    consumer_regex_budget_ms: int
     share_lock_ms: int
     share_groups_max: int
     topics: TopicDefaults
@@ -340,6 +341,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         args.public_metrics,
         args.group_initial_rebalance_delay_ms,
         args.group_consumer_session_timeout_ms,
+        args.group_consumer_regex_budget_ms,
         args.group_share_record_lock_duration_ms,
         args.group_share_max_groups,
         topic_defaults(args),
