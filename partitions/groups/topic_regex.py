@@ -126,6 +126,14 @@ class _Versions:
         return self.number
 
 
+class _Turn:
+    """A principal's turn: its lock and how many of its resolutions hold or wait for it."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
 class RegexResolver:
     """Resolves regexes off the event loop, one at a time on a thread of its own, each within
     ``budget_ms``; event loop only (``resolve`` is a coroutine)."""
@@ -141,7 +149,7 @@ class RegexResolver:
         self._cached_max = cached_max
         self._cache: OrderedDict[tuple[Hashable, ...], tuple[str, ...] | BudgetSpent] = OrderedDict()
         self._topics, self._acls = _Versions(), _Versions()
-        self._turns: dict[Hashable, asyncio.Lock] = {}
+        self._turns: dict[Hashable, _Turn] = {}  # the principals resolving or waiting to
         self._thread: concurrent.futures.ThreadPoolExecutor | None = None
         self.resolved = 0  # resolutions run (not answered from the cache)
 
@@ -159,9 +167,10 @@ class RegexResolver:
         if found is None:
             turn = self._turns.get(viewer.key)
             if turn is None:
-                turn = self._turns[viewer.key] = asyncio.Lock()
+                turn = self._turns[viewer.key] = _Turn()
+            turn.users += 1
             try:
-                async with turn:  # one of a principal's resolutions at a time
+                async with turn.lock:  # one of a principal's resolutions at a time
                     found = self._cached(key)
                     if found is None:
                         found = await self._run(regex, list(topics), viewer)
@@ -169,7 +178,8 @@ class RegexResolver:
                         while len(self._cache) > self._cached_max:
                             self._cache.popitem(last=False)
             finally:
-                if not turn.locked() and self._turns.get(viewer.key) is turn:
+                turn.users -= 1
+                if turn.users == 0:
                     del self._turns[viewer.key]
         if isinstance(found, BudgetSpent):
             raise found

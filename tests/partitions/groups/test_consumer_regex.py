@@ -117,6 +117,30 @@ def test_a_budget_spent_is_remembered_for_those_topics() -> None:
     asyncio.run(scenario())
 
 
+def test_one_principals_resolutions_take_turns_behind_anothers() -> None:
+    """Mallory's three new regexes at once and then bob's: bob's is matched second, not fourth."""
+
+    async def scenario() -> None:
+        resolver = RegexResolver()
+        order: list[str] = []
+
+        def seen(who: str) -> Viewer:
+            def describable(topic: str) -> bool:
+                order.append(f"{who} {topic}")
+                return True
+
+            return Viewer(f"User:{who}", "h", describable)
+
+        topics = ("t1", "t2", "t3", "t4")
+        mallory, bob = seen("mallory"), seen("bob")
+        asks = [resolver.resolve(f"t{i}", topics, mallory) for i in (1, 2, 3)]
+        await asyncio.gather(*asks, resolver.resolve("t4", topics, bob))
+        assert order == ["mallory t1", "bob t4", "mallory t2", "mallory t3"]
+        resolver.close()
+
+    asyncio.run(scenario())
+
+
 # -- at the coordinator: whose topics, refused names, hidden descriptions -----------------------------
 
 
