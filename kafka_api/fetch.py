@@ -48,7 +48,7 @@ from kafka_api.fetch_sessions import (
     Wanted,
 )
 from kafka_api.metadata import topic_names_by_id
-from kafka_api.pacing import ITEMS_PER_TURN, Pacer
+from kafka_api.pacing import ITEMS_PER_TURN, Pacer, answer_of
 from partitions.data.service import NO_LEADER_EPOCH, FetchedBatches, check_leader_epoch
 from partitions.errors import AuthorizationFailed
 from partitions.security.acls import AclOperation, ResourceType
@@ -170,7 +170,7 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: b
             _check_epoch(part, result.leader_epoch)
             part.result, part.error = result, None
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            part.result, part.error = None, exc
+            part.result, part.error = None, answer_of(exc)
 
     async def offsets_only(part: _Part) -> None:
         try:
@@ -186,7 +186,7 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: b
                 None,
             )
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            part.result, part.error = None, exc
+            part.result, part.error = None, answer_of(exc)
 
     left = max_bytes
     index = 0

@@ -13,7 +13,9 @@ end is the coordinator's (docs/decisions/0019-transactions.md). From v12 (a prod
 version 2) the batch adds its partition to its transaction itself, no AddPartitionsToTxn sent. A topic the
 connection may not WRITE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its
 partitions, nothing of it written; the others go on. A request's appends begin ``pacing.ITEMS_PER_TURN`` at a
-time, yielding to the event loop between turns; the connection's next Produce begins its appends once this one
+time, yielding to the event loop between turns, and are waited for as many at a time (a wait on 100,000
+at once ran 100,000 callbacks in one turn of the loop); an append's error is kept without its traceback
+until answered (``pacing.bare_errors``). The connection's next Produce begins its appends once this one
 began all of its own (``Door.produce_order``).
 """
 
@@ -27,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
 from kafka_api.errors import code_of
-from kafka_api.pacing import Pacer
+from kafka_api.pacing import ITEMS_PER_TURN, Pacer, bare_errors
 from partitions.data.service import Producer
 from partitions.security.acls import AclOperation, ResourceType
 
@@ -66,11 +68,11 @@ async def produce(door: Door, request: wire.Request) -> Any:
                         topic.name, part.index, part.records, timeout_ms, producer, contiguous=True,
                         join_transaction=request.api_version >= TRANSACTION_V2_PRODUCE,
                     )  # fmt: skip
-                    calls.append((topic.name, part.index, asyncio.ensure_future(appending)))
+                    calls.append((topic.name, part.index, asyncio.ensure_future(bare_errors(appending))))
                 await pacer.step()
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]
-    if pending:
-        await asyncio.wait(pending)
+    for start in range(0, len(pending), ITEMS_PER_TURN):  # a wait's callbacks run in one turn of the loop
+        await asyncio.wait(pending[start : start + ITEMS_PER_TURN])
     if body.acks == 0:  # no answer; a refusal is the client's loss, as with Kafka (which also closes)
         for appended in pending:
             if not appended.cancelled():

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import datetime
 import struct
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -268,3 +271,103 @@ def test_joins_sent_at_once_never_pass_a_groups_members_bound(node: LocalCluster
             raw.close()
     assert codes.count(ErrorCode.member_id_required) == MEMBERS_MAX  # each then joins with its id
     assert codes.count(ErrorCode.group_max_size_reached) == extra
+
+
+# -- the node's liveness while a request names 100,000 partitions (issue 72, item 6) ------------------------
+
+WIDE_ENTRIES = 100_000  # partition indexes named in one Fetch or Produce: the topic has PARTITIONS of them
+PROBES_MIN = 10  # liveness answers during the big request, without which the bound held against nothing
+# Asks /status/live again and again from a process of its own (a thread of the test's would wait for the
+# GIL while the test decodes the big answer) and prints when each probe began and how long it waited
+_PROBER = """
+import sys, time, urllib.request
+while True:
+    began = time.monotonic()
+    urllib.request.urlopen(sys.argv[1], timeout=120).read()
+    print(began, time.monotonic() - began, flush=True)
+    time.sleep(0.02)
+"""
+
+
+def _gc_pauses_over_bound(url: str) -> float:
+    """How many of the node's garbage collections took longer than ``LIVE_WITHIN_S`` (its
+    raftlog_gc_pause_seconds histogram: every thread waits for a collection, its event loop included)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line.startswith('raftlog_gc_pause_seconds_bucket{le="1.0"}') or line.startswith(
+            "raftlog_gc_pause_seconds_count"
+        ):
+            name, value = line.rsplit(" ", 1)
+            values[name.split("{")[0].removesuffix("_bucket")] = float(value)
+    assert len(values) == 2, f"no raftlog_gc_pause_seconds in the node's /metrics: {values}"
+    return values["raftlog_gc_pause_seconds_count"] - values["raftlog_gc_pause_seconds"]
+
+
+def live_over_http(cluster: LocalCluster, big: Callable[[RawKafka], Any]) -> Any:
+    """The answer of ``big``, once it is checked that the node's ``/status/live``, asked from another
+    process all along, was answered within ``LIVE_WITHIN_S`` each time (at least ``PROBES_MIN`` times while
+    ``big`` was served) and that no garbage collection of the node took that long meanwhile."""
+    url = cluster.servers[0]
+    pauses_before = _gc_pauses_over_bound(url)
+    prober = subprocess.Popen(
+        [sys.executable, "-c", _PROBER, url + "/status/live"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert prober.stdout is not None
+        first = prober.stdout.readline()  # the prober is answered before the big request starts
+        assert first, "the prober got no answer"
+        raw = RawKafka(cluster.kafka["n1"])
+        raw.sock.settimeout(ANSWER_TIMEOUT_S)
+        began = time.monotonic()
+        try:
+            answer = big(raw)
+        finally:
+            ended = time.monotonic()
+            raw.close()
+    finally:
+        prober.terminate()
+        out, _ = prober.communicate(timeout=30)
+    probes = [tuple(map(float, line.split())) for line in out.splitlines() if line.strip()]
+    during = [waited for started, waited in probes if started + waited >= began and started <= ended]
+    assert len(during) >= PROBES_MIN, f"{len(during)} liveness probes in the {ended - began:.1f} s served"
+    assert max(during) < LIVE_WITHIN_S, (
+        f"/status/live waited {max(during):.2f} s while the request was served ({ended - began:.1f} s)"
+    )
+    assert _gc_pauses_over_bound(url) == pauses_before, "a garbage collection held the node a second"
+    return answer
+
+
+def test_a_fetch_naming_100000_partitions_leaves_the_node_live(node: LocalCluster) -> None:
+    cls = wire.request_class(1, 12)
+    part_cls = wire.sibling(cls, "FetchPartition")
+    parts = tuple(
+        wire.build(part_cls, partition=i, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                   log_start_offset=-1, partition_max_bytes=1024)
+        for i in range(WIDE_ENTRIES)
+    )  # fmt: skip
+    topic = wire.build(wire.sibling(cls, "FetchTopic"), topic=TOPIC, partitions=parts)
+    request = wire.build(cls, cluster_id=None, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,
+                         max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
+                         topics=(topic,), forgotten_topics_data=(), rack_id="")  # fmt: skip
+    for _ in range(2):  # a second time: the errors the first left the collector to scan were held by then
+        answer = live_over_http(node, lambda raw: raw.call(1, 12, request))
+        codes = [p.error_code for p in answer.responses[0].partitions]
+        assert len(codes) == WIDE_ENTRIES  # every partition answered: those that are not, refused one by one
+        assert codes.count(ErrorCode.unknown_topic_or_partition) == WIDE_ENTRIES - PARTITIONS
+
+
+def test_a_produce_naming_100000_partitions_leaves_the_node_live(node: LocalCluster) -> None:
+    cls = wire.request_class(0, 9)
+    batch = _batch()
+    part_cls = wire.sibling(cls, "PartitionProduceData")
+    parts = tuple(wire.build(part_cls, index=i, records=batch) for i in range(WIDE_ENTRIES))
+    data = wire.build(wire.sibling(cls, "TopicProduceData"), name=TOPIC, partition_data=parts)
+    request = wire.build(cls, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=60),
+                         topic_data=(data,))  # fmt: skip
+    answer = live_over_http(node, lambda raw: raw.call(0, 9, request))
+    codes = [p.error_code for p in answer.responses[0].partition_responses]
+    assert len(codes) == WIDE_ENTRIES
+    assert codes[:PARTITIONS] == [ErrorCode.none] * PARTITIONS  # appended
+    assert codes.count(ErrorCode.unknown_topic_or_partition) == WIDE_ENTRIES - PARTITIONS
