@@ -535,15 +535,18 @@ class GroupCoordinator:
                 yield partition, session, name, group
 
     async def run(self, interval_s: float = SWEEP_INTERVAL_S) -> None:
-        """The eviction loop of a node (cancelled when the node closes)."""
-        while True:
-            try:
-                await self.expire_due()
-                await self.consumer.expire_due()
-                await self.share.expire_due()
-            except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
-                log.info("group session sweep: %s", exc)
-            await asyncio.sleep(interval_s)
+        """The eviction loop of a node (cancelled when the node closes, and the regex thread with it)."""
+        try:
+            while True:
+                try:
+                    await self.expire_due()
+                    await self.consumer.expire_due()
+                    await self.share.expire_due()
+                except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
+                    log.info("group session sweep: %s", exc)
+                await asyncio.sleep(interval_s)
+        finally:
+            self.consumer.regexes.close()
 
     # -- admin -----------------------------------------------------------------------------------------
 
