@@ -14,18 +14,18 @@ import asyncio
 import datetime
 import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
 
-from api import access, negotiation, state
+from api import access, answers, negotiation, state
 from api.access import DELETE, DESCRIBE, GROUP, READ, needs
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
-from api.records import RENDER_INLINE_BYTES_MAX, decode
-from api.rendering import records_json
+from api.records import RENDER_INLINE_BYTES_MAX, by_batch
+from api.rendering import record_rows
 from api.schemas import (
     INT64_MAX,
     OFFSETS_MAX,
@@ -343,7 +343,7 @@ async def seek_end(request: web.Request) -> web.Response:
     return await _seek_to(request, end=True)
 
 
-async def records(request: web.Request) -> web.Response:
+async def records(request: web.Request) -> web.StreamResponse:
     """Records of every assigned partition from the instance's positions; a heartbeat. Waits up to
     ``timeout`` (default: the instance's ``consumer.request.timeout.ms``) until ``fetch.min.bytes`` came;
     with nothing assigned yet, for a rebalance to assign something. With ``generation`` (the one the
@@ -359,33 +359,39 @@ async def records(request: web.Request) -> web.Response:
     def may_read(topics: Sequence[str]) -> None:
         access.authorize_topics(request, READ, topics)
 
-    fetched = await _groups(request).records(
-        _group(request),
-        _instance(request),
-        timeout_ms,
-        max_bytes or 1,
-        generation,
-        asked,
-        authorize=may_read if access.enforced(request) else None,  # no call for a subscription otherwise
-    )
-    size = sum(len(part.data) for part in fetched.parts)
-    if size <= RENDER_INLINE_BYTES_MAX:
-        body = _render(fetched)
-    else:
-        body = await asyncio.to_thread(_render, fetched)
-    media = state.answer_type(request)
-    if asked is None and media != PLAIN_JSON:  # */*, none: the type of the instance's own format
-        media = EMBEDDED_TYPES[fetched.format]
-    headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": media}
-    return web.Response(body=body, headers=headers)
+    # the answer's bytes in the listener's budget, from before it is read until written out (api.answers)
+    hold, max_bytes = await answers.answer_room(request, max_bytes or 1)
+    try:
+        fetched = await _groups(request).records(
+            _group(request),
+            _instance(request),
+            timeout_ms,
+            max_bytes,
+            generation,
+            asked,
+            authorize=may_read if access.enforced(request) else None,  # no call for a subscription otherwise
+        )
+        size = sum(len(part.data) for part in fetched.parts)
+        await hold.settle(size)
+        media = state.answer_type(request)
+        if asked is None and media != PLAIN_JSON:  # */*, none: the type of the instance's own format
+            media = EMBEDDED_TYPES[fetched.format]
+        headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": media}
+        rows = _rows(fetched)
+        return await answers.streamed(
+            request, hold, size, answers.json_array(rows, size > RENDER_INLINE_BYTES_MAX), headers
+        )
+    except BaseException:
+        hold.give_back()
+        raise
 
 
-def _render(fetched: ConsumerRecords) -> bytes:
-    parts = [
-        (part.tp.topic, part.tp.partition, decode(part.data, part.offset, part.aborted))
-        for part in fetched.parts
-    ]
-    return records_json(parts, Flavour(fetched.format))
+def _rows(fetched: ConsumerRecords) -> Iterator[list[str]]:
+    """The JSON rows of the records, a batch at a time (``api.answers.json_array``)."""
+    flavour = Flavour(fetched.format)
+    for part in fetched.parts:
+        for records in by_batch(part.data, part.offset, part.aborted):
+            yield record_rows(part.tp.topic, part.tp.partition, records, flavour)
 
 
 async def commit(request: web.Request) -> web.Response:

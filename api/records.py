@@ -9,17 +9,17 @@ and renders them here, off the event loop when they are large.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from api import access, errors, state
+from api import access, answers, errors, state
 from api.access import READ
-from api.columnar import columnar_encoding, encode_columnar
+from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.errors import BadRequest
-from api.rendering import records_json
+from api.rendering import record_rows
 from api.routing import (
     RoundRobin,
     assign_partitions,
@@ -60,6 +60,7 @@ from raftlog.storage.batch import (
     Record,
     batches_end,
     encode_batch,
+    records_by_batch,
     records_from,
 )
 from raftlog_contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
@@ -260,7 +261,7 @@ def isolation_of(query: Mapping[str, str]) -> bool:
     return isolation == "read_committed"
 
 
-async def fetch(request: web.Request) -> web.Response:
+async def fetch(request: web.Request) -> web.StreamResponse:
     topic = request.match_info["topic"]
     partition = state.partition(request)
     committed = isolation_of(request.query)
@@ -273,39 +274,76 @@ async def fetch(request: web.Request) -> web.Response:
     check(max_bytes is not None, "max_bytes has a default")
     media = state.answer_type(request)
     data = state.node(request).cluster.data
-    served = await data.run(reads, topic, partition, offset, max_bytes or 1, timeout_ms)
-    for _ in range(READS_PAST_COMPACTED_MAX):
-        # batches compaction left without a record at or past the offset are read past (at once), so a
-        # reader going on from its last record + 1 always moves; raw batches are the client's to skip
-        end = batches_end(served.value.data) if media != RECORD_BATCH else None
-        # (and past batches holding no record for this reader: markers, aborted transactions)
-        readable_end = served.value.last_stable_offset if committed else served.value.high_watermark
-        if end is None or end >= readable_end or decode(served.value.data, offset, served.value.aborted):
-            break
-        offset = end
-        served = await data.run(reads, topic, partition, offset, max_bytes or 1, 0)
-    state.served_by(request, served.node)
-    fetched = served.value
-    headers = {HIGH_WATERMARK_HEADER: str(fetched.high_watermark)}
-    headers["Content-Type"] = media
-    if committed and media == RECORD_BATCH:
-        headers[ABORTED_HEADER] = ",".join(f"{p}:{first}" for p, first in fetched.aborted)
-    if media == RECORD_BATCH:
-        return web.Response(body=fetched.data, headers=headers)
-    if len(fetched.data) <= RENDER_INLINE_BYTES_MAX:
-        body = _render(topic, partition, offset, fetched, media)
-    else:
-        body = await asyncio.to_thread(_render, topic, partition, offset, fetched, media)
-    return web.Response(body=body, headers=headers)
+    # the answer's bytes in the listener's budget, from before it is read until written out (api.answers)
+    hold, max_bytes = await answers.answer_room(request, max_bytes or 1)
+    try:
+        served = await data.run(reads, topic, partition, offset, max_bytes, timeout_ms)
+        for _ in range(READS_PAST_COMPACTED_MAX):
+            # batches compaction left without a record at or past the offset are read past (at once), so a
+            # reader going on from its last record + 1 always moves; raw batches are the client's to skip
+            end = batches_end(served.value.data) if media != RECORD_BATCH else None
+            # (and past batches holding no record for this reader: markers, aborted transactions)
+            readable_end = served.value.last_stable_offset if committed else served.value.high_watermark
+            if (
+                end is None
+                or end >= readable_end
+                or _any_record(served.value.data, offset, served.value.aborted)
+            ):
+                break
+            offset = end
+            served = await data.run(reads, topic, partition, offset, max_bytes, 0)
+        state.served_by(request, served.node)
+        fetched = served.value
+        await hold.settle(len(fetched.data))
+        headers = {HIGH_WATERMARK_HEADER: str(fetched.high_watermark)}
+        headers["Content-Type"] = media
+        if committed and media == RECORD_BATCH:
+            headers[ABORTED_HEADER] = ",".join(f"{p}:{first}" for p, first in fetched.aborted)
+        size = len(fetched.data)
+        if media == RECORD_BATCH:
+            return await answers.streamed(request, hold, size, answers.of_bytes(fetched.data), headers, size)
+        encoding = columnar_encoding(media)
+        if encoding is None:
+            rows = _rows(topic, partition, offset, fetched, record_flavour(media))
+            body = answers.json_array(rows, size > RENDER_INLINE_BYTES_MAX)
+            return await answers.streamed(request, hold, size, body, headers)
+        # columns are encoded whole (one document): their bytes are held once encoded
+        if size <= RENDER_INLINE_BYTES_MAX:
+            columns = _columns(topic, partition, offset, fetched, encoding)
+        else:
+            columns = await asyncio.to_thread(_columns, topic, partition, offset, fetched, encoding)
+        del fetched, served
+        size = len(columns)
+        await hold.settle(size)
+        return await answers.streamed(request, hold, size, answers.of_bytes(columns), headers, size)
+    except BaseException:
+        hold.give_back()
+        raise
 
 
-def _render(topic: str, partition: int, offset: int, fetched: FetchedBatches, media: str) -> bytes:
-    """The answer in the negotiated media type: columns, or JSON records (binary or JSON flavour)."""
-    records = decode(fetched.data, offset, fetched.aborted)
-    encoding = columnar_encoding(media)
-    if encoding is not None:
-        return encode_columnar(topic, partition, records, encoding)
-    return records_json([(topic, partition, records)], record_flavour(media))
+def _columns(topic: str, partition: int, offset: int, fetched: FetchedBatches, encoding: Columnar) -> bytes:
+    return encode_columnar(topic, partition, decode(fetched.data, offset, fetched.aborted), encoding)
+
+
+def _rows(
+    topic: str, partition: int, offset: int, fetched: FetchedBatches, flavour: Flavour
+) -> Iterator[list[str]]:
+    """The JSON rows of the fetched records, a batch at a time (``api.answers.json_array``)."""
+    for records in by_batch(fetched.data, offset, fetched.aborted):
+        yield record_rows(topic, partition, records, flavour)
+
+
+def by_batch(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] = ()) -> Iterator[list[Record]]:
+    """``decode``'s records a batch at a time."""
+    try:
+        yield from records_by_batch(data, offset, aborted)
+    except BatchFormatError as exc:
+        raise InvariantViolation(f"fetched batches do not decode: {exc}") from exc
+
+
+def _any_record(data: bytes, offset: int, aborted: Sequence[tuple[int, int]]) -> bool:
+    """Whether the fetched batches hold a record for this reader, decoding no more than up to the first."""
+    return any(records for records in by_batch(data, offset, aborted))
 
 
 def decode(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] = ()) -> list[Record]:

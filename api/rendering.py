@@ -25,12 +25,17 @@ def records_json(parts: Iterable[tuple[str, int, Sequence[Record]]], flavour: Fl
     """The records of every ``(topic, partition, records)`` in order, as one JSON array (UTF-8)."""
     rows: list[str] = []
     for topic, partition, records in parts:
-        if flavour is Flavour.BINARY:
-            head = f'{{"topic": {json.dumps(topic)}, "partition": {partition}, "offset": '
-            rows += [_binary_row(head, record) for record in records]
-        else:
-            rows += [json.dumps(render_record(topic, partition, r, flavour)) for r in records]
+        rows += record_rows(topic, partition, records, flavour)
     return ("[" + ", ".join(rows) + "]").encode("utf-8")
+
+
+def record_rows(topic: str, partition: int, records: Sequence[Record], flavour: Flavour) -> list[str]:
+    """Each record's row as JSON text: the items of ``records_json``'s array (``api.answers.json_array``
+    writes them a slice at a time)."""
+    if flavour is Flavour.BINARY:
+        head = f'{{"topic": {json.dumps(topic)}, "partition": {partition}, "offset": '
+        return [_binary_row(head, record) for record in records]
+    return [json.dumps(render_record(topic, partition, r, flavour)) for r in records]
 
 
 def _binary_row(head: str, record: Record) -> str:

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from api import access, state
+from api import access, answers, state
 from api.access import READ, needs
 from api.consumers import _body, _group, _tp_json
 from api.errors import BadRequest, lookup
 from api.openapi import Operation, Param
-from api.records import decode
+from api.records import RENDER_INLINE_BYTES_MAX, by_batch
 from api.schemas import OFFSETS_MAX, Flavour, query_int, reject_unknown, render_record, require_int
 from api.schemas import require_object as _object
 from partitions.consumers.protocol import GroupService, ShareMembership
@@ -116,7 +117,7 @@ async def _release(
     await asyncio.gather(*(one(tp) for tp in partitions))
 
 
-async def acquire(request: web.Request) -> web.Response:
+async def acquire(request: web.Request) -> web.StreamResponse:
     """A heartbeat, then records of the member's partitions acquired for it: at most ``max_records`` and
     about ``max_bytes`` (at least one batch), waiting up to ``timeout`` ms for one when none is there.
     ``format`` renders them (binary: base64; json). ``share.auto.offset.reset``: where a group new to a
@@ -135,38 +136,42 @@ async def acquire(request: web.Request) -> web.Response:
         check_reset(reset)
     answer = await _heartbeat(request, group, member, None)
     access.authorize_topics(request, READ, (tp.topic for tp in answer.assignment))
-    got = await state.node(request).cluster.shares.acquire(
-        group, member, answer.assignment, max_records or 1, max_bytes or 1, timeout_ms or 0, reset
-    )
-    rows = (
-        _render(got, flavour)
-        if sum(len(a.fetched.data) for a in got if a.fetched) < 65536
-        else (await asyncio.to_thread(_render, got, flavour))
-    )
-    errors = [{**_tp_json(a.tp), **_error(a.error)} for a in got if a.error is not None]
-    return web.json_response(
-        {
-            "member_epoch": answer.member_epoch,
-            "lock_ms": state.node(request).local.shares.settings.lock_ms,
-            "records": rows,
-            "errors": errors,
-        }
-    )
+    # the answer's bytes in the listener's budget, from before it is read until written out (api.answers)
+    hold, max_bytes = await answers.answer_room(request, max_bytes or 1)
+    try:
+        got = await state.node(request).cluster.shares.acquire(
+            group, member, answer.assignment, max_records or 1, max_bytes, timeout_ms or 0, reset
+        )
+        size = sum(len(a.fetched.data) for a in got if a.fetched)
+        await hold.settle(size)
+        errors = [{**_tp_json(a.tp), **_error(a.error)} for a in got if a.error is not None]
+        lock_ms = state.node(request).local.shares.settings.lock_ms
+        # {"member_epoch", "lock_ms", "records", "errors"}, the records written a slice at a time
+        head = json.dumps({"member_epoch": answer.member_epoch, "lock_ms": lock_ms})
+        before = head[:-1] + ', "records": ['
+        after = f'], "errors": {json.dumps(errors)}}}'
+        body = answers.json_array(_rows(got, flavour), size > RENDER_INLINE_BYTES_MAX, before, after)
+        return await answers.streamed(request, hold, size, body, {"Content-Type": "application/json"})
+    except BaseException:
+        hold.give_back()
+        raise
 
 
-def _render(got: list[ShareAcquired], flavour: Flavour) -> list[dict[str, Any]]:
-    """The acquired records (only those: a batch read may hold others), each with its delivery count."""
-    rows = []
+def _rows(got: list[ShareAcquired], flavour: Flavour) -> Iterator[list[str]]:
+    """The acquired records (only those: a batch read may hold others), each with its delivery count, as
+    JSON rows a batch at a time (``api.answers.json_array``)."""
     for part in got:
         if part.fetched is None or not part.fetched.acquired:
             continue
         counts = {o: d for first, last, d in part.fetched.acquired for o in range(first, last + 1)}
-        for record in decode(part.fetched.data, min(counts)):
-            delivery = counts.get(record.offset)
-            if delivery is not None:
-                row = render_record(part.tp.topic, part.tp.partition, record, flavour)
-                rows.append({**row, "delivery_count": delivery})
-    return rows
+        for records in by_batch(part.fetched.data, min(counts)):
+            rows = []
+            for record in records:
+                delivery = counts.get(record.offset)
+                if delivery is not None:
+                    row = render_record(part.tp.topic, part.tp.partition, record, flavour)
+                    rows.append(json.dumps({**row, "delivery_count": delivery}))
+            yield rows
 
 
 def _error(error: BaseException) -> dict[str, Any]:

@@ -725,6 +725,16 @@ def records_from(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] | 
     from the transaction's first offset up to its ABORT marker. Framing and every CRC are checked
     (BatchFormatError)."""
     records: list[Record] = []
+    for batch_records in records_by_batch(data, offset, aborted):
+        records.extend(batch_records)
+    return records
+
+
+def records_by_batch(
+    data: bytes | memoryview, offset: int, aborted: Sequence[tuple[int, int]] | None = None
+) -> Iterator[list[Record]]:
+    """``records_from``'s records a batch at a time (none for a batch that holds none), so that a large
+    answer is decoded and rendered in parts, never all its records at once."""
     pending = sorted(aborted or (), key=lambda row: row[1])
     aborting: set[int] = set()
     for batch in split_batches(data):
@@ -739,10 +749,9 @@ def records_from(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] | 
             continue
         decoded = decode_records(batch, header)
         if decoded and decoded[0].offset >= offset:
-            records.extend(decoded)
+            yield list(decoded)
         else:
-            records.extend(r for r in decoded if r.offset >= offset)
-    return records
+            yield [r for r in decoded if r.offset >= offset]
 
 
 def _is_abort_marker(batch: bytes | memoryview) -> bool:

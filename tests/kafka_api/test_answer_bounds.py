@@ -14,7 +14,9 @@ user and the admin are served the same records.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import json
 import pathlib
 import re
 import socket
@@ -31,6 +33,7 @@ from test_connection_limits import TOKEN, RunningNode, log_in, one_node
 
 from kafka_api import wire
 from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog_contract import BINARY_V2
 
 MiB = 1024 * 1024
 ADMIN = ("admin", "the admin's password")
@@ -202,6 +205,89 @@ def test_pipelined_fetches_a_client_does_not_read_hold_one_answer_of_the_node(no
     finally:
         raw.close()
     assert kafka_fetched_bytes(node, MALLORY, 55 * MiB) >= DATA_BYTES, "the answer was the whole partition"
+
+
+def _basic(user: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
+
+
+def http_call(
+    node: RunningNode, method: str, path: str, authorization: str, body: bytes | None = None
+) -> Any:
+    """A whole HTTP answer's body (JSON, parsed) to a request of ``authorization``, asking binary records."""
+    headers = {"Authorization": authorization, "Accept": BINARY_V2, "Content-Type": "application/json"}
+    request = urllib.request.Request(node.http + path, data=body, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=60, context=_context(node)) as answer:
+        return json.loads(answer.read())
+
+
+def http_fetched(node: RunningNode, authorization: str) -> int:
+    """How many records an HTTP fetch of at most 1 MiB from offset 0 is answered."""
+    return len(http_call(node, "GET", f"{_PARTITION}/records?offset=0&max_bytes={MiB}", authorization))
+
+
+def http_bytes_held(node: RunningNode) -> float:
+    request = urllib.request.Request(node.http + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=30, context=_context(node)) as answer:
+        text = answer.read().decode()
+    found = re.search(r'^raftlog_request_bytes_held\{door="http"\} (\S+)$', text, re.M)
+    assert found is not None, "the node names its HTTP budget in /metrics"
+    return float(found.group(1))
+
+
+def unread_http(node: RunningNode, method: str, path: str, user: tuple[str, str]) -> socket.socket:
+    """A TLS connection that sent one request of ``user`` and reads nothing of its answer."""
+    host, _, port = node.http.removeprefix("https://").rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    context = _context(node)
+    assert context is not None, "the node serves HTTP over TLS"
+    sock = context.wrap_socket(sock, server_hostname=host)
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: {_basic(user)}\r\n"
+            f"Accept: {BINARY_V2}\r\nContent-Length: 0\r\n\r\n")  # fmt: skip
+    sock.sendall(head.encode())
+    return sock
+
+
+def http_served(node: RunningNode) -> bool:
+    """Whether another user and the admin are answered records over HTTP."""
+    return http_fetched(node, _basic(BOB)) > 0 and http_fetched(node, f"Bearer {TOKEN}") > 0
+
+
+_PARTITION = f"/topics/{TOPIC}/partitions/0"
+HTTP_FETCHES = 6
+SHARE_ACQUIRES = 3
+
+
+def test_slowly_read_http_fetches_hold_the_callers_share_of_the_node(node: RunningNode) -> None:
+    path = f"{_PARTITION}/records?offset=0&max_bytes={64 * MiB}"
+    unread: list[socket.socket] = []
+    try:
+        with Watch(node) as watch:
+            unread += [unread_http(node, "GET", path, MALLORY) for _ in range(HTTP_FETCHES)]
+            while_attacked(watch, lambda: http_bytes_held(node) >= DATA_BYTES, lambda: http_served(node))
+    finally:
+        for sock in unread:
+            sock.close()
+    whole = http_call(node, "GET", path, _basic(MALLORY))
+    assert len(whole) * RECORD_BYTES >= DATA_BYTES, "the answer was the whole partition"
+
+
+def test_share_acquires_a_client_does_not_read_hold_the_callers_share_of_the_node(node: RunningNode) -> None:
+    paths = []
+    for index in range(SHARE_ACQUIRES):  # a group each: each acquires every record of the partition
+        joined = http_call(
+            node, "POST", f"/share-groups/g{index}", _basic(MALLORY), b'{"topics": ["answers"]}'
+        )
+        query = f"max_bytes={64 * MiB}&max_records=1000&share.auto.offset.reset=earliest"
+        paths.append(f"{joined['base_uri']}/records?{query}")
+    unread: list[socket.socket] = []
+    try:
+        with Watch(node) as watch:
+            unread += [unread_http(node, "POST", path, MALLORY) for path in paths]
+            while_attacked(watch, lambda: http_bytes_held(node) >= DATA_BYTES, lambda: http_served(node))
+    finally:
+        for sock in unread:
+            sock.close()
 
 
 @pytest.fixture(autouse=True)
