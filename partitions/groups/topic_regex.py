@@ -35,7 +35,9 @@ from partitions.groups.errors import InvalidRegularExpression
 REGEX_CHARS_MAX = 1_000  # an alternation of dozens of whole topic names fits; RE2's work grows with it
 REGEX_MEMORY_BYTES = 8 << 20  # RE2's max_mem (its default) for one regex: its program and its DFAs' cache
 RESOLVE_BUDGET_MS_DEFAULT = 1_000  # one resolution's time; 10,000 topics of 200 characters take ~10 ms
-RESOLVED_CACHED_MAX = 1_024  # (regex, viewer) resolutions kept, the least recently used dropped
+# (regex, viewer) results kept, the least recently used dropped, all of them when the topics or ACLs change:
+# each at most the cluster's 10,000 topic names (80 KiB of references), 20 MiB at most
+RESOLVED_CACHED_MAX = 256
 BUDGET_CHECK_EVERY = 64  # names matched between two looks at the clock
 
 
@@ -149,6 +151,7 @@ class RegexResolver:
         self._cached_max = cached_max
         self._cache: OrderedDict[tuple[Hashable, ...], tuple[str, ...] | BudgetSpent] = OrderedDict()
         self._topics, self._acls = _Versions(), _Versions()
+        self._versions = (0, 0)  # of the topics and the ACLs the cached results are of
         self._turns: dict[Hashable, _Turn] = {}  # the principals resolving or waiting to
         self._thread: concurrent.futures.ThreadPoolExecutor | None = None
         self.resolved = 0  # resolutions run (not answered from the cache)
@@ -162,7 +165,11 @@ class RegexResolver:
         """The topics ``regex`` resolves to for ``viewer`` among ``topics`` (every topic there is: an object
         replaced whole when topics change). InvalidRegularExpression when RE2 refuses it; BudgetSpent
         when matching ran past the budget (remembered for these topics and ACLs)."""
-        key = (regex, viewer.key, self._topics.of(topics), self._acls.of(viewer.acls))
+        versions = (self._topics.of(topics), self._acls.of(viewer.acls))
+        if versions != self._versions:  # every result kept is of older topics or ACLs
+            self._cache.clear()
+            self._versions = versions
+        key = (regex, viewer.key, *versions)
         found = self._cached(key)
         if found is None:
             turn = self._turns.get(viewer.key)
