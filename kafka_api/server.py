@@ -759,12 +759,17 @@ async def _read_frame(reader: asyncio.StreamReader, size: int, clock: Clock) -> 
     """``size`` bytes. A large frame is gathered from the reader's small buffer into one buffer of its
     size, handed on read-only (kio reads from it as it would from bytes): ``readexactly`` grows its own
     buffer to the frame's size and then copies it twice, three times the frame's bytes at its end. What
-    came of a large frame is told to ``clock`` as it comes (its bytes must keep coming: ``overdue``)."""
+    came of a large frame is told to ``clock`` as it comes (its bytes must keep coming: ``overdue``), and
+    its buffer made once its first bytes came, so a frame announced and never sent holds no memory."""
     if size <= READ_CHUNK_BYTES:
         return await reader.readexactly(size)
-    frame = bytearray(size)
-    view = memoryview(frame)
-    filled = clock.frame_received = 0
+    clock.frame_received = 0
+    chunk = await reader.read(READ_CHUNK_BYTES)
+    if not chunk:
+        raise asyncio.IncompleteReadError(b"", size)
+    view = memoryview(bytearray(size))  # once its first bytes came: a frame that never comes holds none
+    view[: len(chunk)] = chunk
+    filled = clock.frame_received = len(chunk)
     while filled < size:
         chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
         if not chunk:

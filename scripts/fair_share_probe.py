@@ -1,0 +1,238 @@
+"""How long the admin and another user wait while three users hold a node's Kafka request bytes with size
+prefixes of large requests whose bytes never come (issue 72, item 3).
+
+    python scripts/fair_share_probe.py [--code DIR] [--per-user 1] [--prefix-mib 100,100,56]
+                                       [--settle-s 20] [--wait-s 120] [-- SERVE_OPTION ...]
+
+Starts one node (``raftlog serve --require-auth --super-user admin``, plain, its code from ``--code``: this
+checkout by default, another one to measure before a change) with its default bounds, makes the users
+admin, mallory, eve, trudy and bob, and has mallory, eve and trudy each open ``--per-user`` connections
+that log in (SASL/PLAIN) and send only the 4-byte size prefix of a request (``--prefix-mib``: by default
+100, 100 and 56 MiB, which fill the default 256 MiB to the byte), and do so again whenever the node
+closes one. After ``--settle-s`` it times, each on a new connection: the admin's login and Metadata,
+bob's login and Metadata, and the node's ``/status/live``, each waited at most ``--wait-s``, and prints
+them with the node's resident memory. Numbers, not a test: docs/security.md quotes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kafka_api import wire  # noqa: E402
+from raftlog_contract import USERS_PATH  # noqa: E402
+from raftlog_dev import layout  # noqa: E402
+from raftlog_node.options import TOKEN_ENV  # noqa: E402
+
+MiB = 1024 * 1024
+TOKEN = "fair-share-probe-admin-token"
+USERS = ("admin", "mallory", "eve", "trudy", "bob")
+
+
+def frame(api_key: int, version: int, body: object, correlation_id: int) -> bytes:
+    import io
+
+    from kio.serial import entity_writer
+
+    cls = wire.request_class(api_key, version)
+    header_cls = cls.__header_schema__
+    buffer = io.BytesIO()
+    header = header_cls(request_api_key=api_key, request_api_version=version,
+                        correlation_id=correlation_id, client_id="probe")  # fmt: skip
+    entity_writer(header_cls)(buffer, header)
+    entity_writer(cls)(buffer, body)
+    return struct.pack(">i", len(buffer.getvalue())) + buffer.getvalue()
+
+
+def answer(sock: socket.socket) -> bytes:
+    def read(count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the node")
+            data += chunk
+        return data
+
+    return read(struct.unpack(">i", read(4))[0])
+
+
+def log_in(kafka: str, user: str, source: str, wait_s: float) -> socket.socket:
+    host, _, port = kafka.rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=wait_s, source_address=(source, 0))
+    sock.sendall(frame(17, 1, wire.build(wire.request_class(17, 1), mechanism="PLAIN"), 1))
+    answer(sock)
+    token = f"\0{user}\0{user}".encode()
+    sock.sendall(frame(36, 2, wire.build(wire.request_class(36, 2), auth_bytes=token), 2))
+    answer(sock)
+    return sock
+
+
+def served_s(kafka: str, user: str, wait_s: float) -> str:
+    """How long a new connection of ``user`` took to log in and be answered a Metadata."""
+    began = time.monotonic()
+    try:
+        sock = log_in(kafka, user, "127.0.0.1", wait_s)
+        metadata = wire.build(wire.request_class(3, 12), topics=None, allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)  # fmt: skip
+        sock.sendall(frame(3, 12, metadata, 3))
+        answer(sock)
+        sock.close()
+    except (OSError, ConnectionError) as exc:
+        return f"not served ({type(exc).__name__} after {time.monotonic() - began:.1f} s)"
+    return f"{time.monotonic() - began:.3f} s"
+
+
+def live_s(url: str, wait_s: float) -> str:
+    began = time.monotonic()
+    try:
+        with urllib.request.urlopen(url + "/status/live", timeout=wait_s):
+            pass
+    except OSError as exc:
+        return f"not answered ({type(exc).__name__})"
+    return f"{time.monotonic() - began:.3f} s"
+
+
+def attack(kafka: str, user: str, source: str, size: int, stop: threading.Event) -> None:
+    """Log in as ``user`` and send the size prefix of a ``size`` byte request, again whenever the node
+    closes the connection, until ``stop``."""
+    while not stop.is_set():
+        try:
+            sock = log_in(kafka, user, source, 10)
+            sock.sendall(struct.pack(">i", size))
+            sock.settimeout(0.5)
+            while not stop.is_set():
+                try:
+                    if not sock.recv(1):
+                        break
+                except TimeoutError:
+                    continue
+            sock.close()
+        except OSError:
+            stop.wait(0.1)
+
+
+def rss_bytes(pid: int) -> int:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def held_bytes(url: str) -> float:
+    request = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=30) as got:
+        for line in got.read().decode().splitlines():
+            if line.startswith('raftlog_request_bytes_held{door="kafka"}'):
+                return float(line.split()[1])
+    return 0.0
+
+
+def cuts(url: str) -> str:
+    """The Kafka listener's cuts and refusals so far, from its /metrics (those not 0)."""
+    request = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=30) as got:
+        lines = got.read().decode().splitlines()
+    prefix = 'raftlog_kafka_connections_cut_total{reason="'
+    found = [line.removeprefix(prefix).replace('"}', "") for line in lines if line.startswith(prefix)]
+    return ", ".join(f for f in found if float(f.split()[1]) > 0) or "none"
+
+
+def http(url: str, body: object) -> int:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Authorization", f"Bearer {TOKEN}")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as got:
+            return int(got.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--code", default=str(ROOT), help="the checkout whose node runs")
+    parser.add_argument("--per-user", type=int, default=1)
+    parser.add_argument(
+        "--prefix-mib",
+        default="100,100,56",
+        help="mallory's, eve's and trudy's prefixes in MiB (one for all, or three)",
+    )
+    parser.add_argument("--wait-s", type=float, default=120.0)
+    parser.add_argument("--settle-s", type=float, default=20.0, help="attack this long before timing")
+    parser.add_argument("serve", nargs="*", help="options for the node, after --")
+    args = parser.parse_args()
+    sizes = [min(int(float(mib) * MiB), 100 * MiB) for mib in args.prefix_mib.split(",")]
+    prefix_of = dict(zip(("mallory", "eve", "trudy"), sizes * 3 if len(sizes) == 1 else sizes, strict=False))
+    with tempfile.TemporaryDirectory(prefix="fair-share-") as root:
+        secret = pathlib.Path(root) / "cluster.secret"
+        secret.write_text("fair-share-probe-cluster-secret-0123456789\n")
+        nodes = layout.plan(1, layout.free_base_port(1), False)
+        argv = [*layout.node_argv(nodes[0], nodes, root, str(secret), None), "--require-auth",
+                "--super-user", "admin", *args.serve]  # fmt: skip
+        env = {**os.environ, TOKEN_ENV: TOKEN, "PYTHONPATH": args.code}
+        url, kafka = nodes[0].http, nodes[0].kafka
+        with open(pathlib.Path(root) / "n1.log", "wb") as log:
+            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=args.code)
+        try:
+            deadline = time.monotonic() + 60
+            for user in USERS:
+                while http(url + USERS_PATH, {"name": user, "password": user}) != 200:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        print((pathlib.Path(root) / "n1.log").read_text()[-3000:])
+                        return 1
+                    time.sleep(0.2)
+            while "s" not in served_s(kafka, "bob", 5)[-2:]:
+                if time.monotonic() > deadline:
+                    return 1
+                time.sleep(0.2)
+            before = rss_bytes(process.pid)
+            stop = threading.Event()
+            users = [u for u in ("mallory", "eve", "trudy") for _ in range(args.per_user)]
+            attackers = [
+                threading.Thread(target=attack, args=(kafka, user, f"127.0.0.{2 + i % 200}", prefix_of[user],
+                                                      stop))
+                for i, user in enumerate(users)
+            ]  # fmt: skip
+            for thread in attackers:
+                thread.start()
+            settled_until = time.monotonic() + args.settle_s
+            while time.monotonic() < settled_until:
+                time.sleep(0.1)
+            holding = held_bytes(url) / MiB
+            print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
+            print(f"three users, {len(attackers)} connections, each logging in and sending the size prefix "
+                  f"of a request of {args.prefix_mib} MiB (again once closed); the node holds "
+                  f"{holding:.0f} MiB")  # fmt: skip
+            print(f"the admin's login and Metadata: {served_s(kafka, 'admin', args.wait_s)}")
+            print(f"bob's login and Metadata: {served_s(kafka, 'bob', args.wait_s)}")
+            print(f"/status/live: {live_s(url, args.wait_s)}")
+            print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(process.pid) / MiB:.0f} MiB")
+            print(f"the node's cuts: {cuts(url)}")
+            stop.set()
+            for thread in attackers:
+                thread.join()
+        finally:
+            process.terminate()
+            process.wait(30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
