@@ -3,7 +3,8 @@ a user with READ on a group of her own sends the ConsumerGroupHeartbeat whose re
 (``o(([a-z-]*)*)*!``, matched by Python's backtracking ``re`` against topics whose names make it try
 every split), again and again with a new variant each time, while the group's coordinator answers its
 liveness within a second, keeps every leadership it had (same leader, same term) and answers another
-user's and the admin's Metadata within a second; her last regex is kept (her describe shows it) and
+user's and the admin's Metadata within a second, its memory growing less than docs/security.md's bound of
+what regexes hold; her last regex is kept (her describe shows it) and
 resolves to no topic. A regex resolves only to topics she may DESCRIBE, a topic she may not DESCRIBE
 named in her subscription is TOPIC_AUTHORIZATION_FAILED, and a group assigning one is described to her
 as TOPIC_AUTHORIZATION_FAILED without its members, as Kafka answers. The rules:
@@ -27,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from test_sasl_clients import _authenticate, _handshake, grant, make_user, new_topic
 
 from kafka_api import wire
+from partitions.groups.topic_regex import REGEX_MEMORY_BYTES, RESOLVED_CACHED_MAX
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
 
@@ -37,6 +39,9 @@ HOSTILE = ("o" + "a" * 11, "o" + "b" * 12, "o" + "c-" * 6)
 LIVE_WITHIN_S = 1.0  # the issue's liveness bound, and the other users' normal latency for a Metadata
 ATTACK_HEARTBEATS = 30  # each with a regex of its own: each is matched against every topic
 HEARTBEAT, DESCRIBE, FIND_COORDINATOR, METADATA = 68, 69, 10, 3
+# docs/security.md's bound of what regexes hold: one regex's RE2 memory at a time, and the results kept
+# (each at most 10,000 references to topic names, 8 bytes each)
+REGEX_HELD_BYTES = REGEX_MEMORY_BYTES + RESOLVED_CACHED_MAX * 10_000 * 8
 MALLORY = ("mallory", "mallory's password")
 BOB = ("bob", "bob's password")
 
@@ -134,6 +139,12 @@ def _metadata(raw: RawKafka) -> None:
     assert raw.call(METADATA, 12, body).topics is not None
 
 
+def _rss_bytes(cluster: LocalCluster, node: str) -> int:
+    with open(f"/proc/{cluster.pids[node]}/status", encoding="ascii") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
 def _leaderships(cluster: LocalCluster, node: str) -> dict[tuple[str, int], int]:
     """(topic, partition) -> term of every partition of the groups' topic and the hostile topics that
     ``node`` leads, as the node itself tells (``GET /v1/partitions``, each partition until one past the
@@ -198,6 +209,7 @@ def test_the_issues_regex_neither_freezes_the_coordinator_nor_costs_its_leadersh
     before = _leaderships(cluster, node)
     assert any(topic == "__consumer_groups" for topic, _ in before), before  # the group's partition at least
     served = _Served(cluster, node)
+    rss_before = _rss_bytes(cluster, node)
     served.start()
     try:
         member = str(uuid.uuid4())
@@ -227,6 +239,8 @@ def test_the_issues_regex_neither_freezes_the_coordinator_nor_costs_its_leadersh
     ]  # it landed
     assert max(served.slowest_s.values()) < LIVE_WITHIN_S, (served.slowest_s, served.asked)
     assert _leaderships(cluster, node) == before
+    grown = _rss_bytes(cluster, node) - rss_before
+    assert grown < REGEX_HELD_BYTES, (grown, REGEX_HELD_BYTES)
 
 
 def test_a_regex_resolves_only_to_topics_the_member_may_describe_and_a_group_showing_one_is_hidden(
