@@ -263,6 +263,19 @@ def test_a_dribbled_frame_is_cut_at_the_frame_deadline(node: RunningNode) -> Non
     raw.close()
 
 
+def test_a_large_frame_whose_bytes_never_come_loses_its_room_at_the_frame_timeout(node: RunningNode) -> None:
+    raw = logged_in(node)
+    announced = 64 * 1024 * 1024  # within a user's share; the old deadline gave it 1 s + 64 s
+    raw.send_raw(struct.pack(">i", announced))
+    wait_for(
+        lambda: closed_by_server(raw.sock, 0.2),
+        "a frame whose bytes never come is cut once the frame timeout passed, whatever its size",
+        FRAME_TIMEOUT_S + SLACK_S,
+        every_s=0.05,
+    )
+    raw.close()
+
+
 def test_an_idle_connection_is_closed_at_the_idle_deadline(node: RunningNode) -> None:
     raw = logged_in(node)
     wait_for(
