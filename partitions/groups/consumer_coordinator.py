@@ -159,9 +159,9 @@ class ConsumerGroupCoordinator:
         written, then answered. As Kafka: each topic it subscribes to by name must be one it may DESCRIBE
         (TopicAuthorizationFailed), and its regex resolves only to topics it may DESCRIBE."""
         validate(hb)
-        for topic in sorted(set(hb.subscribed or ())):
-            if not viewer.describable(topic):
-                raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", topic)
+        hidden = await self.regexes.hidden(hb.subscribed or (), viewer)
+        if hidden is not None:
+            raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", hidden)
         async with self._lock(name):
             term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
             regex = regex_after(state, hb) if hb.member_epoch >= 0 else None

@@ -24,9 +24,9 @@ import asyncio
 import concurrent.futures
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import re2
 
@@ -39,6 +39,9 @@ RESOLVE_BUDGET_MS_DEFAULT = 1_000  # one resolution's time; 10,000 topics of 200
 # each at most the cluster's 10,000 topic names (80 KiB of references), 20 MiB at most
 RESOLVED_CACHED_MAX = 256
 BUDGET_CHECK_EVERY = 64  # names matched between two looks at the clock
+NAMES_ON_LOOP_MAX = 64  # a heartbeat's subscribed names checked on the loop; more on the thread
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,25 +175,55 @@ class RegexResolver:
         key = (regex, viewer.key, *versions)
         found = self._cached(key)
         if found is None:
-            turn = self._turns.get(viewer.key)
-            if turn is None:
-                turn = self._turns[viewer.key] = _Turn()
-            turn.users += 1
-            try:
-                async with turn.lock:  # one of a principal's resolutions at a time
-                    found = self._cached(key)
-                    if found is None:
-                        found = await self._run(regex, list(topics), viewer)
-                        self._cache[key] = found
-                        while len(self._cache) > self._cached_max:
-                            self._cache.popitem(last=False)
-            finally:
-                turn.users -= 1
-                if turn.users == 0:
-                    del self._turns[viewer.key]
+
+            async def matched() -> tuple[str, ...] | BudgetSpent:
+                again = self._cached(key)  # resolved while this waited its turn
+                if again is not None:
+                    return again
+                result = await self._run(regex, list(topics), viewer)
+                self._cache[key] = result
+                while len(self._cache) > self._cached_max:
+                    self._cache.popitem(last=False)
+                return result
+
+            found = await self._in_turn(viewer, matched)
         if isinstance(found, BudgetSpent):
             raise found
         return found
+
+    async def hidden(self, names: Collection[str], viewer: Viewer) -> str | None:
+        """The first of ``names`` (sorted) ``viewer`` may not DESCRIBE, None when it may every one: on the
+        loop for a few, else on the thread in the principal's turn (a heartbeat may name any number)."""
+
+        def first() -> str | None:
+            return next((topic for topic in sorted(set(names)) if not viewer.describable(topic)), None)
+
+        if len(names) <= NAMES_ON_LOOP_MAX:
+            return first()
+
+        async def checked() -> str | None:
+            return await asyncio.get_running_loop().run_in_executor(self._executor(), first)
+
+        return await self._in_turn(viewer, checked)
+
+    async def _in_turn(self, viewer: Viewer, work: Callable[[], Awaitable[_T]]) -> _T:
+        """``work`` once the principal's earlier work is done (one of its resolutions at a time)."""
+        turn = self._turns.get(viewer.key)
+        if turn is None:
+            turn = self._turns[viewer.key] = _Turn()
+        turn.users += 1
+        try:
+            async with turn.lock:
+                return await work()
+        finally:
+            turn.users -= 1
+            if turn.users == 0:
+                del self._turns[viewer.key]
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._thread is None:
+            self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="group-regex")
+        return self._thread
 
     def _cached(self, key: tuple[Hashable, ...]) -> tuple[str, ...] | BudgetSpent | None:
         found = self._cache.get(key)
@@ -199,8 +232,6 @@ class RegexResolver:
         return found
 
     async def _run(self, regex: str, topics: list[str], viewer: Viewer) -> tuple[str, ...] | BudgetSpent:
-        if self._thread is None:
-            self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="group-regex")
         clock, budget_s = self._clock, self.budget_ms / 1000
 
         def work() -> tuple[str, ...] | BudgetSpent:
@@ -211,4 +242,4 @@ class RegexResolver:
                 return spent
 
         self.resolved += 1
-        return await asyncio.get_running_loop().run_in_executor(self._thread, work)
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), work)

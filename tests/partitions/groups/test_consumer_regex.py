@@ -6,6 +6,7 @@ real secure cluster: ``tests/kafka_api/test_consumer_group_regex.py``."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import types
 
 import pytest
@@ -136,6 +137,31 @@ def test_one_principals_resolutions_take_turns_behind_anothers() -> None:
         asks = [resolver.resolve(f"t{i}", topics, mallory) for i in (1, 2, 3)]
         await asyncio.gather(*asks, resolver.resolve("t4", topics, bob))
         assert order == ["mallory t1", "bob t4", "mallory t2", "mallory t3"]
+        resolver.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_heartbeats_many_names_are_checked_off_the_loop() -> None:
+    """A heartbeat may name any number of topics: DESCRIBE of each is asked on the resolver's thread
+    beyond a few, and the first hidden one (in name order) is the answer."""
+
+    async def scenario() -> None:
+        resolver = RegexResolver()
+        threads: set[str] = set()
+
+        def describable(topic: str) -> bool:
+            threads.add(threading.current_thread().name)
+            return not topic.startswith("secret")
+
+        viewer = Viewer("User:m", "h", describable)
+        assert await resolver.hidden(["b", "secret-2", "a", "secret-1"], viewer) == "secret-1"
+        assert threads == {threading.current_thread().name}  # a few: on the loop
+        threads.clear()
+        many = [f"t{i:05d}" for i in range(10_000)] + ["secret-x"]
+        assert await resolver.hidden(many, viewer) == "secret-x"
+        assert await resolver.hidden(many[:-1], viewer) is None
+        assert len(threads) == 1 and threading.current_thread().name not in threads
         resolver.close()
 
     asyncio.run(scenario())
