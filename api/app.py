@@ -487,6 +487,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             request[state.CALLER] = await _authenticate(request, app_state)  # for the route's ACLs
         elif settings.admin_token is not None and auth.is_admin(request.path):
             _check_token(request, settings.admin_token)
+            request[state.ADMIN_TOKEN] = True  # its body's bytes are the admin's (api.state.body)
         if request.path == "/metrics" and settings.require_auth and not settings.public_metrics:
             await _check_metrics(request, app_state)
         if request.path.startswith(INTERNAL_PREFIX):

@@ -120,6 +120,7 @@ STATE = web.AppKey("raftlog_state", AppState)
 LEADER = web.RequestKey("raftlog_leader", str)  # who served the request (X-Raftlog-Leader)
 ANSWER_TYPE = web.RequestKey("raftlog_answer_type", str)  # the media type negotiated (api.negotiation)
 CALLER = web.RequestKey("raftlog_caller", Caller)  # who made a request to a client route (api.auth)
+ADMIN_TOKEN = web.RequestKey("raftlog_admin_token", bool)  # a /v1 request the admin token's check passed
 
 
 def state(request: web.Request) -> AppState:
@@ -134,7 +135,12 @@ async def body(request: web.Request) -> bytes:
     app_state = state(request)
     settings = app_state.settings
     caller = request.get(CALLER)
-    holder = caller.principal if caller is not None else f"address:{client_host(request.remote)}"
+    if caller is not None:
+        holder = caller.principal
+    elif request.get(ADMIN_TOKEN, False):
+        holder = "User:admin"  # the admin token's principal: a super user's share and reserve
+    else:
+        holder = f"address:{client_host(request.remote)}"
     limit, timeout_s = settings.request_bytes_max, settings.body_timeout_s
     guard = request.app[GUARD]
     limits = guard.limits
