@@ -87,6 +87,7 @@ from partitions.security.acls import CLUSTER_NAME, client_host
 from partitions.security.holds import RequestBytes, holder_kinds
 from partitions.security.login_failures import LoginFailures
 from partitions.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
+from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog.histogram import HistogramSnapshot
@@ -611,13 +612,15 @@ def build_app(
     login_failures: LoginFailures | None = None,
     metrics_token: str | None = None,
     public_metrics: bool = False,
+    token_lifetime_ms: int = TOKEN_LIFETIME_MS_DEFAULT,
 ) -> web.Application:
     """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
     needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass, and users on
     ``/v1`` too (otherwise the admin token's alone).
     ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL).
     ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token,
-    and with ``enforce_acls`` a user who may DESCRIBE the cluster; ``public_metrics``: it takes none."""
+    and with ``enforce_acls`` a user who may DESCRIBE the cluster; ``public_metrics``: it takes none.
+    ``token_lifetime_ms``: when a user's API token made without an expiry expires."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
@@ -637,6 +640,7 @@ def build_app(
         http_limits.body_timeout_s,
         metrics_token,
         public_metrics,
+        token_lifetime_ms,
     )
     app = web.Application(middlewares=[_observe, _errors], client_max_size=request_bytes_max)
     app[state.STATE] = state.AppState(

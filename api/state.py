@@ -23,6 +23,7 @@ from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import Authorizers, client_host
 from partitions.security.holds import RequestBytes
 from partitions.security.login_failures import LoginFailures
+from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT
 from partitions.security.users import Verifier
 from raftlog.errors import InvariantViolation
 
@@ -47,6 +48,8 @@ class Settings:
     # admin token as a bearer token, unless public_metrics
     metrics_token: str | None = None
     public_metrics: bool = False
+    # a user's API token made without an expiry expires after this (``partitions.security.tokens``)
+    token_lifetime_ms: int = TOKEN_LIFETIME_MS_DEFAULT
 
 
 class Admission:

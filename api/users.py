@@ -82,14 +82,21 @@ def _user(request: web.Request) -> str:
 
 
 async def create_token(request: web.Request) -> web.Response:
-    """``{"description"?, "expires_ms"? | "lifetime_ms"?}`` (no body: no description, no expiry)."""
+    """``{"description"?, "expires_ms"? | "lifetime_ms"?}`` (no body: no description, and neither: it
+    expires after the node's default lifetime, ``serve --api-token-lifetime-ms``)."""
     # not asked of this node's metadata: a user made a moment ago elsewhere may not have reached it yet, and
     # the controller refuses a token of an unknown user anyway
     name = check_user_name(request.match_info["user"], "user")
     fields = {"description", "expires_ms", "lifetime_ms"}
     body = await _object(request, fields) if request.can_read_body else {}
-    now_ms = state.state(request).clock_ms()
-    expires_ms = token_expiry(now_ms, expires_ms=body.get("expires_ms"), lifetime_ms=body.get("lifetime_ms"))
+    app_state = state.state(request)
+    now_ms = app_state.clock_ms()
+    expires_ms = token_expiry(
+        now_ms,
+        expires_ms=body.get("expires_ms"),
+        lifetime_ms=body.get("lifetime_ms"),
+        default_lifetime_ms=app_state.settings.token_lifetime_ms,
+    )
     text, token = issue_token(name, now_ms, expires_ms, body.get("description", ""))
     made = await state.node(request).cluster.admin.call(AdminService.create_token, token)
     return web.json_response({"token": text, **made.to_json(now_ms)}, status=201)

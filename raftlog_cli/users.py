@@ -145,7 +145,8 @@ def _token_commands(
         "--expires",
         type=duration_ms,
         metavar="DURATION",
-        help="expire after 90s, 30m, 12h, 30d... (default: never)",
+        help="expire after 90s, 30m, 12h, 30d... (default: the node's raftlog serve "
+        "--api-token-lifetime-ms, 7 days)",
     )
     parser.add_argument("--description", help="what the token is for (shown by list)")
     parser.set_defaults(run=run(create))

@@ -24,6 +24,7 @@ from partitions.groups.share_partition import LOCK_MS_DEFAULT as SHARE_LOCK_MS_D
 from partitions.groups.topic_regex import RESOLVE_BUDGET_MS_DEFAULT as REGEX_BUDGET_MS_DEFAULT
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginLimits
+from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT, TOKEN_LIFETIME_MS_MAX
 from partitions.transactions.coordinator import TIMEOUT_MS_MAX_DEFAULT as TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
 from raftlog.consensus.config import CoreConfig
 from raftlog.storage import cleaner
@@ -159,6 +160,10 @@ SECURITY = (
            "switch"),
     Option("--public-metrics", "with --require-auth, serve /metrics to anyone (a closed network only)",
            "switch"),
+    Option("--api-token-lifetime-ms",
+           "a user's API token made without an expiry (lifetime_ms or expires_ms) expires after this (7 "
+           "days: Kafka's delegation.token.max.lifetime.ms)", default=TOKEN_LIFETIME_MS_DEFAULT, low=60_000,
+           high=TOKEN_LIFETIME_MS_MAX),
     Option("--login-bounds-on-loopback",
            "apply --login-failures-per-address-max to loopback clients too (by default they are exempt: "
            "every local tool shares the address; the per-user bound still applies)", "switch"),

@@ -88,6 +88,7 @@ async def serve(settings: ServeSettings) -> None:
         login_failures=login_failures,
         metrics_token=settings.metrics_token,
         public_metrics=settings.public_metrics,
+        token_lifetime_ms=settings.api_token_lifetime_ms,
     )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -319,6 +319,7 @@ class ServeSettings:
     share_groups_max: int
     topics: TopicDefaults
     gc_gen0: int
+    api_token_lifetime_ms: int
 
 
 def serve_settings(args: argparse.Namespace) -> ServeSettings:
@@ -346,4 +347,5 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         args.group_share_max_groups,
         topic_defaults(args),
         args.gc_gen0,
+        args.api_token_lifetime_ms,
     )

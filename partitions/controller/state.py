@@ -51,6 +51,7 @@ from partitions.errors import (
     UnknownTopic,
     UnknownUser,
 )
+from partitions.features import RAFTLOG_VERSION, finalized_level
 from partitions.names import check_topic_name, check_user_name
 from partitions.security.acls import AclBinding
 from partitions.security.tokens import ApiToken
@@ -739,6 +740,13 @@ class _Change:
         """A deleted user's tokens are revoked with it."""
         self.tokens = controller_tokens.without_user(self._base.tokens, name)
 
+    def _credentials_changed(self, name: str) -> None:
+        """A user whose credentials changed (a password reset) loses its tokens in the same change, so no
+        token made with the old password outlives it. From ``raftlog.version`` 2 (a node of 0.1.0, which
+        keeps them, is then kept out of the cluster), so that every replica applies the same rule."""
+        if finalized_level(self._base.features, RAFTLOG_VERSION) >= controller_tokens.REVOKED_ON_RESET_LEVEL:
+            self.tokens = controller_tokens.without_user(self._base.tokens, name)
+
     def _apply_user(self, command: SetUser | DeleteUser) -> frozenset[str]:
         """The user's mechanisms now (empty: deleted)."""
         name = check_user_name(command.name)
@@ -752,6 +760,8 @@ class _Change:
             return frozenset()
         if len({c.mechanism for c in command.credentials}) != len(command.credentials):
             raise InvalidCommand(f"user {name!r}: one credential per mechanism")
+        if name in users:  # a new password
+            self._credentials_changed(name)
         users[name] = command.credentials
         self.users = users
         return frozenset(c.mechanism for c in command.credentials)
@@ -776,6 +786,8 @@ class _Change:
         for credential in command.upsertions:
             credentials[credential.mechanism] = credential
         if credentials:
+            if name in users:  # a password set or removed for a mechanism: its tokens go
+                self._credentials_changed(name)
             users[name] = tuple(credentials[m] for m in sorted(credentials))
         else:
             users.pop(name, None)

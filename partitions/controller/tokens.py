@@ -8,6 +8,11 @@ Bounds: at most ``TOKENS_PER_USER_MAX`` tokens a user, ``TOKENS_MAX`` in a clust
 either is refused (``TooManyTokens``). A creation first drops every token that expired before the new
 one's creation time, so tokens nobody can use any more do not hold the room (the time is the command's,
 so every replica drops the same ones).
+
+A user's tokens are revoked with it (``without_user``) when it is deleted and, from ``raftlog.version``
+``REVOKED_ON_RESET_LEVEL``, when its credentials change (a password reset, ``SetUser`` of a user that exists
+or ``AlterUser``), in that same controller change: no request finds the new password and an old token both
+valid.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from partitions.security.tokens import ApiToken, check_token_id
 
 TOKENS_PER_USER_MAX = 100
 TOKENS_MAX = 10_000  # in a cluster: every node holds them all in its controller metadata
+REVOKED_ON_RESET_LEVEL = 2  # of raftlog.version: a password reset revokes the user's tokens (0.1.0 kept them)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,11 @@ is found, listed and revoked; ``secret`` is 64 hex digits (32 random bytes from 
 answered once, where it is made (``issue_token``, on the node the request entered), and never stored: the
 controller replicates an ``ApiToken``, which holds the id, the owning user, the SHA-256 of the whole text,
 a description and the creation and expiry times (ms since the epoch, from the clock of the node that made
-it). 32 random bytes cannot be guessed, so a fast hash is all the secret needs (no salt, no PBKDF2: those
-protect passwords, which people choose).
+it; a token made without an expiry expires after ``TOKEN_LIFETIME_MS_DEFAULT``, seven days, as Kafka's
+delegation tokens at most live; tokens of an earlier release may have none). A change of its user's
+credentials (a new password) revokes it, in the same controller change (``controller.tokens``). 32 random
+bytes cannot be guessed, so a fast hash is all the secret needs (no salt, no PBKDF2: those protect
+passwords, which people choose).
 
 ``check_token`` finds the token a request presents among those the controller holds now: the id selects one,
 the hashes are compared in constant time, and an expired one (at ``now_ms``, the checking node's clock)
@@ -30,6 +33,9 @@ ID_BYTES = 8  # 16 hex digits: a token's public name
 SECRET_BYTES = 32  # 64 hex digits
 TOKEN_DESCRIPTION_BYTES_MAX = 256
 TOKEN_LIFETIME_MS_MAX = 10 * 366 * 86_400_000  # ten years: an expiry further off is a mistake, not a plan
+# A token made without an expiry expires after this (``raftlog serve --api-token-lifetime-ms``): seven days,
+# Kafka's ``delegation.token.max.lifetime.ms``, so a forgotten token stops working on its own
+TOKEN_LIFETIME_MS_DEFAULT = 7 * 86_400_000
 _HEX = frozenset("0123456789abcdef")
 _TEXT_LENGTH = len(PREFIX) + 2 * ID_BYTES + 1 + 2 * SECRET_BYTES
 
@@ -43,7 +49,7 @@ class ApiToken:
     secret_hash: bytes  # SHA-256 of the token's whole text
     description: str
     created_ms: int
-    expires_ms: int | None  # None: until revoked
+    expires_ms: int | None  # None: until revoked (made by an earlier release; now every token expires)
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_ms is not None and now_ms >= self.expires_ms
@@ -108,10 +114,16 @@ def check_token_description(value: object, field: str = "description") -> str:
     return value
 
 
-def token_expiry(now_ms: int, *, expires_ms: object = None, lifetime_ms: object = None) -> int | None:
+def token_expiry(
+    now_ms: int,
+    *,
+    expires_ms: object = None,
+    lifetime_ms: object = None,
+    default_lifetime_ms: int = TOKEN_LIFETIME_MS_DEFAULT,
+) -> int:
     """When a token made at ``now_ms`` expires: at ``expires_ms`` (ms since the epoch), after
-    ``lifetime_ms``, or never (neither given). ``InvalidName`` names what is wrong: both given, not an
-    integer, not in the future, or more than ten years off."""
+    ``lifetime_ms``, or after ``default_lifetime_ms`` (neither given): every token expires. ``InvalidName``
+    names what is wrong: both given, not an integer, not in the future, or more than ten years off."""
     if expires_ms is not None and lifetime_ms is not None:
         raise InvalidName("expires_ms", expires_ms, "give expires_ms or lifetime_ms, not both")
     if lifetime_ms is not None:
@@ -119,7 +131,7 @@ def token_expiry(now_ms: int, *, expires_ms: object = None, lifetime_ms: object 
             raise InvalidName("lifetime_ms", lifetime_ms, "must be an integer (ms)")
         return _future(now_ms, now_ms + lifetime_ms, "lifetime_ms", lifetime_ms)
     if expires_ms is None:
-        return None
+        return _future(now_ms, now_ms + default_lifetime_ms, "default lifetime", default_lifetime_ms)
     if not isinstance(expires_ms, int) or isinstance(expires_ms, bool):
         raise InvalidName("expires_ms", expires_ms, "must be an integer (ms since the epoch)")
     return _future(now_ms, expires_ms, "expires_ms", expires_ms)

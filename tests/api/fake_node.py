@@ -662,7 +662,9 @@ class FakeAdmin:
 
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         self.data._controller_here()
-        self.cluster.users[check_user_name(name)] = tuple(credentials)
+        if check_user_name(name) in self.cluster.users:  # a new password: its tokens go (the controller's)
+            self._revoke_tokens(name)
+        self.cluster.users[name] = tuple(credentials)
         return sorted(c.mechanism for c in credentials)
 
     async def delete_user(self, name: str) -> None:
@@ -687,6 +689,8 @@ class FakeAdmin:
                 raise UnknownCredential(name, mechanism)
         credentials.update({c.mechanism: c for c in upsertions})
         if credentials:
+            if name in self.cluster.users:  # a password set or removed: its tokens go (the controller's)
+                self._revoke_tokens(name)
             self.cluster.users[name] = tuple(credentials[m] for m in sorted(credentials))
         else:
             self.cluster.users.pop(name, None)

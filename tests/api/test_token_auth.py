@@ -1,7 +1,8 @@
 """Users' API tokens on a real 3-node cluster (node processes, ``--require-auth --enforce-acls``), tried
 with curl and with the ``raftlog`` command: a token made through one node calls the data API as its user
 on the others, its user's ACLs decide (refused 403 without WRITE, let in once granted), and a revoked
-token, an expired one and the token of a deleted user are refused with 401 on every node."""
+token, an expired one, the token of a deleted user and one made before its user's password was reset are
+refused with 401 on every node; a token made without an expiry lasts the default seven days."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from serve_args import token_file
 from test_auth import curl, node_processes
 
+from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT
 from tests.waiting import wait_for
 
 TOKEN = "admin-token-for-the-token-test"
@@ -117,6 +119,39 @@ def test_an_expired_token_and_a_deleted_users_tokens_are_refused(servers: list[s
     )
     status, body, _ = curl(f"{second}/v1/users/erin/tokens", *ADMIN)
     assert status == 404 and isinstance(body, dict) and body["error_code"] == 40407
+
+
+def test_a_password_reset_revokes_the_users_tokens_and_a_token_lasts_seven_days_by_default(
+    servers: list[str],
+) -> None:
+    first, second, third = servers
+    make_user(first, "gina")
+    grant_write(first, "gina")
+    made = make_token(second, "gina")  # no expiry asked: the node's default lifetime
+    assert made["expires_ms"] == made["created_ms"] + TOKEN_LIFETIME_MS_DEFAULT  # type: ignore[operator]
+    token = str(made["token"])
+    let_in = lambda: all(produce(url, token) == 200 for url in servers)  # noqa: E731
+    wait_for(let_in, "gina's token let in on every node", 15, every_s=0.1)
+    status, body, _ = curl(
+        "-XPOST", f"{third}/v1/users", *JSON, *ADMIN, "-d", '{"name": "gina", "password": "n3w p4ss"}'
+    )
+    assert status == 200 and isinstance(body, dict) and body["created"] is False, body
+
+    def reset_on(url: str) -> bool:
+        """Whether the node applied the new password; its tokens are refused from the same change on."""
+        status, _, _ = curl(
+            "-XPOST", f"{url}/topics/tokened/partitions/0", *JSON, "-u", "gina:n3w p4ss",
+            "-d", '{"records": [{"value": "v"}]}',
+        )  # fmt: skip
+        if status != 200:
+            return False
+        assert produce(url, token) == 401, f"{url} took gina's new password and her old token both"
+        return True
+
+    for url in servers:
+        wait_for(lambda url=url: reset_on(url), f"gina's new password applied on {url}", 15, every_s=0.1)
+    status, listed, _ = curl(f"{first}/v1/users/gina/tokens", *ADMIN)
+    assert status == 200 and listed == {"tokens": []}
 
 
 def test_the_command_line_makes_lists_and_revokes_tokens_and_calls_with_one(

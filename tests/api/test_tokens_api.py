@@ -102,9 +102,9 @@ async def test_a_token_is_answered_once_and_listed_without_its_text(secured: Fak
     assert made["token"][20:] not in json.dumps(body)
     stored = secured.tokens[made["id"]]
     assert made["token"] not in repr(stored)  # the controller holds a hash
-    # without a body: no description, no expiry
+    # without a body: no description, and it expires after the node's default lifetime (seven days)
     status, plain = await answer(await a1.client.post("/v1/users/bob/tokens", headers=ADMIN))
-    assert status == 201 and (plain["description"], plain["expires_ms"]) == ("", None)
+    assert status == 201 and (plain["description"], plain["expires_ms"]) == ("", NOW_MS + 7 * 86_400_000)
     assert (await listed(a1, "bob"))[1]["tokens"][0]["id"] == plain["id"]
 
 
@@ -154,6 +154,22 @@ async def test_revoked_expired_wrong_and_deleted_users_tokens_are_refused_alike(
     assert await produce(a1, bearer(kept["token"])) == (401, WRONG)  # its user deleted
     assert secured.tokens == {}
     assert len(secured.partitions[("orders", 0)].records) == 4  # the refused wrote nothing
+
+
+async def test_a_token_without_an_expiry_expires_after_the_nodes_default_lifetime(
+    secured: FakeCluster, harness: Harness
+) -> None:
+    lifetime_ms = 3_600_000
+    node = await harness.start(
+        secured, "n1", admin_token=TOKEN, require_auth=True, enforce_acls=True, token_lifetime_ms=lifetime_ms
+    )
+    set_clock(node, NOW_MS)
+    await grant_write(node)
+    _, made = await create(node)
+    assert made["expires_ms"] == NOW_MS + lifetime_ms
+    assert (await produce(node, bearer(made["token"])))[0] == 200
+    set_clock(node, NOW_MS + lifetime_ms)
+    assert await produce(node, bearer(made["token"])) == (401, WRONG)
 
 
 async def test_a_users_token_is_no_admin_token(secured: FakeCluster, harness: Harness, a1: Node) -> None:

@@ -1,8 +1,8 @@
 """Users' API tokens as controller state: CreateToken and DeleteToken applied deterministically (every
 replica holds the same tokens and answers the same), refused whole (an unknown user, a token another user
 owns, past the limits), expired tokens dropped by the next creation, a deleted user's tokens revoked with
-it, kept in the controller's snapshot (one taken before tokens existed reads as none), and carried between
-nodes as they are."""
+it and, from raftlog.version 2, a user's tokens revoked with its old password, kept in the controller's
+snapshot (one taken before tokens existed reads as none), and carried between nodes as they are."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from partitions.controller.state import (
     ControllerStateMachine,
     CreateTopic,
     DeleteUser,
+    FormCluster,
     SetUser,
     decode,
     encode,
 )
 from partitions.controller.tokens import TOKENS_MAX, TOKENS_PER_USER_MAX, CreateToken, DeleteToken
 from partitions.errors import InvalidCommand, TooManyTokens, UnknownToken, UnknownUser
+from partitions.features import RAFTLOG_VERSION, release_levels
 from partitions.peers.client import ERRORS, REGISTRY
 from partitions.peers.codec import pack, unpack
 from partitions.security.tokens import ApiToken, check_token, issue_token
@@ -30,8 +32,12 @@ NOW_MS = 1_700_000_000_000
 CREDENTIAL = make_credential("SCRAM-SHA-256", "a password", salt=b"0123456789abcdef")
 
 
-def with_users(*names: str) -> ControllerStateMachine:
+def with_users(*names: str, release: str | None = None) -> ControllerStateMachine:
+    """A controller holding the users, of a cluster formed at ``release``'s feature levels (None: a cluster
+    whose metadata names none, level 1)."""
     machine = ControllerStateMachine()
+    if release is not None:
+        machine.apply(1, 1, encode(FormCluster(release_levels(release))))
     for name in names:
         machine.apply(machine.applied_index + 1, 1, encode(SetUser(name, (CREDENTIAL,))))
     return machine
@@ -105,6 +111,35 @@ def test_deleting_a_user_revokes_its_tokens_and_only_its_own() -> None:
     assert set(machine.metadata.tokens) == {carol.token_id}
     apply(machine, SetUser("alice", (CREDENTIAL,)))  # a user made again under the name gets none back
     assert all(t.user != "alice" for t in machine.metadata.tokens.values())
+
+
+def test_a_password_reset_revokes_the_users_tokens_in_the_same_change() -> None:
+    replicas = [with_users("alice", "bob", release="0.2.0") for _ in range(2)]
+    assert replicas[0].metadata.features[RAFTLOG_VERSION] == 2
+    alice_text, alice = token("alice")
+    _, bob = token("bob")
+    new_password = make_credential("SCRAM-SHA-256", "a new password", salt=b"fedcba9876543210")
+    for machine in replicas:
+        for made in (alice, bob):
+            apply(machine, CreateToken(made))
+        apply(machine, SetUser("alice", (new_password,)))  # its password set anew: its tokens go with it
+    assert replicas[0].metadata == replicas[1].metadata
+    assert set(replicas[0].metadata.tokens) == {bob.token_id}
+    assert check_token(replicas[0].metadata.tokens, alice_text, NOW_MS) is None
+    _, again = token("alice", NOW_MS + 1)
+    assert apply(replicas[0], CreateToken(again)) == again  # made with the new password: kept
+    assert set(replicas[0].metadata.tokens) == {bob.token_id, again.token_id}
+    # Kafka's AlterUserScramCredentials setting a credential of the user: a password reset too
+    apply(replicas[0], AlterUser("bob", (new_password,), ()))
+    assert set(replicas[0].metadata.tokens) == {again.token_id}
+    apply(replicas[0], AlterUser("carol", (new_password,), ()))  # a user made: nobody's tokens go
+    assert set(replicas[0].metadata.tokens) == {again.token_id}
+    # at 0.1.0's levels a node of 0.1.0 may apply the same log, and it keeps them: so does every replica
+    for machine in (with_users("alice", release="0.1.0"), with_users("alice")):
+        _, alice = token("alice")
+        apply(machine, CreateToken(alice))
+        apply(machine, SetUser("alice", (CREDENTIAL,)))
+        assert set(machine.metadata.tokens) == {alice.token_id}
 
 
 def test_a_user_holds_at_most_tokens_per_user_max_and_expired_ones_make_room() -> None:
