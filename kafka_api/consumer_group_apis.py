@@ -186,7 +186,7 @@ async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
             continue
         try:
             _coordinating(door, name)
-            state = door.coordinator.consumer.describe(name, viewer(door))
+            state = await door.coordinator.consumer.describe_for(name, viewer(door))
         except InvalidName as exc:
             groups.append(described(name, ErrorCode.invalid_group_id, str(exc)))
             continue

@@ -295,18 +295,23 @@ class ConsumerGroupCoordinator:
         if epoch != member.epoch:
             raise StaleMemberEpoch(name, member.member_id, epoch, member.epoch)
 
-    def describe(self, name: str, viewer: Viewer = EVERYONE) -> ConsumerGroup:
+    def describe(self, name: str) -> ConsumerGroup:
         """The consumer group (UnknownGroup when there is none; NotConsumerGroup when another protocol
-        holds it; NotCoordinator when not led here). As Kafka's ConsumerGroupDescribe: a group one of
-        whose members is assigned (or targeted, or revoking) a topic ``viewer`` may not DESCRIBE is
-        GroupTopicsHidden (TOPIC_AUTHORIZATION_FAILED, no member shown)."""
+        holds it; NotCoordinator when not led here)."""
         _, state = self._current(name, joining=False)
+        return state
+
+    async def describe_for(self, name: str, viewer: Viewer) -> ConsumerGroup:
+        """The group as ``describe``, as Kafka's ConsumerGroupDescribe shows it to ``viewer``: a group one
+        of whose members is assigned (or targeted, or revoking) a topic it may not DESCRIBE is
+        GroupTopicsHidden (TOPIC_AUTHORIZATION_FAILED, no member shown; checked off the loop when many)."""
+        state = self.describe(name)
         topics = {
             tp.topic
             for m in state.members.values()
             for tps in (m.assigned, m.revoking, state.target.get(m.member_id, ()))
             for tp in tps
         }
-        if not all(viewer.describable(t) for t in sorted(topics)):
+        if await self.regexes.hidden(topics, viewer) is not None:
             raise GroupTopicsHidden(viewer.principal or "", "describe", "topic", name)
         return state

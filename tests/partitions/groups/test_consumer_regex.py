@@ -231,9 +231,9 @@ def test_a_description_naming_a_topic_the_asker_may_not_describe_is_refused_whol
         coordinator, _ = _coordinator(("orders-1", "secret-orders"))
         await coordinator.heartbeat("g", _regex_join("secret-.*"), _viewer("User:admin", True))
         with pytest.raises(GroupTopicsHidden) as refused:
-            coordinator.describe("g", _viewer("User:m", False))
+            await coordinator.describe_for("g", _viewer("User:m", False))
         assert "secret" not in str(refused.value)  # which topic is not said
-        assert coordinator.describe("g", _viewer("User:admin", True)).members["a"].assigned
+        assert (await coordinator.describe_for("g", _viewer("User:admin", True))).members["a"].assigned
 
     asyncio.run(scenario())
 
