@@ -11,6 +11,7 @@ import gc
 import logging
 import platform
 import resource
+from collections.abc import Callable
 
 from raftlog import gc_pauses, loop_lag
 
@@ -61,7 +62,53 @@ def tune_malloc(keep_mib: int) -> bool:
     applied = all(libc.mallopt(parameter, value) == 1 for parameter, value in settings)
     if not applied:
         log.warning("mallopt refused a setting: the C library's defaults may partly stay")
+    global _kept_mib
+    _kept_mib = keep_mib if applied else 0
     return applied
+
+
+_kept_mib = 0  # what tune_malloc keeps of freed heap; 0: not tuned (give_memory_back does nothing)
+
+
+GIVE_BACK_EVERY_S = 5.0  # how often the node's RSS is looked at (``give_memory_back``)
+GIVE_BACK_GROWTH_BYTES = 64 * 1024 * 1024  # RSS grown past its floor by more: given back once quiet
+
+
+def rss_bytes() -> int:
+    """This process's resident memory (``/proc/self/statm``)."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
+
+
+def trim_heap() -> None:
+    """Every free page of glibc's heaps back to the OS (``malloc_trim``: in every arena, not only the top
+    of the main one, which is all ``M_TRIM_THRESHOLD`` trims)."""
+    ctypes.CDLL(None).malloc_trim(0)
+
+
+async def give_memory_back(
+    quiet: Callable[[], bool], every_s: float = GIVE_BACK_EVERY_S, growth_bytes: int = GIVE_BACK_GROWTH_BYTES
+) -> None:
+    """Give memory back after a peak. The tuned allocator keeps freed buffers for reuse (``tune_malloc``)
+    and the tuned collector seldom runs on a quiet node (``tune_gc``), so a node's RSS stayed at its peak
+    after a burst of large requests or answers passed (an attack's 357 MiB, for good). Every ``every_s``,
+    once the node's RSS grew more than ``growth_bytes`` past its lowest since the last give-back and its
+    doors hold no request or answer bytes (``quiet``), cycles are collected (a few ms: what existed at
+    start is frozen out) and glibc's free heap pages are given back to the OS, off the event loop. Runs
+    until cancelled; returns at once where the allocator was not tuned (glibc trims on its own)."""
+    if _kept_mib <= 0:
+        return
+    floor = rss_bytes()
+    while True:
+        await asyncio.sleep(every_s)
+        rss = rss_bytes()
+        floor = min(floor, rss)
+        if rss - floor <= growth_bytes or not quiet():
+            continue
+        gc.collect()
+        await asyncio.to_thread(trim_heap)
+        floor = rss_bytes()
+        log.info("gave %d MiB back to the OS after a peak (RSS now %d MiB)", (rss - floor) >> 20, floor >> 20)
 
 
 def raise_open_files_limit() -> int:

@@ -22,7 +22,13 @@ from partitions.broker.node import Node
 from partitions.security.login_failures import LoginFailures
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 from raftlog_node.options import ServeConfigError
-from raftlog_node.process import raise_open_files_limit, tune_gc, tune_malloc, watch_stalls
+from raftlog_node.process import (
+    give_memory_back,
+    raise_open_files_limit,
+    tune_gc,
+    tune_malloc,
+    watch_stalls,
+)
 from raftlog_node.settings import HostPort, ServeSettings, check_listen, is_loopback, serve_settings
 from raftlog_node.tls import peer_context, server_context
 
@@ -61,6 +67,7 @@ async def serve(settings: ServeSettings) -> None:
     )
     from api.cluster_metrics import PEER_SSL
     from api.http_limits import GUARD, listen
+    from api.state import STATE
     from kafka_api.door import Door
     from kafka_api.security import Security
     from kafka_api.server import KafkaServer
@@ -171,10 +178,13 @@ async def serve(settings: ServeSettings) -> None:
             )
         tune_gc(settings.gc_gen0)
         stall_watch = watch_stalls()
+        budgets = (kafka_server.request_bytes, app[STATE].request_bytes)  # requests' and answers' bytes
+        memory_giver = asyncio.ensure_future(give_memory_back(lambda: not any(b.held for b in budgets)))
         scheme = "http" if tls is None else f"https (client certificates: {tls.client_auth})"
         log.info("node %s serving HTTP on %s %s (raft %s)", config.node_id, scheme, http, config.raft_address)
         await stop.wait()
         stall_watch.cancel()
+        memory_giver.cancel()
         log.info("node %s stopping", config.node_id)
     finally:
         failed: BaseException | None = refused[0] if refused else None
