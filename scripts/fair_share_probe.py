@@ -10,7 +10,7 @@ admin, mallory, eve, trudy and bob, and has mallory, eve and trudy each open ``-
 that log in (SASL/PLAIN) and send only the 4-byte size prefix of a request (``--prefix-mib``: by default
 100, 100 and 56 MiB, which fill the default 256 MiB to the byte), and do so again whenever the node
 closes one. After ``--settle-s`` it times, each on a new connection: the admin's login and Metadata,
-bob's login and Metadata, and the node's ``/status/live``, each waited at most ``--wait-s``, and prints
+bob's login and Metadata, and the node's liveness, each waited at most ``--wait-s``, and prints
 them with the node's resident memory. Numbers, not a test: docs/security.md quotes them.
 """
 
@@ -34,7 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kafka_api import wire  # noqa: E402
-from raftlog_contract import USERS_PATH  # noqa: E402
+from raftlog_contract import LIVE_PATH, METRICS_PATH, USERS_PATH  # noqa: E402
 from raftlog_dev import layout  # noqa: E402
 from raftlog_node.options import TOKEN_ENV  # noqa: E402
 
@@ -100,7 +100,7 @@ def served_s(kafka: str, user: str, wait_s: float) -> str:
 def live_s(url: str, wait_s: float) -> str:
     began = time.monotonic()
     try:
-        with urllib.request.urlopen(url + "/status/live", timeout=wait_s):
+        with urllib.request.urlopen(url + LIVE_PATH, timeout=wait_s):
             pass
     except OSError as exc:
         return f"not answered ({type(exc).__name__})"
@@ -134,7 +134,7 @@ def rss_bytes(pid: int) -> int:
 
 
 def held_bytes(url: str) -> float:
-    request = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    request = urllib.request.Request(url + METRICS_PATH, headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(request, timeout=30) as got:
         for line in got.read().decode().splitlines():
             if line.startswith('raftlog_request_bytes_held{door="kafka"}'):
@@ -144,7 +144,7 @@ def held_bytes(url: str) -> float:
 
 def cuts(url: str) -> str:
     """The Kafka listener's cuts and refusals so far, from its /metrics (those not 0)."""
-    request = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    request = urllib.request.Request(url + METRICS_PATH, headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(request, timeout=30) as got:
         lines = got.read().decode().splitlines()
     prefix = 'raftlog_kafka_connections_cut_total{reason="'
@@ -222,7 +222,7 @@ def main() -> int:
                   f"{holding:.0f} MiB")  # fmt: skip
             print(f"the admin's login and Metadata: {served_s(kafka, 'admin', args.wait_s)}")
             print(f"bob's login and Metadata: {served_s(kafka, 'bob', args.wait_s)}")
-            print(f"/status/live: {live_s(url, args.wait_s)}")
+            print(f"liveness: {live_s(url, args.wait_s)}")
             print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(process.pid) / MiB:.0f} MiB")
             print(f"the node's cuts: {cuts(url)}")
             stop.set()
