@@ -34,10 +34,11 @@ from kafka_api.consumer_group_apis import (
 from kafka_api.door import Door
 from kafka_api.errors import code_of, group_coordinator_code
 from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
+from kafka_api.pacing import Pacer
 from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
 from partitions.consumers.protocol import GroupService
 from partitions.data.share_records import ShareFetched
-from partitions.errors import UnknownTopic
+from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     InvalidGroupRequest,
@@ -225,23 +226,26 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
     except Exception as exc:  # the request's answer (kafka_api.errors)
         return failed(code_of(exc), str(exc))
     parts: dict[TopicPartition, _Part] = {}
-    ids: dict[str, uuid.UUID] = {}
+    pacer = Pacer()
     for topic in body.topics:
         name = names.get(topic.topic_id)
+        count = _partition_count(door, name)
         for p in topic.partitions:
+            await pacer.step()
             tp = TopicPartition(name or f"<unknown {topic.topic_id}>", int(p.partition_index))
-            ids[tp.topic] = topic.topic_id
             parts[tp] = _Part(tp, topic.topic_id, _acks(p.acknowledgement_batches))
-            if name is not None and tp not in session.partitions:
-                session.partitions.append(tp)
             if name is None:
                 parts[tp].error = parts[tp].ack_error = _unknown_topic(topic.topic_id)
+            elif not 0 <= tp.partition < count:  # answered, never kept in the session
+                parts[tp].error = parts[tp].ack_error = UnknownPartition(tp.topic, tp.partition)
+            else:
+                session.partitions[tp] = None
     for topic in body.forgotten_topics_data:
         name = names.get(topic.topic_id)
         for index in topic.partitions:
+            await pacer.step()
             tp = TopicPartition(name or "", int(index))
-            if tp in session.partitions:
-                session.partitions.remove(tp)
+            if session.partitions.pop(tp, "absent") is None:
                 await _release(door, group, member, [tp])
     await _acknowledge(door, group, member, [p for p in parts.values() if p.error is None])
     if epoch == CLOSE_EPOCH:
@@ -266,6 +270,7 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
     leader_cls = wire.sibling(cls, "LeaderIdAndEpoch")
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for part in parts.values():
+        await pacer.step()
         fetched = part.fetched
         by_topic.setdefault(part.topic_id, []).append(
             wire.build(
@@ -308,6 +313,16 @@ def _endpoints(door: Door, cls: type) -> tuple[Any, ...]:
 
 def _unknown_topic(topic_id: uuid.UUID) -> Exception:
     return UnknownTopic(str(topic_id))
+
+
+def _partition_count(door: Door, name: str | None) -> int:
+    """The topic's partitions as this node knows them (0: none known)."""
+    if name is None:
+        return 0
+    try:
+        return len(door.node.metadata.topic(name).replicas)
+    except UnknownTopic:
+        return 0
 
 
 async def _release(door: Door, group: str, member: str, tps: Iterable[TopicPartition]) -> None:
@@ -382,9 +397,12 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
     except Exception as exc:  # the request's answer (kafka_api.errors)
         return failed(code_of(exc), str(exc))
     parts = []
+    pacer = Pacer()
     for topic in body.topics:
         name = names.get(topic.topic_id)
+        count = _partition_count(door, name)
         for p in topic.partitions:
+            await pacer.step()
             part = _Part(
                 TopicPartition(name or "", int(p.partition_index)),
                 topic.topic_id,
@@ -392,6 +410,8 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
             )
             if name is None:
                 part.ack_error = _unknown_topic(topic.topic_id)
+            elif not 0 <= part.tp.partition < count:
+                part.ack_error = UnknownPartition(part.tp.topic, part.tp.partition)
             parts.append(part)
     await _acknowledge(door, group, member, [p for p in parts if p.ack_error is None])
     if epoch == CLOSE_EPOCH:
@@ -401,6 +421,7 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
     leader_cls = wire.sibling(cls, "LeaderIdAndEpoch")
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for part in parts:
+        await pacer.step()
         error = part.ack_error
         by_topic.setdefault(part.topic_id, []).append(
             wire.build(

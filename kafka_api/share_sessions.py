@@ -35,7 +35,8 @@ class ShareSession:
     epoch: int  # the epoch the member's next request carries
     connection: object  # what stands for the connection that opened it (its ``Door.session``)
     user: str | None = None  # the logged-in user that opened it (None: not logged in)
-    partitions: list[TopicPartition] = field(default_factory=list)
+    # the partitions it fetches, in the order added (a dict: a fetch naming many finds each at once)
+    partitions: dict[TopicPartition, None] = field(default_factory=dict)
 
 
 @dataclass

@@ -29,6 +29,7 @@ MALLORY = ("mallory", "mallory's password")
 BOB = ("bob", "bob's password")
 PER_CONNECTION, PER_USER = 2, 3
 MADE_UP = 2_000  # the issue's count: as many as the node's whole room (Kafka's 2,000)
+MANY = 50_000  # partition entries of one ShareFetch (a 300 KiB frame)
 LIVE_WITHIN_S = 1.0  # the issue's liveness bound
 TOPIC = "shared-records"
 HEARTBEAT, SHARE_FETCH, FIND_COORDINATOR, METADATA = 76, 78, 10, 3
@@ -162,3 +163,43 @@ def test_made_up_members_open_no_share_session_and_one_user_holds_only_its_bound
     assert acquired, got
     for raw in (mallory, second, bob):
         raw.close()
+
+
+def test_a_share_fetch_naming_many_partitions_keeps_the_node_live_and_only_real_ones_in_its_session(
+    node: RunningNode,
+) -> None:
+    """50,000 partition entries of a one-partition topic: each answered, the node live meanwhile (the
+    handler goes through them in turns), and the session keeps only the partition that exists (it kept
+    every entry, each looked for in a list: minutes of the event loop)."""
+    bob = _logged_in(node, BOB)
+    _coordinator_ready(bob, "bob-many")
+    member = _join(bob, "bob-many")
+    topic_id = _topic_id(bob)
+    cls = wire.request_class(SHARE_FETCH, 1)
+    entries = tuple(
+        wire.build(wire.sibling(cls, "FetchPartition"), partition_index=index, acknowledgement_batches=())
+        for index in range(MANY)
+    )
+    body = wire.build(
+        cls, group_id="bob-many", member_id=member, share_session_epoch=0,
+        max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1024 * 1024, max_records=10, batch_size=10,
+        topics=(wire.build(wire.sibling(cls, "FetchTopic"), topic_id=topic_id, partitions=entries),),
+        forgotten_topics_data=(),
+    )  # fmt: skip
+    liveness = _Liveness(node.http)
+    liveness.start()
+    try:
+        bob.sock.settimeout(120)
+        answer = bob.call(SHARE_FETCH, 1, body)
+    finally:
+        liveness.stop.set()
+        liveness.join()
+    codes = [p.error_code for t in answer.responses for p in t.partitions]
+    assert answer.error_code == ErrorCode.none and len(codes) == MANY, answer.error_code
+    assert codes[0] == ErrorCode.none and set(codes[1:]) == {ErrorCode.unknown_topic_or_partition}
+    assert liveness.asked >= 3 and liveness.slowest_s < LIVE_WITHIN_S, (liveness.asked, liveness.slowest_s)
+    session = _share_fetch(bob, "bob-many", member, 1)  # naming nothing: what the session holds
+    assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in session.responses] == [
+        (topic_id, [0])
+    ]
+    bob.close()
