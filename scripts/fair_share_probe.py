@@ -2,7 +2,7 @@
 prefixes of large requests whose bytes never come (issue 72, item 3).
 
     python scripts/fair_share_probe.py [--code DIR] [--per-user 1] [--prefix-mib 100,100,56]
-                                       [--settle-s 20] [--wait-s 120] [-- SERVE_OPTION ...]
+                                       [--settle-s 20] [--wait-s 120] [--http] [-- SERVE_OPTION ...]
 
 Starts one node (``raftlog serve --require-auth --super-user admin``, plain, its code from ``--code``: this
 checkout by default, another one to measure before a change) with its default bounds, makes the users
@@ -11,12 +11,16 @@ that log in (SASL/PLAIN) and send only the 4-byte size prefix of a request (``--
 100, 100 and 56 MiB, which fill the default 256 MiB to the byte), and do so again whenever the node
 closes one. After ``--settle-s`` it times, each on a new connection: the admin's login and Metadata,
 bob's login and Metadata, and the node's liveness, each waited at most ``--wait-s``, and prints
-them with the node's resident memory. Numbers, not a test: docs/security.md quotes them.
+them with the node's resident memory. With ``--http``, the HTTP door instead: mallory, eve, trudy and
+oscar each keep four connections that sent a produce's head announcing a 16 MiB body and none of it (their
+shares of the default 256 MiB), and it times the admin token's topic creation and bob's produce. Numbers,
+not a test: docs/security.md quotes them.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import pathlib
@@ -34,13 +38,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kafka_api import wire  # noqa: E402
-from raftlog_contract import LIVE_PATH, METRICS_PATH, USERS_PATH  # noqa: E402
+from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, METRICS_PATH, TOPICS_PATH, USERS_PATH  # noqa: E402
 from raftlog_dev import layout  # noqa: E402
 from raftlog_node.options import TOKEN_ENV  # noqa: E402
 
 MiB = 1024 * 1024
 TOKEN = "fair-share-probe-admin-token"
-USERS = ("admin", "mallory", "eve", "trudy", "bob")
+USERS = ("admin", "mallory", "eve", "trudy", "oscar", "bob")
+TOPIC = "fair-share-probe"
 
 
 def frame(api_key: int, version: int, body: object, correlation_id: int) -> bytes:
@@ -126,6 +131,51 @@ def attack(kafka: str, user: str, source: str, size: int, stop: threading.Event)
             stop.wait(0.1)
 
 
+def announce(url: str, user: str, size: int, stop: threading.Event) -> None:
+    """Send the head of a produce announcing a ``size`` byte body as ``user`` and none of the body, again
+    whenever the node closes the connection, until ``stop``."""
+    host, port = url.removeprefix("http://").split(":")
+    basic = base64.b64encode(f"{user}:{user}".encode()).decode()
+    head = (f"POST {TOPICS_PATH}/{TOPIC} HTTP/1.1\r\nHost: n1\r\nAuthorization: Basic {basic}\r\n"
+            f"Content-Type: application/vnd.kafka.json.v2+json\r\n"
+            f"Content-Length: {size}\r\n\r\n").encode()  # fmt: skip
+    while not stop.is_set():
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5) as sock:
+                sock.sendall(head)
+                while not stop.is_set():
+                    try:
+                        if not sock.recv(65536):
+                            break
+                    except TimeoutError:
+                        continue
+        except OSError:
+            stop.wait(0.1)
+
+
+def written_s(url: str, user: str | None, wait_s: float) -> str:
+    """How long a small write took: ``user``'s produce, or (None) the admin token's topic creation."""
+    began = time.monotonic()
+    if user is None:
+        body, path = {"name": f"{TOPIC}-2", "partitions": 1, "replication_factor": 1}, ADMIN_TOPICS_PATH
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    else:
+        body, path = {"records": [{"value": {"from": user}}]}, f"{TOPICS_PATH}/{TOPIC}"
+        basic = base64.b64encode(f"{user}:{user}".encode()).decode()
+        headers = {"Authorization": f"Basic {basic}", "Content-Type": "application/vnd.kafka.json.v2+json"}
+    request = urllib.request.Request(
+        url + path, data=json.dumps(body).encode(), method="POST", headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=wait_s) as got:
+            status = got.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+    except OSError as exc:
+        return f"not answered ({type(exc).__name__} after {time.monotonic() - began:.1f} s)"
+    return f"{status} in {time.monotonic() - began:.3f} s"
+
+
 def rss_bytes(pid: int) -> int:
     for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -133,11 +183,11 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def held_bytes(url: str) -> float:
+def held_bytes(url: str, door: str = "kafka") -> float:
     request = urllib.request.Request(url + METRICS_PATH, headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(request, timeout=30) as got:
         for line in got.read().decode().splitlines():
-            if line.startswith('raftlog_request_bytes_held{door="kafka"}'):
+            if line.startswith(f'raftlog_request_bytes_held{{door="{door}"}}'):
                 return float(line.split()[1])
     return 0.0
 
@@ -176,6 +226,7 @@ def main() -> int:
     )
     parser.add_argument("--wait-s", type=float, default=120.0)
     parser.add_argument("--settle-s", type=float, default=20.0, help="attack this long before timing")
+    parser.add_argument("--http", action="store_true", help="the HTTP door: 16 MiB bodies announced")
     parser.add_argument("serve", nargs="*", help="options for the node, after --")
     args = parser.parse_args()
     sizes = [min(int(float(mib) * MiB), 100 * MiB) for mib in args.prefix_mib.split(",")]
@@ -202,6 +253,8 @@ def main() -> int:
                 if time.monotonic() > deadline:
                     return 1
                 time.sleep(0.2)
+            if args.http:
+                return http_attack(args, url, process.pid)
             before = rss_bytes(process.pid)
             stop = threading.Event()
             users = [u for u in ("mallory", "eve", "trudy") for _ in range(args.per_user)]
@@ -231,6 +284,35 @@ def main() -> int:
         finally:
             process.terminate()
             process.wait(30)
+    return 0
+
+
+def http_attack(args: argparse.Namespace, url: str, pid: int) -> int:
+    """Four users each announce four 16 MiB bodies (their share of the default 256 MiB) and send none."""
+    made = {"name": TOPIC, "partitions": 1, "replication_factor": 1}
+    if http(url + ADMIN_TOPICS_PATH, made) != 201:
+        return 1
+    before = rss_bytes(pid)
+    stop = threading.Event()
+    attackers = [
+        threading.Thread(target=announce, args=(url, user, 16 * MiB, stop))
+        for user in ("mallory", "eve", "trudy", "oscar") for _ in range(4)
+    ]  # fmt: skip
+    for thread in attackers:
+        thread.start()
+    settled_until = time.monotonic() + args.settle_s
+    while time.monotonic() < settled_until:
+        time.sleep(0.1)
+    print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
+    print(f"four users, {len(attackers)} HTTP connections each announcing a 16 MiB body and sending none "
+          f"(again once closed); the node holds {held_bytes(url, 'http') / MiB:.0f} MiB")  # fmt: skip
+    print(f"the admin token's topic creation: {written_s(url, None, args.wait_s)}")
+    print(f"bob's produce: {written_s(url, 'bob', args.wait_s)}")
+    print(f"liveness: {live_s(url, args.wait_s)}")
+    print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(pid) / MiB:.0f} MiB")
+    stop.set()
+    for thread in attackers:
+        thread.join()
     return 0
 
 
