@@ -480,6 +480,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.security.tokens",
     "partitions.security.login_failures",
     "partitions.security.holds",
+    "partitions.security.answer_holds",  # an answer's bytes in the listener's budget (both doors)
     "partitions.security.quotas",  # the client quota rule both doors apply (ClientQuotas)
     "partitions.controller.quotas",  # client quota entities, keys and Kafka's checks of them
     "partitions.features",  # the feature levels UpdateFeatures checks before it proposes
