@@ -285,3 +285,81 @@ def test_a_user_produces_only_where_its_acls_allow_and_only_a_super_user_makes_a
     _until(lambda: deleted_by_user() == REFUSED, f"{user}'s DeleteRecords was never refused by the broker")
     _create_acls(admin, _binding(f"User:{user}", topic, AclOperation.DELETE))
     _until(lambda: deleted_by_user() >= 2, f"{user} was never let delete the records of {topic}")
+
+
+@pytest.mark.kafka_answer
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_consumer_group_shows_a_user_only_the_topics_it_may_describe(
+    doors: dict[str, Door], system: str
+) -> None:
+    """Issue 72 item 6, as Kafka answers it (KIP-848, ``group.protocol=consumer``): a user with READ on its
+    groups and on one topic subscribes by regex to that topic's name and another's it may not DESCRIBE,
+    and is assigned only the first; a subscription naming the other is TOPIC_AUTHORIZATION_FAILED; and a
+    group a super user's consumer holds the other in is described to the user as
+    TOPIC_AUTHORIZATION_FAILED. (Imports and helpers here, not at the top: the module's other tests keep
+    their recorded Kafka sides.)"""
+    from confluent_kafka import Consumer
+
+    door = doors[system]
+    admin = AdminClient(door.admin)  # held until its futures end: a client collected first cancels them
+    user, other, tag = f"u{uuid.uuid4().hex[:8]}", f"o{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:8]
+    seen, hidden = f"rx-{tag}-seen", f"rx-{tag}-hidden"
+    _make_user(admin, user, "right")
+    for topic in (seen, hidden):
+        _make_topic(admin, topic)
+    _create_acls(
+        admin,
+        _binding(f"User:{user}", seen, AclOperation.READ),  # READ implies DESCRIBE
+        _binding(f"User:{other}", hidden, AclOperation.READ),  # the hidden topic is ACL-governed on both
+        AclBinding(
+            ResourceType.GROUP, f"rx-{tag}", ResourcePatternType.PREFIXED, f"User:{user}", "*",
+            AclOperation.READ, AclPermissionType.ALLOW,
+        ),
+    )  # fmt: skip
+    settings = door.login(user, "right")
+    consumers: list[Consumer] = []
+
+    def consumer(group: str, login: dict[str, Any], topics: list[str]) -> Consumer:
+        made = Consumer(
+            {**login, "group.id": group, "group.protocol": "consumer", "enable.auto.commit": False}
+        )
+        made.subscribe(topics)
+        consumers.append(made)
+        return made
+
+    def assigned(member: Consumer, wanted: set[tuple[str, int]]) -> Callable[[], bool]:
+        def check() -> bool:
+            member.poll(0.2)
+            return {(tp.topic, tp.partition) for tp in member.assignment()} == wanted
+
+        return check
+
+    def refused(member: Consumer) -> bool:
+        message = member.poll(0.5)
+        return (
+            message is not None
+            and message.error() is not None
+            and message.error().code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        )
+
+    try:
+        peek = consumer(f"rx-{tag}-peek", settings, [f"^rx-{tag}-.*"])
+        _until(assigned(peek, {(seen, 0)}), f"{user}'s regex was never assigned {seen} alone")
+        named = consumer(f"rx-{tag}-named", settings, [hidden])
+        _until(lambda: refused(named), f"{user}'s subscription to {hidden} was never refused")
+        holder = consumer(f"rx-{tag}-shared", door.admin, [hidden])
+        _until(assigned(holder, {(hidden, 0)}), f"the super user's consumer was never assigned {hidden}")
+        as_user = AdminClient(settings)
+
+        def described_hidden() -> bool:
+            future = as_user.describe_consumer_groups([f"rx-{tag}-shared"], request_timeout=30)
+            try:
+                next(iter(future.values())).result(30)
+            except KafkaException as failed:
+                return bool(failed.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED)
+            return False
+
+        _until(described_hidden, f"the group holding {hidden} was described to {user}")
+    finally:
+        for member in consumers:
+            member.close()
