@@ -187,11 +187,19 @@ class ConsumerGroupCoordinator:
     ) -> tuple[str, ...] | None:
         """The topics the member's regex resolves to for its principal (off the loop, cached), or None
         when a regex it already had ran past the time budget: it keeps the topics it had. A new regex
-        past the budget is refused (InvalidRegularExpression), as RE2 refusing it would be."""
+        past the budget is refused (InvalidRegularExpression), as RE2 refusing it is. A kept one RE2
+        refuses (written by a release that matched with Python's ``re``) resolves to no topic, logged,
+        as Kafka ignores a stored regex it cannot parse."""
+        new = regex != regex_after(state, replace(hb, subscribed_regex=None))
         try:
             return await self.regexes.resolve(regex, self._records.topics(), viewer)
+        except InvalidRegularExpression as refused:
+            if new:
+                raise
+            log.warning("consumer group %s: member %s's regex is ignored: %s", name, hb.member_id, refused)
+            return ()
         except BudgetSpent:
-            if regex != regex_after(state, replace(hb, subscribed_regex=None)):  # a new one
+            if new:
                 raise InvalidRegularExpression(
                     regex, f"matching it took longer than the {self.regexes.budget_ms} ms allowed"
                 ) from None

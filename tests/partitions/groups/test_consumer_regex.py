@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import types
+from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
 
@@ -278,5 +280,28 @@ def test_a_regex_past_the_budget_is_refused_when_new_and_keeps_its_topics_when_k
         kept = await coordinator.heartbeat("g", Heartbeat("a", a.member_epoch), viewer)
         assert kept.member_epoch == a.member_epoch
         assert coordinator.describe("g").members["a"].regex_topics == ("orders-1",)
+
+    asyncio.run(scenario())
+
+
+def test_a_kept_regex_re2_refuses_resolves_to_nothing_as_kafka_ignores_it() -> None:
+    """A group written by a release that matched with Python's ``re`` may hold a lookahead: its member's
+    heartbeats go on (no topic from it), where a new one is refused."""
+
+    async def scenario() -> None:
+        coordinator, table = _coordinator(("orders-1", "orders-2"))
+        viewer = _viewer("User:m", False)
+        a = await coordinator.heartbeat("g", _regex_join("orders-.*"), viewer)
+        with pytest.raises(InvalidRegularExpression):
+            await coordinator.heartbeat(
+                "g", Heartbeat("a", a.member_epoch, subscribed_regex="(?=o)o.*"), viewer
+            )
+        old = coordinator.describe("g")
+        member = old.members["a"]
+        written = replace(old, members=MappingProxyType({"a": replace(member, regex="(?=o)o.*")}))
+        await table.record_consumer("g", written)
+        kept = await coordinator.heartbeat("g", Heartbeat("a", member.epoch), viewer)
+        assert kept.member_epoch >= member.epoch
+        assert coordinator.describe("g").members["a"].regex_topics == ()
 
     asyncio.run(scenario())
