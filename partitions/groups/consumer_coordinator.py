@@ -188,7 +188,7 @@ class ConsumerGroupCoordinator:
         """The topics the member's regex resolves to for its principal (off the loop, cached), or None
         when a regex it already had ran past the time budget: it keeps the topics it had. A new regex
         past the budget is refused (InvalidRegularExpression), as RE2 refusing it is. A kept one RE2
-        refuses (written by a release that matched with Python's ``re``) resolves to no topic, logged,
+        refuses (written before, when groups matched with Python's ``re``) resolves to no topic, logged,
         as Kafka ignores a stored regex it cannot parse."""
         new = regex != regex_after(state, replace(hb, subscribed_regex=None))
         try:

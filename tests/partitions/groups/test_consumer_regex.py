@@ -285,7 +285,7 @@ def test_a_regex_past_the_budget_is_refused_when_new_and_keeps_its_topics_when_k
 
 
 def test_a_kept_regex_re2_refuses_resolves_to_nothing_as_kafka_ignores_it() -> None:
-    """A group written by a release that matched with Python's ``re`` may hold a lookahead: its member's
+    """A group written when regexes were matched with Python's ``re`` may hold a lookahead: its member's
     heartbeats go on (no topic from it), where a new one is refused."""
 
     async def scenario() -> None:
