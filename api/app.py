@@ -479,6 +479,19 @@ def _from_http_exception(request: web.Request, exc: web.HTTPException) -> Raftlo
     return BadRequest(f"{exc.status} {exc.reason}: {exc.text}")
 
 
+def _client_gone(request: web.Request, app_state: state.AppState) -> web.Response:
+    """A client that closed or reset its connection while its request's body was on the way (aiohttp's
+    ``ConnectionResetError``): nothing was done; one line at most every 10 s says how many there were,
+    never a traceback each (a client resetting in a loop wrote 100 KiB of log a second)."""
+    count = app_state.retriable_log.record("connection-reset", time.monotonic())
+    if count is not None:
+        log.info(
+            "%s %s: the client closed its connection before its body was whole; nothing done "
+            "(%d such since the last line)", request.method, request.path, count,
+        )  # fmt: skip
+    return _error_response(request, BadRequest("the connection closed before the request's body was whole"))
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     app_state = state.state(request)
@@ -498,6 +511,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error_response(request, _from_http_exception(request, exc))
     except RaftlogError as exc:
         return _error_response(request, exc)
+    except ConnectionResetError:  # the client went before its body was whole: ordinary, logged quietly
+        return _client_gone(request, app_state)
     except Exception as exc:  # a bug: answer 500 and log it with its traceback
         log.exception("%s %s: unexpected error", request.method, request.path)
         return web.json_response(

@@ -120,7 +120,8 @@ class _Child:
         try:
             with open(self.log_path, "rb") as f:
                 size = f.seek(0, os.SEEK_END)
-                f.seek(max(self.log_offset, size - LOG_TAIL_BYTES))
+                start = self.log_offset if self.log_offset <= size else 0  # rotated since it started
+                f.seek(max(start, size - LOG_TAIL_BYTES))
                 lines = f.read().decode("utf-8", "replace").strip().splitlines()
         except OSError as exc:
             return f"its log {self.log_path} cannot be read: {exc}"
@@ -221,8 +222,11 @@ class Supervisor:
             if child.other_code:  # its interpreter's own code: not this checkout's from PYTHONPATH or cwd
                 env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
                 cwd = os.path.dirname(child.log_path)
+            # the node writes and rotates its log itself (raftlog serve --log-file); a release before
+            # that option logs to the file as its stderr, unrotated
+            own_log = [] if child.other_code else ["--log-file", child.log_path]
             child.process = subprocess.Popen(
-                child.argv,
+                [*child.argv, *own_log],
                 env=env,
                 cwd=cwd,
                 stdout=log_file,

@@ -30,6 +30,7 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.storage import cleaner
 from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT
+from raftlog_node.logs import LOG_FILE_MAX_MIB_DEFAULT, LOG_FILES_KEPT_DEFAULT
 from raftlog_node.process import GC_GEN0_DEFAULT, MALLOC_KEEP_MIB_DEFAULT
 from raftlog_node.tls import CLIENT_AUTH
 
@@ -375,10 +376,21 @@ LOGIN_LIMITS = (
               "the window failed logins are counted in"),
 )  # fmt: skip
 
+LOGS = (
+    Option("--log-file",
+           "write the node's log here instead of stderr (its stdout and stderr too), rotated by size; "
+           "raftlog dev gives each node DATA/ID/node.log", "text", metavar="FILE"),
+    Option("--log-file-max-mib", "with --log-file: a file's size before it is rotated (FILE.1, FILE.2, ...)",
+           default=LOG_FILE_MAX_MIB_DEFAULT, low=1, high=1 << 20),
+    Option("--log-files-kept", "with --log-file: rotated files kept besides the current one (the oldest "
+           "removed)", default=LOG_FILES_KEPT_DEFAULT, low=1, high=1000),
+)  # fmt: skip
+
 SECTIONS = (
     ("Addresses and the cluster", ADDRESSES),
     ("Security", SECURITY),
     ("Tuning", TUNING),
+    ("The node's log", LOGS),
     ("The Kafka listener's bounds", KAFKA_LIMITS),
     ("The HTTP listener's bounds", HTTP_LIMITS),
     ("Failed logins", LOGIN_LIMITS),

@@ -21,7 +21,8 @@ from partitions import features
 from partitions.broker.node import Node
 from partitions.security.login_failures import LoginFailures
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
-from raftlog_node.options import ServeConfigError
+from raftlog_node import logs
+from raftlog_node.options import MiB, ServeConfigError
 from raftlog_node.process import (
     give_memory_back,
     raise_open_files_limit,
@@ -215,13 +216,19 @@ def main(args: argparse.Namespace) -> int:
     except (ServeConfigError, OSError) as exc:
         print(f"raftlog serve: {exc}", file=sys.stderr, flush=True)
         return 2
+    os.umask(UMASK)  # the log file too is the node user's alone
+    if args.log_file is not None:
+        try:
+            logs.to_file(args.log_file, args.log_file_max_mib * MiB, args.log_files_kept)
+        except OSError as exc:
+            print(f"raftlog serve: --log-file {args.log_file}: {exc}", file=sys.stderr, flush=True)
+            return 2
     if args.allow_plaintext_auth:
         log.warning(
             "--allow-plaintext-auth: passwords, tokens and the node-to-node credential cross the network in "
             "clear; anyone who reads one can replay it, and the node-to-node one controls the cluster"
         )
     data_dir = ready.node.data_dir
-    os.umask(UMASK)
     os.makedirs(data_dir, mode=DATA_DIR_MODE, exist_ok=True)
     os.chmod(data_dir, DATA_DIR_MODE)  # made by an older version, or by hand: the owner's alone
     tune_malloc(args.malloc_keep_mib)
