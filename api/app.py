@@ -17,6 +17,8 @@ leader, the group's coordinator) and render. Two middlewares do the rest:
 ``X-Raftlog-Leader`` names the node that served the request: the partition's leader for partition-scoped
 requests (all of them, comma-separated, for a produce that spanned partitions led by several nodes), this
 node for metadata and cluster requests, and is empty when the request failed because no leader is known.
+With ``--require-auth`` it is told only to a caller whose credential the node took (never on an open route,
+a refusal before login or any other answer to a stranger).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from api import (
     cluster_metrics,
     console,
     consumers,
+    cross_site,
     errors,
     internal,
     negotiation,
@@ -499,13 +502,17 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         if auth.users_log_in(request.path, settings.require_auth, settings.enforce_acls):
             request[state.CALLER] = await _authenticate(request, app_state)  # for the route's ACLs
+            request[state.AUTHENTICATED] = True
         elif settings.admin_token is not None and auth.is_admin(request.path):
             _check_token(request, settings.admin_token)
             request[state.ADMIN_TOKEN] = True  # its body's bytes are the admin's (api.state.body)
+            request[state.AUTHENTICATED] = True
         if request.path == "/metrics" and settings.require_auth and not settings.public_metrics:
             await _check_metrics(request, app_state)
+            request[state.AUTHENTICATED] = True
         if request.path.startswith(INTERNAL_PREFIX):
             _check_peer(request, app_state.node)
+            request[state.AUTHENTICATED] = True
         return await handler(request)
     except web.HTTPException as exc:
         return _error_response(request, _from_http_exception(request, exc))
@@ -532,8 +539,12 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     finally:
         give_back(request)  # its body's bytes, to the listener's budget
         guard.request_finished(request.transport)
-    # A caller refused for its credential learns nothing of the node, not even its id.
-    if LEADER_HEADER not in response.headers and response.status != 401:
+    # With --require-auth, a caller who did not log in (refused, or on an open route) learns nothing of the
+    # node, not even its id; without it every caller is anonymous and told who served it.
+    if app_state.settings.require_auth and not request.get(state.AUTHENTICATED, False):
+        if not response.prepared:
+            response.headers.popall(LEADER_HEADER, None)
+    elif LEADER_HEADER not in response.headers and response.status != 401:
         response.headers[LEADER_HEADER] = request.get(state.LEADER, app_state.node.node_id)
     if request.path.startswith(INTERNAL_PREFIX) and response.status != 401:  # what its code supports, always
         response.headers[LEVELS_HEADER] = encode_levels(app_state.node.supported_levels())
@@ -576,9 +587,11 @@ def _bind(operation: Operation) -> Handler:
             admission.leave(kind)
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        """Content negotiation (406 when the ``Accept`` header takes none of the route's types), then the
-        names in the path (400 naming the parameter), then the route's ACLs (403), before anything else;
-        a JSON answer is labelled with the type chosen."""
+        """A request a page of another site could send to a state-changing route refused (415, 403:
+        ``api.cross_site``), content negotiation (406 when the ``Accept`` header takes none of the route's
+        types), then the names in the path (400 naming the parameter), then the route's ACLs (403), before
+        anything else; a JSON answer is labelled with the type chosen."""
+        cross_site.check(request)
         accept = request.headers.get("Accept")
         chosen = negotiation.choose(accept, offers)
         if chosen is None:

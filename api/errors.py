@@ -78,6 +78,12 @@ class Unauthorized(ApiError):
     client call without a user's password or token (or the admin token)."""
 
 
+class CrossOrigin(ApiError):
+    """A state-changing request a browser sent from a page of another origin (its ``Origin`` header names
+    another host than the request's): refused before anything is done, so a page elsewhere cannot use the
+    credentials a browser holds for this node (cross-site request forgery)."""
+
+
 @with_fields
 class TooManyLoginFailures(ApiError):
     """Too many failed logins lately from the client's address or for the user name given
@@ -125,6 +131,7 @@ class HttpError:
 TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (BadRequest, HttpError(400, 40001)),
     (Unauthorized, HttpError(401, 40101)),
+    (CrossOrigin, HttpError(403, 40303)),
     # serve --acls: no ACL allows it; nothing done
     # a batch of a producer id InitProducerId gave another principal (``security.producer_ids``)
     (broker.ProducerIdNotOwned, HttpError(403, 40302)),

@@ -124,6 +124,9 @@ LEADER = web.RequestKey("raftlog_leader", str)  # who served the request (X-Raft
 ANSWER_TYPE = web.RequestKey("raftlog_answer_type", str)  # the media type negotiated (api.negotiation)
 CALLER = web.RequestKey("raftlog_caller", Caller)  # who made a request to a client route (api.auth)
 ADMIN_TOKEN = web.RequestKey("raftlog_admin_token", bool)  # a /v1 request the admin token's check passed
+# whether the request presented a credential the node checked and took (a user, the admin, metrics or
+# cluster token): with --require-auth only such a caller is told X-Raftlog-Leader
+AUTHENTICATED = web.RequestKey("raftlog_authenticated", bool)
 
 
 def state(request: web.Request) -> AppState:
