@@ -384,7 +384,8 @@ class KafkaServer:
 
     def _login_refusal(self, connection: _Connection) -> tuple[str, str] | None:
         """(kind, why) a connection that just logged in must close, or None: it may stay (perhaps by
-        cutting an idle connection of the user holding most)."""
+        cutting the least recently active connection, busy or not, of the user most above its fair
+        share)."""
         user, limits = connection.door.session.user, self.limits
         if user is None:
             return None
