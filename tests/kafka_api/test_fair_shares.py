@@ -94,6 +94,9 @@ def test_three_users_size_prefixes_keep_neither_the_admin_nor_a_new_login_waitin
         assert _kafka_cuts(node).get("cut_over_share", 0) >= 1, (
             "room was made by cutting a prefix over its share"
         )
+        # docs/security.md: the requests a node holds stay within its budget; as much again is left for
+        # the rest of what the logins and answers meanwhile allocate (prefixes whose bytes never come
+        # hold no buffer at all)
         grown_mib = (node.rss_bytes() - before) / MiB
         assert grown_mib < 2 * BUDGET / MiB, (
             f"the node grew {grown_mib:.0f} MiB (its budget: {BUDGET // MiB})"
