@@ -9,11 +9,11 @@ it is opened, so they follow it through every rotation."""
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
 import os
 import sys
-from typing import TextIO
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 MiB = 1024 * 1024
@@ -28,8 +28,8 @@ def configure(verbose: bool) -> None:
 class RotatingLog(logging.handlers.RotatingFileHandler):
     """Python's size-rotating handler whose every opened file also takes the process's stdout and stderr."""
 
-    def _open(self) -> TextIO:
-        stream: TextIO = super()._open()
+    def _open(self) -> io.TextIOWrapper:
+        stream = super()._open()
         for standard, descriptor in ((sys.stdout, 1), (sys.stderr, 2)):
             if standard is not None:
                 standard.flush()
