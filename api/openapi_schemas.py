@@ -117,7 +117,7 @@ _TOKEN_FIELDS: dict[str, Any] = {  # a user's API token as the admin API shows i
     "user": STR,
     "description": STR,
     "created_ms": _INT,  # ms since the epoch, the clock of the node that made it
-    "expires_ms": _nullable(_INT),  # null: until revoked
+    "expires_ms": _nullable(_INT),  # null: until revoked (a token of 0.1.0: now every token expires)
     "expired": {"type": "boolean"},  # by the clock of the node that answers
 }
 _TOKEN = _obj(_TOKEN_FIELDS, list(_TOKEN_FIELDS))
@@ -768,7 +768,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             {
                 "description": {"type": "string", "maxLength": TOKEN_DESCRIPTION_BYTES_MAX},
                 "expires_ms": {"type": "integer", "description": "ms since the epoch (not with lifetime_ms)"},
-                "lifetime_ms": {"type": "integer", "minimum": 1, "maximum": TOKEN_LIFETIME_MS_MAX},
+                "lifetime_ms": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": TOKEN_LIFETIME_MS_MAX,
+                    "description": "ms from now; with neither, the node's --api-token-lifetime-ms (7 days)",
+                },
             }
         )
     ),
