@@ -2,8 +2,9 @@
 
 Handlers parse, decide the partition (``api.routing``), call the cluster-wide data service (which runs
 each call on the partition's leader, here or on another node) and render. A produce's records are
-encoded into a batch once, where they enter; a fetch gets the stored batches from the leader and decodes
-and renders them here, off the event loop when they are large.
+encoded into a batch once, where they enter; a fetch takes its answer's room in the listener's budget
+first (``api.answers``), gets the stored batches from the leader and decodes and renders them here a slice
+at a time as the client reads them, off the event loop when they are large.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ long poll (the check follows the read, where Kafka checks first: the same answer
 raftlog (replication is Raft's): a consumer sends -1, and it is not read. Every answer gives the partition's
 last stable offset (below it every transaction has ended); a READ_COMMITTED fetch (v4+) reads only below it
 and names the aborted transactions among the batches it returns, whose records the client drops
-(docs/decisions/0019-transactions.md).
+(docs/decisions/0019-transactions.md). Each read takes ``max_bytes`` (at most the user's share) from the
+listener's budget first, waiting for room, and keeps what it read until the answer is written out
+(``kafka_api.answers``); a long poll holds nothing while it waits.
 """
 
 from __future__ import annotations
