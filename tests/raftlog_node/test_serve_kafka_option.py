@@ -52,7 +52,20 @@ def test_the_cluster_id_is_the_same_for_a_secret_and_reveals_nothing_of_it() -> 
 def test_each_kafka_limit_has_a_default_and_refuses_what_is_not_positive(
     monkeypatch: pytest.MonkeyPatch, option: Option
 ) -> None:
-    check_int_option(monkeypatch, option.flag, option.default, "5", ("0", "-1"))
+    # the request budget holds its two reserves (16 MiB each by default): 5 bytes of it contradict them
+    accepted = str(64 * 1024 * 1024) if option.flag == "--kafka-request-bytes-max" else "5"
+    check_int_option(monkeypatch, option.flag, option.default, accepted, ("0", "-1"))
+
+
+def test_a_request_budget_below_its_reserves_is_refused_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_ENV, "0123456789abcdef0123")
+    with pytest.raises(ServeConfigError, match="request_bytes_super_user_reserve"):
+        node_config(serve_args("--kafka-request-bytes-max", str(32 * 1024 * 1024)))
+    lowered = serve_args(
+        "--kafka-request-bytes-max", "5", "--kafka-request-bytes-super-user-reserve", "1",
+        "--kafka-request-bytes-before-login-reserve", "1",
+    )  # fmt: skip
+    assert kafka_limits(lowered).request_bytes_max == 5
 
 
 def test_the_kafka_limit_options_reach_the_listener_in_their_units() -> None:
