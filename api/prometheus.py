@@ -201,8 +201,8 @@ CATALOGUE: dict[str, Family] = {
     ),
     "request_bytes_held": Family(
         "gauge",
-        "Bytes of requests being received or served on this node's listener, by door (http, kafka; "
-        "--http-request-bytes-max, --kafka-request-bytes-max).",
+        "Bytes of requests being received or served, and of large answers being read or written out, on "
+        "this node's listener, by door (http, kafka; --http-request-bytes-max, --kafka-request-bytes-max).",
     ),
     "request_bytes_waits": Family(
         "counter",
