@@ -56,6 +56,8 @@ class Answers:
             return None
         if self._hold is None:
             self._hold = AnswerHold(self._budget, principal or f"address:{self._address}")
+            if self._closed:  # the connection ended first: the answer takes (and reads) nothing
+                self._hold.close()
         return self._hold
 
     def written_out(self, written: asyncio.Future[None]) -> None:
@@ -70,8 +72,8 @@ class Answers:
         """The connection ended: what it holds back, and no large answer of it waits for its turn."""
         self._closed = True
         if self._hold is not None:
-            self._hold.give_back()
+            self._hold.close()  # a handler still reading for it takes nothing more (AnswerHold.take)
             self._hold = None
         for future in self._pending:
-            future.cancel()  # a large answer waiting for its turn ends (its handler is cancelled)
+            future.cancel()  # a large request waiting for its turn is not served
         self._pending.clear()

@@ -148,8 +148,8 @@ async def _read_held(
 ) -> None:
     """``_read_all`` with the most it may read taken first from the listener's budget (``hold``: waiting
     for room, nothing read meanwhile), and what it did not read given back once read."""
-    if hold is not None and parts:
-        await hold.take(max_bytes)
+    if hold is not None and parts and not await hold.take(max_bytes):
+        return  # its connection closed: the answer will not be sent, nothing more is read for it
     await _read_all(door, parts, max_bytes, committed)
     if hold is not None:
         await hold.settle(_bytes(parts))

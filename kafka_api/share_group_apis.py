@@ -45,6 +45,7 @@ from partitions.groups.errors import (
     NotCoordinator,
 )
 from partitions.names import broker_id, check_group_name
+from partitions.security.answer_holds import AnswerHold
 
 MAX_RECORDS_DEFAULT = 500
 WAIT_MAX_MS = 30_000
@@ -261,9 +262,12 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         max_bytes = throttling.fetch_max_bytes(
             quotas, door.session.user, request.client_id or "", max(int(body.max_bytes), 1)
         )
-        await _fetch_all(door, group, member, fetching, max_records, max_bytes, 0)
+        hold = door.answers.hold(door.session.principal)  # the answer's bytes in the listener's budget
+        if hold is not None:  # an acquire holds at most its user's share of the budget (one batch at least)
+            max_bytes = min(max_bytes, hold.budget.per_holder_max)
+        await _fetch_all(door, group, member, fetching, max_records, max_bytes, 0, hold)
         if wait_ms and not any(p.fetched is not None and p.fetched.acquired for p in fetching):
-            await _fetch_all(door, group, member, fetching, max_records, max_bytes, wait_ms)
+            await _fetch_all(door, group, member, fetching, max_records, max_bytes, wait_ms, hold)
     topic_cls = wire.sibling(cls, "ShareFetchableTopicResponse")
     partition_cls = wire.sibling(cls, "PartitionData")
     acquired_cls = wire.sibling(cls, "AcquiredRecords")
@@ -336,20 +340,38 @@ async def _release(door: Door, group: str, member: str, tps: Iterable[TopicParti
 
 
 async def _fetch_all(
-    door: Door, group: str, member: str, parts: list[_Part], max_records: int, max_bytes: int, wait_ms: int
+    door: Door,
+    group: str,
+    member: str,
+    parts: list[_Part],
+    max_records: int,
+    max_bytes: int,
+    wait_ms: int,
+    hold: AnswerHold | None = None,
 ) -> None:
     """One acquire per partition (the records left to ask for shared out in order); with ``wait_ms``,
     the partitions wait for a record together and the first that gets one ends the wait of the others
-    (a wait that acquired nothing acquires nothing: only reads are cancelled)."""
+    (a wait that acquired nothing acquires nothing: only reads are cancelled). Each acquire takes
+    ``max_bytes`` from the listener's budget first (``hold``, waiting for room: nothing is acquired
+    meanwhile) and keeps what it read until the answer is written out (``kafka_api.answers``)."""
     shares = door.node.local.shares
 
     async def one(part: _Part, records: int, wait: int) -> None:
         try:
             if not door.allows(READ, TOPIC, part.tp.topic):
                 raise door.refusal(READ, TOPIC, part.tp.topic)
-            part.fetched = await shares.acquire(
-                group, member, part.tp.topic, part.tp.partition, records, max_bytes, wait
-            )
+            if hold is not None and not await hold.take(max_bytes):
+                return  # its connection closed: the answer will not be sent, nothing is acquired for it
+            before, part.fetched = part.fetched, None  # a partition acquired again holds its new read only
+            try:
+                part.fetched = await shares.acquire(
+                    group, member, part.tp.topic, part.tp.partition, records, max_bytes, wait
+                )
+            finally:
+                if hold is not None:
+                    read = 0 if part.fetched is None else len(part.fetched.data)
+                    gone = 0 if before is None else len(before.data)
+                    await hold.settle(hold.held - max_bytes - gone + read)
             part.error = None
         except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
             part.fetched, part.error = None, exc

@@ -69,6 +69,29 @@ async def test_a_connections_large_answers_take_turns_and_end_with_it() -> None:
     assert budget.held == 0
 
 
+async def test_an_answer_whose_connection_closed_leaves_nothing_held() -> None:
+    """A Fetch's handler goes on after its connection closed (a long poll, a wait for room): what it holds
+    is given back at the close, and what it would take after is not taken (it reads nothing more)."""
+    budget = RequestBytes(256 * MiB, 32 * MiB)
+    answers = Answers(budget, "127.0.0.1")
+    hold = answers.hold("User:mallory")
+    assert hold is not None
+    await hold.take(1 * MiB)
+    other = AnswerHold(budget, "User:mallory")
+    await other.take(31 * MiB)
+    waiting = asyncio.ensure_future(hold.take(16 * MiB))  # no room in the share: it waits
+    await asyncio.sleep(0.01)
+    answers.close()
+    other.give_back()  # room comes, after the close
+    assert await asyncio.wait_for(waiting, 1) is False, "taken after the close: given back, read nothing"
+    assert await hold.take(1) is False
+    await hold.settle(40 * MiB)
+    assert budget.held == 0, "nothing left held for an answer that will not be sent"
+    late = answers.hold("User:mallory")
+    assert late is not None and await late.take(1 * MiB) is False, "a read begun after the close: nothing"
+    assert budget.held == 0
+
+
 async def test_an_anonymous_connections_answers_are_its_addresss() -> None:
     answers = Answers(RequestBytes(256 * MiB, 32 * MiB), "10.0.0.7")
     hold = answers.hold(None)
