@@ -65,10 +65,12 @@ async def streamed(
     """The answer ``parts`` make, written a slice at a time as the client reads it, then ``hold`` given
     back; a client that does not read it all within its deadline (``size``: what the answer holds) has its
     connection closed. Written here, not by aiohttp after the middlewares: the answer's headers are set
-    before (who served it: the caller of these routes is authenticated when the node asks for it), and the
+    before (who served it, as ``state.leader_header`` says for every answer), and the
     quota's meter reads what was written (``api.client_quotas``)."""
     response = web.StreamResponse(headers=headers)
-    response.headers[LEADER_HEADER] = request.get(state.LEADER, state.node(request).node_id)
+    leader = state.leader_header(request)
+    if leader is not None:
+        response.headers[LEADER_HEADER] = leader
     if content_length is not None:
         response.content_length = content_length
     timeout_s = deadline_s(state.state(request).settings.body_timeout_s, size)

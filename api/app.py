@@ -539,13 +539,12 @@ async def _observe(request: web.Request, handler: Handler) -> web.StreamResponse
     finally:
         give_back(request)  # its body's bytes, to the listener's budget
         guard.request_finished(request.transport)
-    # With --require-auth, a caller who did not log in (refused, or on an open route) learns nothing of the
-    # node, not even its id; without it every caller is anonymous and told who served it.
-    if app_state.settings.require_auth and not request.get(state.AUTHENTICATED, False):
+    leader = state.leader_header(request)  # a streamed answer (api.answers) set its own before writing
+    if leader is None:
         if not response.prepared:
             response.headers.popall(LEADER_HEADER, None)
     elif LEADER_HEADER not in response.headers and response.status != 401:
-        response.headers[LEADER_HEADER] = request.get(state.LEADER, app_state.node.node_id)
+        response.headers[LEADER_HEADER] = leader
     if request.path.startswith(INTERNAL_PREFIX) and response.status != 401:  # what its code supports, always
         response.headers[LEVELS_HEADER] = encode_levels(app_state.node.supported_levels())
     route = request.match_info.route.resource

@@ -181,3 +181,13 @@ def answer_type(request: web.Request) -> str:
 def served_by(request: web.Request, node_id: str) -> None:
     """Name the node that served the request (``X-Raftlog-Leader``)."""
     request[LEADER] = node_id
+
+
+def leader_header(request: web.Request) -> str | None:
+    """What the answer's ``X-Raftlog-Leader`` says: the node that served the request (this one unless
+    ``served_by`` named another), or None (no header) for a caller a ``--require-auth`` node did not log
+    in (refused, or on an open route): a stranger learns nothing of the node, not even its id."""
+    if state(request).settings.require_auth and not request.get(AUTHENTICATED, False):
+        return None
+    leader: str = request.get(LEADER, node(request).node_id)
+    return leader
