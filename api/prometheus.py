@@ -219,6 +219,9 @@ HISTOGRAMS: dict[str, str] = {
     "for it (the GIL).",
     "event_loop_lag_seconds": "How much later than due the node's event loop woke a 50 ms timer (a callback "
     "holding the loop, or the process waiting for a CPU).",
+    "event_loop_held_cpu_seconds": "Of each such lateness, the CPU time this node's process spent (a "
+    "callback computing, a garbage collection, a thread holding the GIL): what its own code held the loop "
+    "for; waiting for a CPU on a loaded machine adds none.",
     "cleaner_pass_seconds": "One compaction pass over one log (mapping, rewriting, swapping; paced).",
     "kafka_request_seconds": "A Kafka request's handling on this node's Kafka listener, by API (Produce, "
     "Fetch, ...): from its frame read to its answer (a produce's wait for its commit, a fetch's long poll "

@@ -650,6 +650,7 @@ class NodeView:
             "journal_sync_seconds": journal_files.SYNC_SECONDS.snapshot(),
             "gc_pause_seconds": gc_pauses.PAUSE_SECONDS.snapshot(),
             "event_loop_lag_seconds": loop_lag.LAG_SECONDS.snapshot(),
+            "event_loop_held_cpu_seconds": loop_lag.HELD_CPU_SECONDS.snapshot(),
             "raft_driver_round_seconds": ROUND_SECONDS.snapshot(),
             "cleaner_pass_seconds": self._node._logs.cleaner.stats.pass_seconds.snapshot(),
         }

@@ -8,6 +8,7 @@ import asyncio
 import gc
 import threading
 import time
+from collections.abc import Callable
 
 from waiting import wait_until
 
@@ -70,3 +71,37 @@ def test_a_callback_holding_the_event_loop_shows_as_its_lag() -> None:
         assert sum(above[slow_from:]) >= 1
 
     asyncio.run(scenario())
+
+
+def test_a_callback_computing_shows_as_held_cpu_and_one_blocked_does_not() -> None:
+    async def observed_after(hold: Callable[[], None]) -> tuple[int, int]:
+        """Held CPU observations past 50 ms, and lag observations past 50 ms, after ``hold`` ran."""
+        watcher = asyncio.ensure_future(loop_lag.watch(interval_s=0.01))
+        started = loop_lag.LAG_SECONDS.snapshot().count
+
+        async def watching() -> bool:
+            return loop_lag.LAG_SECONDS.snapshot().count > started
+
+        await wait_until(watching, "the watcher's first observation", every_s=0.01)
+        lag, held = loop_lag.LAG_SECONDS.snapshot(), loop_lag.HELD_CPU_SECONDS.snapshot()
+        hold()
+        deadline = time.monotonic() + 30
+        while loop_lag.LAG_SECONDS.snapshot().count == lag.count and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        watcher.cancel()
+        slow_from = lag.bounds.index(0.05) + 1
+        lag_after, held_after = loop_lag.LAG_SECONDS.snapshot(), loop_lag.HELD_CPU_SECONDS.snapshot()
+        late = sum(a - b for a, b in zip(lag_after.counts[slow_from:], lag.counts[slow_from:], strict=True))
+        spent = sum(
+            a - b for a, b in zip(held_after.counts[slow_from:], held.counts[slow_from:], strict=True)
+        )
+        return spent, late
+
+    def compute() -> None:  # a callback computing for 0.3 s of CPU (whatever the wall time it takes)
+        cpu_until = time.process_time() + 0.3
+        while time.process_time() < cpu_until:
+            pass
+
+    assert asyncio.run(observed_after(compute)) == (1, 1)
+    # blocked, not computing: late, but no CPU held (as a process waiting for a CPU on a loaded machine)
+    assert asyncio.run(observed_after(lambda: time.sleep(0.3))) == (0, 1)
