@@ -14,7 +14,6 @@ import datetime
 import struct
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from kafka_fixtures import RawKafka, http_client
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
+from loop_held import never_held
 
 from kafka_api import wire
 from partitions.groups.classic import MEMBERS_MAX
@@ -276,44 +276,16 @@ def test_joins_sent_at_once_never_pass_a_groups_members_bound(node: LocalCluster
 WIDE_ENTRIES = 100_000  # partition indexes named in one Fetch or Produce: the topic has PARTITIONS of them
 
 
-def _histogram(url: str, family: str) -> tuple[float, float]:
-    """The node's observations of ``family`` (a raftlog_* histogram of its /metrics) in all, and those of
-    at most ``LIVE_WITHIN_S``."""
-    with urllib.request.urlopen(url + "/metrics", timeout=30) as answer:
-        text = answer.read().decode()
-    values = {}
-    for line in text.splitlines():
-        if line.startswith(f'{family}_bucket{{le="{LIVE_WITHIN_S}"}}') or line.startswith(f"{family}_count"):
-            name, value = line.rsplit(" ", 1)
-            values["within" if "_bucket" in name else "all"] = float(value)
-    assert len(values) == 2, f"no {family} in the node's /metrics: {values}"
-    return values["all"], values["within"]
-
-
 def live_over_http(cluster: LocalCluster, big: Callable[[RawKafka], Any]) -> Any:
-    """The answer of ``big``, once it is checked that the node's event loop was never held for
-    ``LIVE_WITHIN_S`` meanwhile: ``raftlog_event_loop_held_cpu_seconds``, the CPU its process spent while
-    the loop was late (a callback computing, a collection, a thread holding the GIL). That is how long
-    ``/status/live`` waits on a machine with a CPU to spare; on a loaded one the wait stretches with the
-    CPUs' queue (a 0.2 s slice was 1.9 s of wall time at load 20), which is the machine's, not the node's."""
-    url = cluster.servers[0]
-    family = "raftlog_event_loop_held_cpu_seconds"
-    before_all, before_within = _histogram(url, family)
+    """The answer of ``big``, once it is checked that the node's event loop was never held
+    ``LIVE_WITHIN_S`` of CPU meanwhile (``loop_held``: what ``/status/live`` waits with a CPU to spare)."""
     raw = RawKafka(cluster.kafka["n1"])
     raw.sock.settimeout(ANSWER_TIMEOUT_S)
     try:
-        answer = big(raw)
+        with never_held(cluster.servers[0], LIVE_WITHIN_S):
+            return big(raw)
     finally:
         raw.close()
-    answered_all, _ = _histogram(url, family)
-    deadline = time.monotonic() + 30  # until the watcher wakes once after this ask: a stall left over is in
-    while (after := _histogram(url, family))[0] <= answered_all and time.monotonic() < deadline:
-        time.sleep(0.05)
-    after_all, after_within = after
-    assert after_all > answered_all > before_all, "the node's loop watcher observed nothing"
-    held = (after_all - before_all) - (after_within - before_within)
-    assert held == 0, f"the node's event loop was held {held:.0f} time(s) for over {LIVE_WITHIN_S} s of CPU"
-    return answer
 
 
 def test_a_fetch_naming_100000_partitions_leaves_the_node_live(node: LocalCluster) -> None:

