@@ -14,6 +14,7 @@ import pytest
 from partitions.errors import InvalidName
 from partitions.security.tokens import (
     TOKEN_DESCRIPTION_BYTES_MAX,
+    TOKEN_LIFETIME_MS_DEFAULT,
     TOKEN_LIFETIME_MS_MAX,
     ApiToken,
     check_token,
@@ -117,7 +118,9 @@ def test_rows_round_trip_and_a_row_that_is_not_a_token_is_refused() -> None:
 
 
 def test_expiry_is_a_time_or_a_lifetime_in_the_future_within_ten_years() -> None:
-    assert token_expiry(NOW_MS) is None
+    assert token_expiry(NOW_MS) == NOW_MS + TOKEN_LIFETIME_MS_DEFAULT  # every token expires: 7 days
+    assert TOKEN_LIFETIME_MS_DEFAULT == 7 * 24 * 3600 * 1000  # Kafka's delegation.token.max.lifetime.ms
+    assert token_expiry(NOW_MS, default_lifetime_ms=60_000) == NOW_MS + 60_000
     assert token_expiry(NOW_MS, lifetime_ms=60_000) == NOW_MS + 60_000
     assert token_expiry(NOW_MS, expires_ms=NOW_MS + 1) == NOW_MS + 1
     assert token_expiry(NOW_MS, lifetime_ms=TOKEN_LIFETIME_MS_MAX) == NOW_MS + TOKEN_LIFETIME_MS_MAX
