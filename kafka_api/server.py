@@ -768,15 +768,24 @@ async def _read_frame(reader: asyncio.StreamReader, size: int, clock: Clock) -> 
     chunk = await reader.read(READ_CHUNK_BYTES)
     if not chunk:
         raise asyncio.IncompleteReadError(b"", size)
-    view = memoryview(bytearray(size))  # once its first bytes came: a frame that never comes holds none
-    view[: len(chunk)] = chunk
-    filled = clock.frame_received = len(chunk)
-    while filled < size:
-        chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
-        if not chunk:
-            raise asyncio.IncompleteReadError(b"", size)
-        view[filled : filled + len(chunk)] = chunk
-        filled = clock.frame_received = filled + len(chunk)
+    buffer = bytearray(size)  # once its first bytes came: a frame that never comes holds none
+    view = memoryview(buffer)
+    try:
+        view[: len(chunk)] = chunk
+        filled = clock.frame_received = len(chunk)
+        while filled < size:
+            chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", size)
+            view[filled : filled + len(chunk)] = chunk
+            filled = clock.frame_received = filled + len(chunk)
+    except BaseException:
+        # a frame cut or broken off gives its memory back now, not when the collector finds the traceback
+        # that refers to this call (a reference cycle: freed only by a collection, which large buffers do
+        # not set off)
+        view.release()
+        del buffer[:]
+        raise
     return view.toreadonly()
 
 
