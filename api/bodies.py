@@ -22,6 +22,11 @@ from aiohttp import web
 from api.errors import Overloaded, RequestTimeout, RequestTooLarge
 from partitions.security.holds import RequestBytes, arrival_due_s
 
+# A body this small comes in the client's one write (a TCP window by default): it is not paced by the
+# grace and rate below, only by the body timeout. Late, it was the node that did not read it (its loop
+# held, a loaded machine), not a client dribbling it; and what it holds of the budget is small, its holder
+# bounded by its share all the same.
+PACED_BODY_BYTES = 64 * 1024
 _BODY = web.RequestKey("raftlog_body", bytes)
 _HELD = web.RequestKey("raftlog_body_bytes_held", tuple)  # (budget, holder, bytes) until answered
 _CUT = web.RequestKey("raftlog_body_cut", bool)  # its body did not come whole in time
@@ -39,11 +44,12 @@ async def read_body(
     shed: Callable[[str], None] | None = None,
 ) -> bytes:
     """The whole body; ``RequestTooLarge`` (413) beyond ``limit`` bytes, announced or sent;
-    ``RequestTimeout`` (408) when it is not whole within ``timeout_s``, or, with ``grace_s``, when its bytes
-    do not keep coming at ``rate_min_bytes_per_s`` once ``grace_s`` passed since its room was taken (a
-    client dribbling it, or sending none); ``Overloaded`` (503) when ``budget`` had no room for it (its
-    announced size, else ``limit``) for ``holder`` within that time, or when it was cut, with its
-    connection, for a caller below its share (``shed`` is told why)."""
+    ``RequestTimeout`` (408) when it is not whole within ``timeout_s``, or, with ``grace_s`` and more than
+    ``PACED_BODY_BYTES`` announced, when its bytes do not keep coming at ``rate_min_bytes_per_s`` once
+    ``grace_s`` passed since its room was taken (a client dribbling it, or sending none);
+    ``Overloaded`` (503) when ``budget`` had no room for it (its announced size, else ``limit``) for
+    ``holder`` within that time, or when it was cut, with its connection, for a caller below its share
+    (``shed`` is told why)."""
     if _BODY in request:
         return request[_BODY]
     if request.content_length is not None and request.content_length > limit:
@@ -67,7 +73,7 @@ async def read_body(
         chunks_in = request.content.iter_any()
         while True:
             due_s = deadline_s
-            if grace_s is not None:
+            if grace_s is not None and wanted > PACED_BODY_BYTES:
                 due_s = min(due_s, started_s + arrival_due_s(wanted, size, grace_s, rate_min_bytes_per_s))
             try:
                 async with asyncio.timeout_at(due_s):
@@ -80,7 +86,8 @@ async def read_body(
             chunks.append(chunk)
     except TimeoutError:
         request[_CUT] = True
-        raise RequestTimeout(timeout_s) from None
+        # how long it had: the body timeout, or less when its bytes stopped coming (the grace)
+        raise RequestTimeout(round(min(timeout_s, loop.time() - (deadline_s - timeout_s)), 1)) from None
     except Exception:
         if _SHED in request and budget is not None:
             raise Overloaded("request-bytes", budget.total_max) from None  # its connection is gone
