@@ -37,6 +37,9 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import request_pin_probe  # noqa: E402  (a script beside this one: a frame, a node's RSS, an admin POST)
+from request_pin_probe import frame, rss_bytes  # noqa: E402
+
 from kafka_api import wire  # noqa: E402
 from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, METRICS_PATH, TOPICS_PATH, USERS_PATH  # noqa: E402
 from raftlog_dev import layout  # noqa: E402
@@ -46,21 +49,6 @@ MiB = 1024 * 1024
 TOKEN = "fair-share-probe-admin-token"
 USERS = ("admin", "mallory", "eve", "trudy", "oscar", "bob")
 TOPIC = "fair-share-probe"
-
-
-def frame(api_key: int, version: int, body: object, correlation_id: int) -> bytes:
-    import io
-
-    from kio.serial import entity_writer
-
-    cls = wire.request_class(api_key, version)
-    header_cls = cls.__header_schema__
-    buffer = io.BytesIO()
-    header = header_cls(request_api_key=api_key, request_api_version=version,
-                        correlation_id=correlation_id, client_id="probe")  # fmt: skip
-    entity_writer(header_cls)(buffer, header)
-    entity_writer(cls)(buffer, body)
-    return struct.pack(">i", len(buffer.getvalue())) + buffer.getvalue()
 
 
 def answer(sock: socket.socket) -> bytes:
@@ -176,13 +164,6 @@ def written_s(url: str, user: str | None, wait_s: float) -> str:
     return f"{status} in {time.monotonic() - began:.3f} s"
 
 
-def rss_bytes(pid: int) -> int:
-    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
-
 def held_bytes(url: str, door: str = "kafka") -> float:
     request = urllib.request.Request(url + METRICS_PATH, headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(request, timeout=30) as got:
@@ -203,16 +184,7 @@ def cuts(url: str) -> str:
 
 
 def http(url: str, body: object) -> int:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-    request.add_header("Authorization", f"Bearer {TOKEN}")
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as got:
-            return int(got.status)
-    except urllib.error.HTTPError as error:
-        return error.code
-    except OSError:
-        return 0
+    return request_pin_probe.http(url, body, TOKEN)
 
 
 def main() -> int:

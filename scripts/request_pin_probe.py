@@ -118,9 +118,10 @@ def push(
     sock.close()
 
 
-def http(url: str, body: object) -> int:
+def http(url: str, body: object, token: str = TOKEN) -> int:
+    """The status of a JSON POST with the admin ``token`` (0: no answer)."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-    request.add_header("Authorization", f"Bearer {TOKEN}")
+    request.add_header("Authorization", f"Bearer {token}")
     request.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=5) as answer:

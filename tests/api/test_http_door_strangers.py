@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from test_http_door_limits import _json
 from waiting import wait_for
 
 from api.app import ROUTES
@@ -96,14 +97,6 @@ def _call(
         return error.code, _json(error.read()), dict(error.headers)
     except OSError:  # not listening yet
         return 0, {}, {}
-
-
-def _json(body: bytes) -> dict[str, object]:
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
 
 
 def _state_changing_routes() -> list[tuple[str, str]]:
