@@ -19,6 +19,7 @@ varint; lz4, one or more LZ4 frames; zstd, one or more zstd frames (skippable on
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 import zlib
@@ -43,6 +44,14 @@ _ZSTD_HEADER_BYTES_MAX = 18  # magic, descriptor, window, dictionary id, content
 _ZSTD_BLOCK_RLE, _ZSTD_BLOCK_COMPRESSED, _ZSTD_BLOCK_RESERVED = 1, 2, 3  # a block's type (0: raw)
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)  # marker, magic, version 1, compatible 1
 _NOT_ZERO = re.compile(b"[^\x00]")
+# An output grows in the heap up to this size, then moves to memory mapped for it alone. Grown in the
+# heap all the way, a bytearray is copied at each step it cannot extend in place, and the allocator keeps
+# every copy's pages for reuse (``raftlog_node.process.tune_malloc``): a bomb's 64 MiB cost 134 MiB on
+# a node that had just given its free heap back. Mapped, its pages are resident only once written.
+HEAP_OUTPUT_BYTES_MAX = (
+    4 * 1024 * 1024
+)  # a producer's batch of 1 MiB (Kafka's max.message.bytes) inflated 4 times
+_MAP_NORESERVE = 0x4000  # Linux: the mapping is not charged against commit until its pages are written
 
 
 class Undecompressable(ValueError):
@@ -71,7 +80,7 @@ class ZstdWindowTooLarge(InflateLimit):
         )
 
 
-def inflate(codec: int, body: bytes | bytearray | memoryview, limit_bytes: int) -> bytearray:
+def inflate(codec: int, body: bytes | bytearray | memoryview, limit_bytes: int) -> bytearray | memoryview:
     """The inflated ``body`` of Kafka codec ``codec`` (1 gzip, 2 snappy, 3 lz4, 4 zstd), at most
     ``limit_bytes`` long: InflateLimit as soon as more comes out, Undecompressable when it does not
     decompress. Never holds more than ``limit_bytes + OVERSHOOT_BYTES_MAX`` however the body is made (a
@@ -81,18 +90,64 @@ def inflate(codec: int, body: bytes | bytearray | memoryview, limit_bytes: int) 
     inflater = _INFLATERS.get(codec)
     if inflater is None:
         raise ValueError(f"codec {codec} is not one of Kafka's compression codecs")
-    out = bytearray()
+    out = _Output(limit_bytes)
     inflater(memoryview(body).cast("B"), limit_bytes, out)
-    return out
+    return out.result()
 
 
-def _grow(out: bytearray, piece: bytes, limit_bytes: int) -> None:
-    out += piece
+class _Output:
+    """What has come out: a bytearray up to ``HEAP_OUTPUT_BYTES_MAX``, past it an anonymous private
+    mapping as large as the bound allows (virtual: a page is resident once written), written in place."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        self._limit_bytes = limit_bytes
+        self._heap: bytearray | None = bytearray()
+        self._mapped: mmap.mmap | None = None
+        self._length = 0
+
+    def __len__(self) -> int:
+        return self._length
+
+    def room(self, length: int) -> memoryview:
+        """``length`` bytes more, to be written in place (zero until written)."""
+        end = self._length + length
+        if self._heap is not None and end > HEAP_OUTPUT_BYTES_MAX:
+            size = self._limit_bytes + OVERSHOOT_BYTES_MAX + STEP_BYTES
+            self._mapped = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE)
+            self._mapped[: self._length] = self._heap
+            self._heap = None
+        if self._heap is not None:
+            self._heap += bytes(length)
+            view = memoryview(self._heap)
+        else:
+            assert self._mapped is not None
+            if end > len(self._mapped):  # past the bound by more than any step makes: refused the same
+                raise InflateLimit(end, self._limit_bytes)
+            view = memoryview(self._mapped)
+        start, self._length = self._length, end
+        return view[start:end]
+
+    def add(self, piece: bytes) -> None:
+        if self._heap is not None and self._length + len(piece) <= HEAP_OUTPUT_BYTES_MAX:
+            self._heap += piece
+            self._length += len(piece)
+        else:
+            self.room(len(piece))[:] = piece
+
+    def result(self) -> bytearray | memoryview:
+        if self._heap is not None:
+            return self._heap
+        assert self._mapped is not None
+        return memoryview(self._mapped)[: self._length]
+
+
+def _grow(out: _Output, piece: bytes, limit_bytes: int) -> None:
+    out.add(piece)
     if len(out) > limit_bytes:
         raise InflateLimit(len(out), limit_bytes)
 
 
-def _gzip(body: memoryview, limit_bytes: int, out: bytearray) -> None:
+def _gzip(body: memoryview, limit_bytes: int, out: _Output) -> None:
     position = 0
     while position < len(body):  # a member each round
         inflater = zlib.decompressobj(_GZIP_WBITS)
@@ -113,12 +168,12 @@ def _gzip(body: memoryview, limit_bytes: int, out: bytearray) -> None:
         position = len(body) if padding_end is None else padding_end.start()
 
 
-def _room(out: bytearray, limit_bytes: int) -> int:
+def _room(out: _Output, limit_bytes: int) -> int:
     """What the next step may add: one byte past the limit shows it is passed."""
     return min(STEP_BYTES, limit_bytes + 1 - len(out))
 
 
-def _lz4(body: memoryview, limit_bytes: int, out: bytearray) -> None:
+def _lz4(body: memoryview, limit_bytes: int, out: _Output) -> None:
     position = 0
     while True:  # a frame each round
         inflater = lz4.frame.LZ4FrameDecompressor()
@@ -141,7 +196,7 @@ def _lz4(body: memoryview, limit_bytes: int, out: bytearray) -> None:
             return
 
 
-def _zstd(body: memoryview, limit_bytes: int, out: bytearray) -> None:
+def _zstd(body: memoryview, limit_bytes: int, out: _Output) -> None:
     if not body:
         raise Undecompressable("zstd: no frame")
     decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_WINDOW_BYTES_MAX)  # one thread's
@@ -161,7 +216,7 @@ def _zstd(body: memoryview, limit_bytes: int, out: bytearray) -> None:
 
 
 def _zstd_frame(
-    decompressor: zstandard.ZstdDecompressor, body: memoryview, start: int, limit_bytes: int, out: bytearray
+    decompressor: zstandard.ZstdDecompressor, body: memoryview, start: int, limit_bytes: int, out: _Output
 ) -> int:
     """Inflates the zstd frame at ``start``; returns where it ends. The frame's blocks are walked here
     (each says how much it inflates to at most) and handed to the codec a few at a time, so one call never
@@ -205,7 +260,7 @@ def _zstd_frame(
     return position
 
 
-def _snappy(body: memoryview, limit_bytes: int, out: bytearray) -> None:
+def _snappy(body: memoryview, limit_bytes: int, out: _Output) -> None:
     if len(body) <= len(_XERIAL_HEADER) or body[: len(_XERIAL_HEADER)] != _XERIAL_HEADER:
         _snappy_block(body, limit_bytes, out)  # one raw block (aiokafka's test for xerial's framing)
         return
@@ -221,15 +276,13 @@ def _snappy(body: memoryview, limit_bytes: int, out: bytearray) -> None:
         position += size
 
 
-def _snappy_block(block: memoryview, limit_bytes: int, out: bytearray) -> None:
+def _snappy_block(block: memoryview, limit_bytes: int, out: _Output) -> None:
     """One raw snappy block: the inflated length it declares is checked before it is inflated."""
     declared = _uvarint32(block)
     if len(out) + declared > limit_bytes:
         raise InflateLimit(len(out) + declared, limit_bytes)
-    start = len(out)
-    out += bytes(declared)  # zero pages a fresh allocation maps without touching: the inflater fills them
     try:
-        inflated = cramjam.snappy.decompress_raw_into(block, memoryview(out)[start:])
+        inflated = cramjam.snappy.decompress_raw_into(block, out.room(declared))
     except cramjam.DecompressionError as exc:
         raise Undecompressable(f"snappy: {exc}") from None
     if inflated != declared:
@@ -251,7 +304,7 @@ def _uvarint32(block: memoryview) -> int:
     raise Undecompressable("snappy: a block's inflated length is not a 32-bit varint")
 
 
-_INFLATERS: dict[int, Callable[[memoryview, int, bytearray], None]] = {
+_INFLATERS: dict[int, Callable[[memoryview, int, _Output], None]] = {
     GZIP: _gzip,
     SNAPPY: _snappy,
     LZ4: _lz4,
