@@ -629,6 +629,7 @@ BROKER_ROOMS = (
     "partitions.controller",  # the controller's replicated metadata and its pure logic
     "partitions.groups",  # the group table, the assignors, the coordinator
     "partitions.transactions",  # the transactional ids' table, the transaction coordinator
+    "partitions.registry",  # the schema registry: schema types, the table in __schemas, its service
     "partitions.replicas",  # this node's partition replicas, their state machine, recovery and routing
     "partitions.metadata",  # the controller's host on a node, its operations, MetadataView, AdminService
     "partitions.data",  # the data plane (DataService) and a partition's state and leadership
