@@ -1,0 +1,353 @@
+"""A Protobuf file as Confluent's registry sees it: Square Wire's syntax tree (``ProtoFileElement``),
+made from a FileDescriptorProto as Confluent's ``ProtobufSchema.toProtoFile`` makes it, with what the
+text wrote (protobuf_text) where the schema came as text, as Wire's parser keeps it.
+
+The printer (protobuf_format) and the compatibility check (protobuf_diff) read these elements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import descriptor_pb2
+
+from partitions.registry.protobuf_text import Written
+
+F = descriptor_pb2.FieldDescriptorProto
+STRING, BOOLEAN, ENUM, NUMBER, MAP, LIST = "STRING", "BOOLEAN", "ENUM", "NUMBER", "MAP", "LIST"
+MAX_TAG = 536870911  # Protobuf's largest field number; ranges to it print "max"
+
+SCALARS = {
+    F.TYPE_DOUBLE: "double",
+    F.TYPE_FLOAT: "float",
+    F.TYPE_INT64: "int64",
+    F.TYPE_UINT64: "uint64",
+    F.TYPE_INT32: "int32",
+    F.TYPE_FIXED64: "fixed64",
+    F.TYPE_FIXED32: "fixed32",
+    F.TYPE_BOOL: "bool",
+    F.TYPE_STRING: "string",
+    F.TYPE_BYTES: "bytes",
+    F.TYPE_UINT32: "uint32",
+    F.TYPE_SFIXED32: "sfixed32",
+    F.TYPE_SFIXED64: "sfixed64",
+    F.TYPE_SINT32: "sint32",
+    F.TYPE_SINT64: "sint64",
+}
+SCALAR_NAMES = frozenset(SCALARS.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Primitive:
+    """A value inside an option's map, with its kind (Wire's ``OptionPrimitive``)."""
+
+    kind: str
+    value: Any
+
+
+@dataclass(slots=True)
+class Option:
+    name: str
+    kind: str
+    value: Any  # str | bool | int | float | dict[str, Any] | list[Any]
+    parenthesized: bool = False
+
+
+@dataclass(slots=True)
+class Field:
+    label: str | None  # "optional", "required", "repeated" or None
+    type: str
+    name: str
+    tag: int
+    default: str | None = None
+    json_name: str | None = None
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OneOf:
+    name: str
+    fields: list[Field]
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Reserved:
+    values: list[int | tuple[int, int] | str]  # a tag, an inclusive range, or a name
+
+
+@dataclass(slots=True)
+class Extensions:
+    values: list[int | tuple[int, int]]
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Extend:
+    name: str
+    fields: list[Field]
+
+
+@dataclass(slots=True)
+class EnumConstant:
+    name: str
+    tag: int
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Enum:
+    name: str
+    constants: list[EnumConstant]
+    options: list[Option] = field(default_factory=list)
+    reserveds: list[Reserved] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Message:
+    name: str
+    fields: list[Field]
+    oneofs: list[OneOf]
+    nested: list[Message | Enum]
+    options: list[Option] = field(default_factory=list)
+    reserveds: list[Reserved] = field(default_factory=list)
+    extensions: list[Extensions] = field(default_factory=list)
+    extends: list[Extend] = field(default_factory=list)
+
+    @property
+    def is_map_entry(self) -> bool:
+        return any(option.name == "map_entry" and option.value is True for option in self.options)
+
+
+@dataclass(slots=True)
+class Rpc:
+    name: str
+    request: str
+    response: str
+    client_streaming: bool
+    server_streaming: bool
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Service:
+    name: str
+    rpcs: list[Rpc]
+    options: list[Option] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProtoFile:
+    package: str | None
+    syntax: str | None  # "proto2", "proto3" or None (no syntax statement: proto2)
+    imports: list[str]
+    public_imports: list[str]
+    weak_imports: list[str]
+    types: list[Message | Enum]
+    services: list[Service]
+    extends: list[Extend]
+    options: list[Option]
+
+
+# The standard options Confluent's toProtoFile keeps, in its order, with Wire's kind of each.
+FILE_OPTIONS = (
+    ("java_package", STRING),
+    ("java_outer_classname", STRING),
+    ("java_multiple_files", BOOLEAN),
+    ("java_generate_equals_and_hash", BOOLEAN),
+    ("java_string_check_utf8", BOOLEAN),
+    ("optimize_for", ENUM),
+    ("go_package", STRING),
+    ("cc_generic_services", BOOLEAN),
+    ("java_generic_services", BOOLEAN),
+    ("py_generic_services", BOOLEAN),
+    ("deprecated", BOOLEAN),
+    ("cc_enable_arenas", BOOLEAN),
+    ("objc_class_prefix", STRING),
+    ("csharp_namespace", STRING),
+    ("swift_prefix", STRING),
+    ("php_class_prefix", STRING),
+    ("php_namespace", STRING),
+    ("php_metadata_namespace", STRING),
+    ("ruby_package", STRING),
+)
+MESSAGE_OPTIONS = (
+    ("no_standard_descriptor_accessor", BOOLEAN),
+    ("deprecated", BOOLEAN),
+    ("map_entry", BOOLEAN),
+)
+FIELD_OPTIONS = (
+    ("ctype", ENUM),
+    ("packed", BOOLEAN),
+    ("jstype", ENUM),
+    ("deprecated", BOOLEAN),
+    ("debug_redact", BOOLEAN),
+    ("retention", ENUM),
+)
+ENUM_OPTIONS = (("allow_alias", BOOLEAN), ("deprecated", BOOLEAN))
+ENUM_VALUE_OPTIONS = (("deprecated", BOOLEAN), ("debug_redact", BOOLEAN))
+SERVICE_OPTIONS = (("deprecated", BOOLEAN),)
+METHOD_OPTIONS = (("deprecated", BOOLEAN), ("idempotency_level", ENUM))
+
+
+def _standard_options(options: Any, known: tuple[tuple[str, str], ...]) -> list[Option]:
+    found = []
+    for name, kind in known:
+        if options.HasField(name):
+            value = getattr(options, name)
+            if kind == ENUM:
+                value = options.DESCRIPTOR.fields_by_name[name].enum_type.values_by_number[value].name
+            found.append(Option(name, kind, value))
+    if any(f.name == "targets" for f, _ in options.ListFields()):
+        enum_type = options.DESCRIPTOR.fields_by_name["targets"].enum_type
+        found.extend(Option("targets", ENUM, enum_type.values_by_number[t].name) for t in options.targets)
+    return found
+
+
+class Converter:
+    """Confluent's ``toProtoFile``: a FileDescriptorProto's elements; ``written`` (a text's fields as
+    written) makes them what Wire's parser would have made of that text; ``custom_options`` reads the
+    options an options message carries as extensions (protobuf.py, from its descriptor pool)."""
+
+    def __init__(
+        self, file: descriptor_pb2.FileDescriptorProto, written: Written | None, custom_options: Any
+    ) -> None:
+        self.file = file
+        self.written = written
+        self.custom_options = custom_options
+        self.proto3 = file.syntax == "proto3"
+
+    def proto_file(self) -> ProtoFile:
+        file = self.file
+        imports, public, weak = [], [], []
+        for index, name in enumerate(file.dependency):
+            if index in file.public_dependency:
+                public.append(name)
+            elif index in file.weak_dependency:
+                weak.append(name)
+            else:
+                imports.append(name)
+        types: list[Message | Enum] = [self.message(m, (m.name,)) for m in file.message_type]
+        types += [self.enum(e) for e in file.enum_type]
+        options = _standard_options(file.options, FILE_OPTIONS) + self.custom_options(file.options)
+        return ProtoFile(
+            package=file.package or None,
+            syntax=file.syntax
+            if file.syntax in ("proto2", "proto3")
+            else ("proto2" if self.written is None else None),
+            imports=imports,
+            public_imports=public,
+            weak_imports=weak,
+            types=types,
+            services=[self.service(s) for s in file.service],
+            extends=self.extends(file.extension, ()),
+            options=options,
+        )
+
+    def extends(self, fields: Any, scope: tuple[str, ...]) -> list[Extend]:
+        grouped: dict[str, list[Field]] = {}
+        for fd in fields:
+            written = self.written.get((scope, fd.name)) if self.written is not None else None
+            extendee = written.extendee if written is not None and written.extendee else fd.extendee
+            grouped.setdefault(extendee, []).append(self.field(fd, scope, in_oneof=False))
+        return [Extend(name, fields) for name, fields in grouped.items()]
+
+    def message(self, descriptor: descriptor_pb2.DescriptorProto, scope: tuple[str, ...]) -> Message:
+        fields: list[Field] = []
+        oneofs = [OneOf(o.name, [], self.custom_options(o.options)) for o in descriptor.oneof_decl]
+        map_entries: set[str] = set()
+        for fd in descriptor.field:
+            if fd.HasField("oneof_index") and not fd.proto3_optional:
+                oneofs[fd.oneof_index].fields.append(self.field(fd, scope, in_oneof=True))
+            else:
+                field_element = self.field(fd, scope, in_oneof=False)
+                if field_element.type.startswith("map<"):
+                    map_entries.add(fd.type_name.rsplit(".", 1)[-1])
+                fields.append(field_element)
+        nested: list[Message | Enum] = [
+            self.message(m, (*scope, m.name)) for m in descriptor.nested_type if m.name not in map_entries
+        ]
+        nested += [self.enum(e) for e in descriptor.enum_type]
+        reserveds = [Reserved([_range(r.start, r.end - 1)]) for r in descriptor.reserved_range]
+        reserveds += [Reserved([name]) for name in descriptor.reserved_name]
+        extensions = [
+            Extensions([_range(r.start, r.end - 1)], _standard_options(r.options, ()))
+            for r in descriptor.extension_range
+        ]
+        options = _standard_options(descriptor.options, MESSAGE_OPTIONS) + self.custom_options(
+            descriptor.options
+        )
+        return Message(
+            name=descriptor.name,
+            fields=fields,
+            oneofs=[o for o in oneofs if o.fields],
+            nested=nested,
+            options=options,
+            reserveds=reserveds,
+            extensions=extensions,
+            extends=self.extends(descriptor.extension, scope),
+        )
+
+    def field(self, fd: descriptor_pb2.FieldDescriptorProto, scope: tuple[str, ...], in_oneof: bool) -> Field:
+        written = self.written.get((scope, fd.name)) if self.written is not None else None
+        if written is not None:
+            label, type_name = (None if in_oneof else written.label), written.type
+        else:
+            label, type_name = (None if in_oneof else self.label(fd)), fd.type_name or SCALARS[fd.type]
+        options = _standard_options(fd.options, FIELD_OPTIONS) + self.custom_options(fd.options)
+        return Field(
+            label=label,
+            type=type_name,
+            name=fd.name,
+            tag=fd.number,
+            default=fd.default_value if not self.proto3 and fd.HasField("default_value") else None,
+            json_name=fd.json_name if fd.HasField("json_name") else None,
+            options=options,
+        )
+
+    def label(self, fd: descriptor_pb2.FieldDescriptorProto) -> str | None:
+        if fd.proto3_optional:
+            return "optional"
+        if fd.label == F.LABEL_REPEATED:
+            return "repeated"
+        if self.proto3:
+            return None
+        return "required" if fd.label == F.LABEL_REQUIRED else "optional"
+
+    def enum(self, descriptor: descriptor_pb2.EnumDescriptorProto) -> Enum:
+        constants = [
+            EnumConstant(
+                v.name,
+                v.number,
+                _standard_options(v.options, ENUM_VALUE_OPTIONS) + self.custom_options(v.options),
+            )
+            for v in descriptor.value
+        ]
+        reserveds = [Reserved([_range(r.start, r.end)]) for r in descriptor.reserved_range]
+        reserveds += [Reserved([name]) for name in descriptor.reserved_name]
+        options = _standard_options(descriptor.options, ENUM_OPTIONS) + self.custom_options(
+            descriptor.options
+        )
+        return Enum(descriptor.name, constants, options, reserveds)
+
+    def service(self, descriptor: descriptor_pb2.ServiceDescriptorProto) -> Service:
+        rpcs = [
+            Rpc(
+                m.name,
+                m.input_type,
+                m.output_type,
+                m.client_streaming,
+                m.server_streaming,
+                _standard_options(m.options, METHOD_OPTIONS) + self.custom_options(m.options),
+            )
+            for m in descriptor.method
+        ]
+        options = _standard_options(descriptor.options, SERVICE_OPTIONS) + self.custom_options(
+            descriptor.options
+        )
+        return Service(descriptor.name, rpcs, options)
+
+
+def _range(start: int, end_inclusive: int) -> int | tuple[int, int]:
+    return start if start == end_inclusive else (start, end_inclusive)

@@ -1,0 +1,419 @@
+"""A Protobuf file's text as Confluent's registry prints it: ``ProtobufSchemaUtils.toString`` (the
+canonical text it stores and answers) and, with ``normalize``, ``toNormalizedString`` (names fully
+qualified, fields, constants, reserved ranges and options sorted, imports sorted, the synthetic map
+entries written as ``map<K, V>``). A port of those functions over protobuf_elements; its output is
+compared with Confluent's in tests/partitions/registry/test_protobuf.py."""
+
+from __future__ import annotations
+
+import decimal
+import math
+from typing import Any
+
+from partitions.registry.protobuf_context import Names
+from partitions.registry.protobuf_elements import (
+    BOOLEAN,
+    ENUM,
+    LIST,
+    MAP,
+    MAX_TAG,
+    NUMBER,
+    SCALAR_NAMES,
+    STRING,
+    Enum,
+    EnumConstant,
+    Extend,
+    Extensions,
+    Field,
+    Message,
+    OneOf,
+    Option,
+    Primitive,
+    ProtoFile,
+    Reserved,
+    Rpc,
+    Service,
+)
+
+_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    "'": "\\'",
+    '"': '\\"',
+}
+
+
+def escape(text: str) -> str:
+    return "".join(_ESCAPES.get(char, char) for char in text)
+
+
+def _indented(lines: str) -> str:
+    parts = lines.split("\n")
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return "".join(f"  {line}\n" for line in parts)
+
+
+def _scalar(value: Any, normalize: bool = False) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if normalize and isinstance(value, float) and math.isfinite(value):
+        # Confluent's normalizer prints numbers with Java's DecimalFormat: no grouping, at most three
+        # fraction digits (half-even), no trailing zeros
+        text = format(
+            decimal.Decimal(repr(value)).quantize(decimal.Decimal("0.001"), decimal.ROUND_HALF_EVEN), "f"
+        )
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return str(value)
+
+
+class Printer:
+    def __init__(self, names: Names | None) -> None:
+        self.names = names  # set: normalize
+        self.normalize = names is not None
+
+    def resolve(self, name: str) -> str:
+        assert self.names is not None
+        full = self.names.resolve(name)
+        if full is None:
+            raise ValueError(f"Could not resolve type: {name}")
+        return "." + full
+
+    def file(self, file: ProtoFile) -> str:
+        out = []
+        if file.syntax is not None and (not self.normalize or file.syntax == "proto3"):
+            out.append(f'syntax = "{file.syntax}";\n')
+        if file.package is not None:
+            out.append(f"package {file.package};\n")
+        if file.imports or file.public_imports:
+            out.append("\n")
+            imports, public = file.imports, file.public_imports
+            if self.normalize:
+                imports, public = sorted(set(imports)), sorted(set(public))
+            out += [f'import "{name}";\n' for name in imports]
+            out += [f'import public "{name}";\n' for name in public]
+        options = self.options(file.options)
+        if options:
+            out.append("\n")
+            out += [self.option_statement(option) for option in options]
+        types = self.types(file.types)
+        if types:
+            out.append("\n")
+            out += self.type_texts(types, indent=False)
+        if file.extends:
+            out.append("\n")
+            out += [self.extend(extend) for extend in self.extends(file.extends)]
+        if file.services:
+            out.append("\n")
+            out += [self.service(service) for service in file.services]
+        return "".join(out)
+
+    def type_texts(self, types: list[Message | Enum], indent: bool) -> list[str]:
+        out = []
+        for kind in (Message, Enum):
+            for element in types:
+                if isinstance(element, kind):
+                    with self._enter(element.name):
+                        text = self.message(element) if isinstance(element, Message) else self.enum(element)
+                    out.append(_indented(text) if indent else text)
+        return out
+
+    def _enter(self, name: str) -> Any:
+        from contextlib import nullcontext
+
+        return self.names.enter(name) if self.names is not None else nullcontext()
+
+    def types(self, types: list[Message | Enum]) -> list[Message | Enum]:
+        if not self.normalize:
+            return types
+        assert self.names is not None
+        kept: list[Message | Enum] = []
+        for element in types:
+            if isinstance(element, Message):
+                info = self.names.get(element.name)
+                if info is not None and info.is_map:
+                    continue
+            kept.append(element)
+        return kept
+
+    def extends(self, extends: list[Extend]) -> list[Extend]:
+        if not self.normalize:
+            return extends
+        grouped: dict[str, list[Field]] = {}
+        for extend in extends:
+            for field in extend.fields:
+                grouped.setdefault(self.resolve(extend.name), []).append(field)
+        return [Extend(name, fields) for name, fields in grouped.items()]
+
+    def service(self, service: Service) -> str:
+        out = [f"service {service.name} {{"]
+        options = self.options(service.options)
+        if options:
+            out.append("\n")
+            out += [_indented(self.option_statement(option)) for option in options]
+        if service.rpcs:
+            out.append("\n")
+            out += [_indented(self.rpc(rpc)) for rpc in service.rpcs]
+        out.append("}\n")
+        return "".join(out)
+
+    def rpc(self, rpc: Rpc) -> str:
+        request, response = rpc.request, rpc.response
+        if self.normalize:
+            request, response = self.resolve(request), self.resolve(response)
+        out = [f"rpc {rpc.name} ("]
+        out.append(("stream " if rpc.client_streaming else "") + request + ") returns (")
+        out.append(("stream " if rpc.server_streaming else "") + response + ")")
+        options = self.options(rpc.options)
+        if options:
+            out.append(" {\n")
+            out += [_indented(self.option_statement(option)) for option in options]
+            out.append("}")
+        out.append(";\n")
+        return "".join(out)
+
+    def reserveds(self, reserveds: list[Reserved]) -> list[Reserved]:
+        if not self.normalize:
+            return reserveds
+        single = [Reserved([value]) for reserved in reserveds for value in reserved.values]
+
+        def order(reserved: Reserved) -> tuple[int, str]:
+            value = reserved.values[0]
+            start = value[0] if isinstance(value, tuple) else value if isinstance(value, int) else 2**31 - 1
+            return (start, _range_text(value, False))
+
+        return sorted(single, key=order)
+
+    def enum(self, enum: Enum) -> str:
+        out = [f"enum {enum.name} {{"]
+        if enum.reserveds:
+            out.append("\n")
+            out += [_indented(self.reserved(reserved)) for reserved in self.reserveds(enum.reserveds)]
+        if not enum.reserveds and (enum.options or enum.constants):
+            out.append("\n")
+        out += [_indented(self.option_statement(option)) for option in self.options(enum.options)]
+        constants = enum.constants
+        if self.normalize:
+            constants = sorted(constants, key=lambda c: (c.tag, c.name))
+        out += [_indented(self.constant(constant)) for constant in constants]
+        out.append("}\n")
+        return "".join(out)
+
+    def constant(self, constant: EnumConstant) -> str:
+        text = f"{constant.name} = {constant.tag}"
+        options = self.options(constant.options)
+        if options:
+            text += " " + self.option_list(options)
+        return text + ";\n"
+
+    def message(self, message: Message) -> str:
+        out = [f"message {message.name} {{"]
+        if message.reserveds:
+            out.append("\n")
+            out += [_indented(self.reserved(reserved)) for reserved in self.reserveds(message.reserveds)]
+        options = self.options(message.options)
+        if options:
+            out.append("\n")
+            out += [_indented(self.option_statement(option)) for option in options]
+        if message.fields:
+            out.append("\n")
+            fields = sorted(message.fields, key=lambda f: f.tag) if self.normalize else message.fields
+            out += [_indented(self.field(field)) for field in fields]
+        if message.oneofs:
+            out.append("\n")
+            oneofs = message.oneofs
+            if self.normalize:
+                oneofs = [
+                    OneOf(o.name, sorted(o.fields, key=lambda f: f.tag), o.options)
+                    for o in oneofs
+                    if o.fields
+                ]
+                oneofs.sort(key=lambda o: o.fields[0].tag)
+            out += [_indented(self.oneof(oneof)) for oneof in oneofs]
+        if message.extensions:
+            out.append("\n")
+            extensions = message.extensions
+            if self.normalize:
+                extensions = sorted(
+                    (Extensions([value], e.options) for e in extensions for value in e.values),
+                    key=lambda e: e.values[0][0] if isinstance(e.values[0], tuple) else e.values[0],
+                )
+            out += [_indented(self.extensions(extension)) for extension in extensions]
+        if message.extends:
+            out.append("\n")
+            out += [_indented(self.extend(extend)) for extend in self.extends(message.extends)]
+        types = self.types(message.nested)
+        if types:
+            out.append("\n")
+            out += self.type_texts(types, indent=True)
+        out.append("}\n")
+        return "".join(out)
+
+    def reserved(self, reserved: Reserved) -> str:
+        return "reserved " + ", ".join(_range_text(v, self.normalize) for v in reserved.values) + ";\n"
+
+    def extensions(self, extensions: Extensions) -> str:
+        text = "extensions " + ", ".join(_range_text(v, self.normalize) for v in extensions.values)
+        options = self.options(extensions.options)
+        if options:
+            text += " " + self.option_list(options)
+        return text + ";\n"
+
+    def oneof(self, oneof: OneOf) -> str:
+        out = [f"oneof {oneof.name} {{"]
+        options = self.options(oneof.options)
+        if options:
+            out.append("\n")
+            out += [_indented(self.option_statement(option)) for option in options]
+        if oneof.fields:
+            out.append("\n")
+            out += [_indented(self.field(field)) for field in oneof.fields]
+        out.append("}\n")
+        return "".join(out)
+
+    def extend(self, extend: Extend) -> str:
+        out = [f"extend {extend.name} {{"]
+        if extend.fields:
+            out.append("\n")
+            fields = sorted(extend.fields, key=lambda f: f.tag) if self.normalize else extend.fields
+            out += [_indented(self.field(field)) for field in fields]
+        out.append("}\n")
+        return "".join(out)
+
+    def field(self, field: Field) -> str:
+        label, field_type = field.label, field.type
+        if self.normalize:
+            assert self.names is not None
+            is_map = field_type.startswith("map<")
+            if field_type not in SCALAR_NAMES and not is_map:
+                field_type = self.resolve(field_type)
+                info = self.names.types.get(field_type[1:])
+                if info is not None and info.is_map:
+                    field_type = info.map_type() or field_type
+                    is_map = True
+            if is_map:
+                key, value = field_type[4:-1].split(",", 1)
+                value = value.strip()
+                resolved = self.names.resolve(value)
+                if resolved is not None:
+                    value = "." + resolved
+                field_type = f"map<{key.strip()}, {value}>"
+                label = None
+        text = (f"{label} " if label is not None else "") + f"{field_type} {field.name} = {field.tag}"
+        options = list(field.options)
+        if field.default is not None:
+            options.append(Option("default", _default_kind(field.type), field.default))
+        if field.json_name is not None:
+            options.append(Option("json_name", STRING, field.json_name))
+        options = self.options(options)
+        if options:
+            text += " " + self.option_list(options)
+        return text + ";\n"
+
+    def options(self, options: list[Option]) -> list[Option]:
+        if not self.normalize or not options:
+            return options
+        assert self.names is not None
+        qualified = []
+        for option in options:
+            if option.parenthesized:
+                resolved = self.names.resolve(option.name, table="extend_fields")
+                if resolved is not None:
+                    option = Option(resolved, option.kind, option.value, True)
+            qualified.append(option)
+        return sorted(qualified, key=lambda o: o.name)
+
+    def option_statement(self, option: Option) -> str:
+        return f"option {self.option(option)};\n"
+
+    def option_list(self, options: list[Option]) -> str:
+        if len(options) == 1:
+            return f"[{self.option(options[0])}]"
+        body = "".join(
+            _indented(self.option(o) + ("," if i < len(options) - 1 else "")) for i, o in enumerate(options)
+        )
+        return f"[\n{body}]"
+
+    def option(self, option: Option) -> str:
+        name = f"({option.name})" if option.parenthesized else option.name
+        if option.kind == STRING:
+            return f'{name} = "{escape(str(option.value))}"'
+        if option.kind in (BOOLEAN, ENUM, NUMBER):
+            return f"{name} = {_scalar(option.value, self.normalize and option.kind == NUMBER)}"
+        if option.kind == MAP:
+            return f"{name} = {{\n{self.option_map(option.value)}}}"
+        if option.kind == LIST:
+            return f"{name} = {self.option_list_value(option.value)}"
+        return name
+
+    def option_list_value(self, values: list[Any]) -> str:
+        if len(values) == 1:
+            return f"[{self.value(values[0])}]"
+        body = "".join(
+            _indented(self.value(v) + ("," if i < len(values) - 1 else "")) for i, v in enumerate(values)
+        )
+        return f"[\n{body}]"
+
+    def option_map(self, values: dict[str, Any]) -> str:
+        items = list(values.items())
+        if self.normalize:
+            items = sorted((k, v) for k, v in items if not (isinstance(v, list) and not v))
+        return "".join(
+            _indented(f"{key}: {self.value(value)}" + ("," if i < len(items) - 1 else ""))
+            for i, (key, value) in enumerate(items)
+        )
+
+    def value(self, value: Any) -> str:
+        if isinstance(value, str):
+            return f'"{escape(value)}"'
+        if isinstance(value, dict):
+            return f"{{\n{self.option_map(value)}}}"
+        if isinstance(value, list):
+            if self.normalize and len(value) == 1:
+                return self.value(value[0])
+            body = "".join(
+                _indented(self.value(v) + ("," if i < len(value) - 1 else "")) for i, v in enumerate(value)
+            )
+            return f"[\n{body}]"
+        if isinstance(value, Primitive):
+            if value.kind == STRING:
+                return self.value(value.value)
+            return _scalar(value.value, self.normalize and value.kind == NUMBER)
+        if isinstance(value, Option):
+            return self.option(value)
+        return _scalar(value)
+
+
+def _default_kind(field_type: str) -> str:
+    if field_type == "bool":
+        return BOOLEAN
+    if field_type == "string":
+        return STRING
+    if field_type in SCALAR_NAMES:
+        return NUMBER
+    return ENUM
+
+
+def _range_text(value: int | tuple[int, int] | str, normalize: bool) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, int):
+        return str(value)
+    start, end = value
+    if normalize and start == end:
+        return str(start)
+    return f"{start} to {end if end < MAX_TAG else 'max'}"
+
+
+def canonical_text(file: ProtoFile) -> str:
+    return Printer(None).file(file)
+
+
+def normalized_text(file: ProtoFile, names: Names) -> str:
+    return Printer(names).file(file)
