@@ -9,7 +9,8 @@
 #                                  browser tests drive it with the dev extra's Playwright), Apache Kafka's jars (the broker, its tools,
 #                                  Kafka Connect's worker and FileStream connectors, Kafka Streams) from Maven Central
 #                                  (scripts/kafka/install.sh), Spark's own Kafka source and sink from there
-#                                  too (scripts/spark_kafka/install.sh) and a Go toolchain
+#                                  too (scripts/spark_kafka/install.sh), Apache Avro's Java library
+#                                  (scripts/avro/install.sh) and a Go toolchain
 #                                  (scripts/go_toolchain.sh)
 # Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
 set -euo pipefail
@@ -80,6 +81,8 @@ debian_tool bootstrap chromium
 scripts/kafka/install.sh
 # Spark's own Kafka source and sink (spark-sql-kafka-0-10) from Maven Central, for spark.jars
 scripts/spark_kafka/install.sh .venv/bin/python
+# Apache Avro's Java library from Maven Central: the registry's Avro type is checked against it
+scripts/avro/install.sh
 # Spark's Python workers import pyspark from pyspark.zip, where Python writes no bytecode: compiled once here
 # (0.85 -> 0.4 CPU seconds a worker; a data source's workers must connect back to Spark within 10 s)
 .venv/bin/python scripts/spark_zip_bytecode.py
