@@ -265,6 +265,8 @@ RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
 
 
 def lookup(error: BaseException) -> HttpError:
+    if isinstance(error, broker.RegistryError):  # Confluent's registry's own code, which says its status
+        return HttpError(error.status, error.error_code)
     for kind, mapped in TABLE:
         if isinstance(error, kind):
             return mapped

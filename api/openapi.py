@@ -17,6 +17,7 @@ from aiohttp import web
 from api.access import Access
 from api.errors import TABLE
 from api.negotiation import error_type, offered
+from api.openapi_registry_schemas import REGISTRY_SCHEMAS
 from api.openapi_schemas import PARTITION_NUMBER, SCHEMAS, STR, ref
 from api.openapi_share_schemas import SHARE_SCHEMAS
 from partitions.peers.client import INTERNAL_PREFIX
@@ -45,7 +46,7 @@ class Operation:
     handler: Handler
     operation_id: str
     summary: str
-    tag: str  # "client" | "admin" | "operations"
+    tag: str  # "client" | "admin" | "operations" | "registry"
     query: tuple[Param, ...] = ()
     body: str | None = None  # component schema of the request body
     body_types: tuple[str, ...] = (PLAIN_JSON,)
@@ -221,10 +222,16 @@ def document(operations: Sequence[Operation], *, admin_token: bool, acls: bool =
             ),
         },
         "servers": [{"url": "/"}],
-        "tags": [{"name": "client"}, {"name": "admin"}, {"name": "operations"}, {"name": "internal"}],
+        "tags": [
+            {"name": "client"},
+            {"name": "admin"},
+            {"name": "operations"},
+            {"name": "registry"},
+            {"name": "internal"},
+        ],
         "paths": paths,
         "components": {
-            "schemas": {**SCHEMAS, **SHARE_SCHEMAS},
+            "schemas": {**SCHEMAS, **SHARE_SCHEMAS, **REGISTRY_SCHEMAS},
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "basic": {"type": "http", "scheme": "basic"},

@@ -39,6 +39,9 @@
                                  expiries of this partition's records (``groups.share_partition``),
                                  written only once feature ``raftlog.version`` 2 is finalized (a node
                                  of an earlier release refuses kind 11 as malformed)
+[1, 12, payload]                 SchemaCommand: a schema registry change (``registry.table``), only in the
+                                 partition of the internal ``__schemas`` topic, written only once feature
+                                 ``raftlog.version`` 2 is finalized (a node of 0.1.0 refuses kind 12)
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
-_TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS, _SHARE = 7, 8, 9, 10, 11
+_TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS, _SHARE, _SCHEMA = 7, 8, 9, 10, 11, 12
 NO_LEADER_EPOCH = -1  # a committed offset's leader epoch, unknown (Kafka's -1)
 
 
@@ -121,6 +124,11 @@ class ShareCommand:
     payload: bytes  # encoded by ``partitions.groups.share_partition.encode``
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaCommand:
+    payload: bytes  # encoded by ``partitions.registry.table.encode``
+
+
 Command = (
     Produce
     | CommitOffset
@@ -132,6 +140,7 @@ Command = (
     | TxnOffset
     | TxnCommand
     | ShareCommand
+    | SchemaCommand
 )
 
 
@@ -161,6 +170,8 @@ def encode(command: Command) -> bytes:
         fields = [VERSION, _TXN, command.payload]
     elif isinstance(command, ShareCommand):
         fields = [VERSION, _SHARE, command.payload]
+    elif isinstance(command, SchemaCommand):
+        fields = [VERSION, _SCHEMA, command.payload]
     elif isinstance(command, DeleteOffset):
         fields = [VERSION, _DELETE_OFFSET, command.group]
     elif isinstance(command, DeleteRecords):
@@ -247,6 +258,8 @@ def decode(data: bytes | memoryview) -> Command:
         return TxnCommand(fields[2])
     if kind == _SHARE and len(fields) == 3 and isinstance(fields[2], bytes):
         return ShareCommand(fields[2])
+    if kind == _SCHEMA and len(fields) == 3 and isinstance(fields[2], bytes):
+        return SchemaCommand(fields[2])
     if kind == _DELETE_OFFSET and len(fields) == 3 and isinstance(fields[2], str):
         return DeleteOffset(fields[2])
     if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:

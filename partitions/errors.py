@@ -505,3 +505,18 @@ class InvalidConfigRequest(PartitionError):
 class InvalidResourceConfig(PartitionError):
     """A resource's config value Kafka refuses as an invalid config (``resource_configs``: a wrong type, a
     group config's bound, a malformed match pattern or replica list); nothing was changed."""
+
+
+@with_fields
+class RegistryError(PartitionError):
+    """A schema registry request refused, in Confluent's registry's terms: its ``error_code`` (40401
+    subject not found, 40403 schema not found, 42201 invalid schema, 409 incompatible ...) and message;
+    the HTTP status is the code's first three digits. Nothing was changed."""
+
+    error_code: int
+    reason: str
+    template = "{reason}"
+
+    @property
+    def status(self) -> int:
+        return self.error_code if self.error_code < 1000 else self.error_code // 100

@@ -39,7 +39,7 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
         "owner, share groups (KIP-932), client quotas (KIP-546), client metrics subscriptions, group "
-        "configs and replication throttles",
+        "configs and replication throttles, the schema registry",
     },
     TRANSACTION_VERSION: {
         1: "transactions as Kafka's transaction version 1: a transaction's partitions added by "
@@ -73,6 +73,9 @@ PRODUCER_OWNERS = Format(
 )
 SHARE_GROUPS = Format(
     "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
+)
+SCHEMA_REGISTRY = Format(
+    "partition command SchemaCommand kind 12: the schema registry's table (__schemas)", RAFTLOG_VERSION, 2
 )
 CLIENT_QUOTAS = Format(
     "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 2

@@ -40,7 +40,9 @@ GROUPS_TOPIC = "__consumer_groups"  # the consumer groups' table: a group's coor
 # the transactional ids' table: a transactional id's coordinator leads its partition (Kafka's
 # __transaction_state)
 TRANSACTIONS_TOPIC = "__transactions"
-INTERNAL_TOPICS = frozenset({GROUPS_TOPIC, TRANSACTIONS_TOPIC})  # the topics the cluster keeps for itself
+SCHEMAS_TOPIC = "__schemas"  # the schema registry's table (Confluent's _schemas), one partition
+# the topics the cluster keeps for itself
+INTERNAL_TOPICS = frozenset({GROUPS_TOPIC, TRANSACTIONS_TOPIC, SCHEMAS_TOPIC})
 _TOPIC_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 _TOPIC_CHARACTER = re.compile(r"[A-Za-z0-9._-]")
 _REFUSED_CATEGORIES = {"Cc": "a control character", "Cf": "a format character",

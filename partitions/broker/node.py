@@ -70,6 +70,9 @@ from partitions.peers.client import (
 )
 from partitions.peers.cluster import Cluster
 from partitions.peers.presence import Presence
+from partitions.registry.coordinator import SchemaRegistry
+from partitions.registry.store import ReplicatedSchemaLog
+from partitions.registry.types import TYPES
 from partitions.replicas import log_dirs
 from partitions.replicas.cluster_view import ClusterView
 from partitions.replicas.failures import ReplicaFailure
@@ -195,6 +198,7 @@ class NodeServices:
     peer: PeerServer
     transactions: TransactionCoordinator
     shares: ShareRecords
+    registry: SchemaRegistry
 
 
 class Node:
@@ -401,6 +405,11 @@ class Node:
                 clock,
                 self.features,
                 group_configs=self._group_configs,
+            ),
+            SchemaRegistry(
+                self._internal_topic_log(ReplicatedSchemaLog, 1),
+                TYPES,
+                lambda: self.frontend.metadata().features,
             ),
         )
         self.metadata = NodeView(self)

@@ -45,6 +45,7 @@ from partitions.metadata.service import AdminService
 from partitions.peer_ops import PeerOp, declared_ops
 from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
 from partitions.peers.service import RESULT_TYPES, PeerService
+from partitions.registry.service import RegistryService
 from partitions.transactions.service import TransactionService
 from raftlog.errors import RaftlogError
 
@@ -79,6 +80,7 @@ PEER_OPS: tuple[PeerOp, ...] = (
     + declared_ops("peer", PeerService)
     + declared_ops("transactions", TransactionService)
     + declared_ops("shares", ShareService)
+    + declared_ops("registry", RegistryService)
 )
 OPS = {op.name: op for op in PEER_OPS}
 
@@ -294,6 +296,7 @@ _GROUPS = _stubs("groups", GroupService)
 _PEER = _stubs("peer", PeerService)
 _TRANSACTIONS = _stubs("transactions", TransactionService)
 _SHARES = _stubs("shares", ShareService)
+_REGISTRY = _stubs("registry", RegistryService)
 
 
 def remote_admin(client: PeerClient, node_id: str) -> AdminService:
@@ -314,6 +317,10 @@ def remote_transactions(client: PeerClient, node_id: str) -> TransactionService:
 
 def remote_shares(client: PeerClient, node_id: str) -> ShareService:
     return cast(ShareService, _SHARES(client, node_id))
+
+
+def remote_registry(client: PeerClient, node_id: str) -> RegistryService:
+    return cast(RegistryService, _REGISTRY(client, node_id))
 
 
 def remote_data(client: PeerClient, node_id: str) -> DataService:

@@ -56,10 +56,12 @@ from partitions.peers.client import (
     remote_data,
     remote_groups,
     remote_peer,
+    remote_registry,
     remote_shares,
     remote_transactions,
 )
 from partitions.peers.service import LocalServices, PeerService
+from partitions.registry.service import RegistryService
 from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
@@ -410,6 +412,9 @@ class Cluster:
             router, local.transactions, lambda node: remote_transactions(client, node)
         )
         self.shares = ClusterShares(router, local.shares, client)
+        self.registry: Routed[RegistryService] = Routed(
+            router, local.registry, lambda node: remote_registry(client, node)
+        )
 
 
 class FrontDoor(Protocol):

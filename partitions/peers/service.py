@@ -52,6 +52,15 @@ from partitions.metadata.service import (
     ReplicaState,
 )
 from partitions.peer_ops import peer
+from partitions.registry.schema_types import Reference
+from partitions.registry.service import (
+    Compatibility,
+    ConfigView,
+    Listing,
+    RegistryService,
+    SchemaInput,
+    SchemaView,
+)
 from partitions.replicas.failures import ReplicaFailure
 from partitions.security.acls import AclBinding, AclFilter
 from partitions.security.tokens import ApiToken
@@ -84,6 +93,12 @@ class Failures:
 
 
 RESULT_TYPES: tuple[type, ...] = (
+    Reference,
+    SchemaInput,
+    SchemaView,
+    ConfigView,
+    Compatibility,
+    Listing,
     QuotaChange,
     ProduceResult,
     Producer,
@@ -212,4 +227,9 @@ class LocalServices(Protocol):
     @property
     def shares(self) -> ShareRecords:
         """Share groups' records of the partitions this node leads (KIP-932)."""
+        ...
+
+    @property
+    def registry(self) -> RegistryService:
+        """The schema registry, served where ``__schemas`` is led."""
         ...

@@ -73,6 +73,7 @@ from partitions.commands import (
     DeleteRecords,
     GroupCommand,
     Produce,
+    SchemaCommand,
     ShareCommand,
     TxnCommand,
     TxnMarker,
@@ -89,6 +90,8 @@ from partitions.errors import (
 )
 from partitions.groups.share_partition import ShareResult, ShareTable
 from partitions.groups.state import GroupResult, GroupTable
+from partitions.registry import table as registry_table
+from partitions.registry.table import Done, Refusal, SchemaTable
 from partitions.replicas.dedup import Appended, ProducerTable
 from partitions.transactions.state import TransactionTable, TxnResult
 from raftlog.errors import InvariantViolation, check
@@ -166,6 +169,8 @@ ApplyResult = (
     | GroupResult
     | TxnResult
     | ShareResult
+    | Done
+    | Refusal
     | None
 )
 
@@ -198,6 +203,7 @@ class PartitionStateMachine:
         self.groups = GroupTable()  # consumer groups coordinated here (``__consumer_groups`` partitions)
         self.transactions = TransactionTable()  # transactional ids coordinated here (``__transactions``)
         self.shares = ShareTable()  # share groups' records of this partition (KIP-932)
+        self.schemas = SchemaTable()  # the schema registry's table (``__schemas``), replaced whole
         self.applied_index = 0
         # Offsets below the high watermark are committed and applied. Without a snapshot the journal
         # replays from its first entry, which produced offset 0.
@@ -244,6 +250,12 @@ class PartitionStateMachine:
                 return self.shares.apply(decoded.payload)
             except InvalidCommand as exc:
                 return Refused(exc)
+        if isinstance(decoded, SchemaCommand):
+            try:
+                self.schemas, done = self.schemas.apply(registry_table.decode(decoded.payload))
+            except InvalidCommand as exc:
+                return Refused(exc)
+            return done
         if isinstance(decoded, DeleteRecords):
             return self._delete_records(decoded.offset)
         if isinstance(decoded, TxnMarker):
@@ -503,6 +515,13 @@ class PartitionStateMachine:
                 # absent from a snapshot of a release before share groups (and left out while none is
                 # held, so such a snapshot keeps that release's bytes)
                 **({"shares": self.shares.to_rows()} if self.shares.groups else {}),
+                # absent from a snapshot of a release before the schema registry (and left out while the
+                # table is empty, so such a snapshot keeps that release's bytes)
+                **(
+                    {"schemas": self.schemas.to_rows()}
+                    if self.schemas.next_id > 1 or self.schemas.configs or self.schemas.modes
+                    else {}
+                ),
             },
             use_bin_type=True,
         )
@@ -536,6 +555,7 @@ class PartitionStateMachine:
         )
         self.txn_ended = OrderedDict((int(p), int(o)) for p, o in state.get("txn_ended", []))
         self.shares = ShareTable.from_rows(state.get("shares", []))  # absent: before share groups
+        self.schemas = SchemaTable.from_rows(state.get("schemas", []))  # absent: before the registry
         self.deleted_below = int(
             state.get("deleted_below", 0)
         )  # absent: a snapshot from before DeleteRecords

@@ -85,10 +85,13 @@ from partitions.metadata.service import (
     PartitionState,
     ReplicaState,
 )
-from partitions.names import GROUPS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
+from partitions.names import GROUPS_TOPIC, SCHEMAS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
 from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
+from partitions.registry.coordinator import SchemaRegistry
+from partitions.registry.table import Done, Refusal, RegistryCommand, SchemaTable
+from partitions.registry.types import TYPES
 from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.replicas.log_dirs import LogDir, ReplicaDir, log_dir
 from partitions.security.acls import AclBinding, AclFilter
@@ -133,6 +136,7 @@ class FakeCluster:
         self.quotas: dict[Entity, dict[str, float]] = {}  # client quotas, as the controller keeps them
         self.resource_configs: dict[tuple[str, str], dict[str, str]] = {}  # (kind, name) -> configs
         self.transaction_tables: dict[tuple[int, int], TransactionTable] = {}  # (topic_id, partition)
+        self.schema_table = SchemaTable()  # the registry's, in ``__schemas``
         # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
         self.markers: list[tuple[str, int, int, int, bool, int]] = []
         self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
@@ -276,6 +280,30 @@ class FakeTransactionLog:
     async def propose(self, partition: int, command: TxnCommand) -> TxnResult:
         table, _ = self.table(partition)
         return table.apply(encode_txn(command))
+
+
+class FakeSchemaLog:
+    """``SchemaLog`` over a ``FakeCluster``: ``__schemas`` has one partition, led by the first node."""
+
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
+
+    async def ensure_topic(self) -> None:
+        cluster = self.data.cluster
+        if SCHEMAS_TOPIC not in cluster.topics:
+            self.data._controller_here()
+            cluster.add_topic(SCHEMAS_TOPIC, replicas=[list(cluster.node_ids)])
+
+    def table(self, partition: int) -> tuple[SchemaTable, int]:
+        if SCHEMAS_TOPIC not in self.data.cluster.topics:
+            raise UnknownTopic(SCHEMAS_TOPIC)
+        state = self.data._led_here(SCHEMAS_TOPIC, partition)
+        return self.data.cluster.schema_table, state.term
+
+    async def propose(self, command: RegistryCommand) -> Done | Refusal:
+        table, _ = self.table(0)
+        self.data.cluster.schema_table, result = table.apply(command)
+        return result
 
 
 def served_by_plane(name: str, counted: str | None = None) -> Callable[..., Awaitable[Any]]:
@@ -946,6 +974,7 @@ class FakeLocal:
     groups: ConsumerService
     peer: FakeData
     transactions: TransactionCoordinator
+    registry: SchemaRegistry
     shares: ShareRecords | None = None  # share groups are the Kafka door's alone: no HTTP test reaches them
 
 
@@ -969,6 +998,7 @@ class FakeNode:
             ConsumerService(node_id, self.data.groups, lambda: self.cluster.data),
             self.data,
             self.data.transactions,
+            SchemaRegistry(FakeSchemaLog(self.data), TYPES, lambda: self.metadata.features().levels()),
         )
         self.peers = PeerClient(
             INTERNAL_CREDENTIAL,

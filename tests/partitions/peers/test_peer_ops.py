@@ -29,6 +29,7 @@ from partitions.peers.client import (
 )
 from partitions.peers.cluster import Routed, Router
 from partitions.peers.service import PeerService
+from partitions.registry.service import RegistryService
 from partitions.transactions.service import TransactionService
 from raftlog.storage.batch import ProducerRecord, encode_batch
 
@@ -39,6 +40,7 @@ PROTOCOLS = {
     "peer": PeerService,
     "transactions": TransactionService,
     "shares": ShareService,
+    "registry": RegistryService,
 }
 
 
