@@ -1,0 +1,281 @@
+"""The JSON Schema type of the registry (Confluent's ``JSON``): parse, canonical text, compatibility,
+records (pure).
+
+A schema is a JSON object or boolean that its draft's metaschema accepts (the draft its ``$schema``
+names: 4, 6, 7, 2019-09 or 2020-12; Confluent's default, 7, when it names none or another), each of its
+``$ref``s resolving against the schema itself and the referenced schemas the registry resolved for it
+(``Resolved``: a reference's name, the ``$ref`` URL, to its text); nothing is ever fetched. The text the
+registry keeps is Confluent's ``canonicalString()``: Jackson's compact JSON, keys in the order given, a
+decimal number written as Java's ``BigDecimal`` writes it; ``normalized()`` sorts every object's keys, as
+Confluent's ``normalize=true``. Compatibility is Confluent's JSON Schema diff (``json_schema_diff``)
+with its words (``json_schema_difference``). A record is the JSON document itself, in UTF-8: ``decode``
+parses and validates it, ``encode`` validates and writes it compactly; a document the schema refuses
+raises ``InvalidRecord`` with the validator's message and the path where it failed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urljoin
+
+import jsonschema  # type: ignore[import-untyped]
+import jsonschema.exceptions  # type: ignore[import-untyped]
+import jsonschema_specifications  # type: ignore[import-untyped]
+import referencing.exceptions
+from referencing import Registry, Resource, Specification
+from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012, specification_with
+
+from partitions.registry.json_schema_diff import compare
+from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, Difference
+from partitions.registry.json_schema_model import Loader, Node
+from partitions.registry.schema_types import JSON, InvalidRecord, InvalidSchema, ParsedSchema, Resolved
+
+# Confluent's SpecificationVersion: the $schema URLs it knows (a trailing "#" dropped), each draft's
+# number, validator and referencing specification.
+_DRAFTS: dict[str, tuple[int, type[Any], Specification[Any]]] = {}
+for _urls, _draft in (
+    (("http://json-schema.org/draft-04/schema", "https://json-schema.org/draft-04/schema"), 4),
+    (("http://json-schema.org/schema", "https://json-schema.org/schema"), 4),
+    (("http://json-schema.org/draft-06/schema", "https://json-schema.org/draft-06/schema"), 6),
+    (("http://json-schema.org/draft-07/schema", "https://json-schema.org/draft-07/schema"), 7),
+    (("http://json-schema.org/draft/2019-09/schema", "https://json-schema.org/draft/2019-09/schema"), 2019),
+    (("http://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema"), 2020),
+):
+    for _url in _urls:
+        _DRAFTS[_url] = {
+            4: (4, jsonschema.Draft4Validator, DRAFT4),
+            6: (6, jsonschema.Draft6Validator, DRAFT6),
+            7: (7, jsonschema.Draft7Validator, DRAFT7),
+            2019: (2019, jsonschema.Draft201909Validator, DRAFT201909),
+            2020: (2020, jsonschema.Draft202012Validator, DRAFT202012),
+        }[_draft]
+_DEFAULT_DRAFT = _DRAFTS["http://json-schema.org/draft-07/schema"]
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads_exact(text: str) -> Any:
+    """JSON as Confluent's Jackson reads a schema: a number with a fraction or exponent kept exact."""
+    return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def _draft_of(schema: Any) -> tuple[int, type[Any], Specification[Any]]:
+    url = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(url, str):
+        return _DRAFTS.get(url.removesuffix("#"), _DEFAULT_DRAFT)
+    return _DEFAULT_DRAFT
+
+
+def _registry(
+    root: Any, resolved: Resolved, loads: Callable[[str], Any], specification: Specification[Any]
+) -> tuple[Registry[Any], dict[str, Any]]:
+    """The registry of every referenced schema, under its name and its name resolved against the
+    root's ``$id`` (where Confluent registers it), with the metaschemas; and each name's contents."""
+    base = root.get("$id", root.get("id", "")) if isinstance(root, dict) else ""
+    base = base if isinstance(base, str) else ""
+    resources: list[tuple[str, Resource[Any]]] = []
+    documents: dict[str, Any] = {}
+    for name, text in resolved.items():
+        try:
+            contents = loads(text)
+        except (ValueError, RecursionError) as error:
+            raise InvalidSchema(
+                f"Invalid JSON schema: the referenced schema {name!r} is not JSON: {error}"
+            ) from None
+        documents[name] = contents
+        dialect = contents.get("$schema", "") if isinstance(contents, dict) else ""
+        resource = specification_with(dialect, default=specification).create_resource(contents)
+        resources.append((name, resource))
+        if urljoin(base, name) != name:
+            resources.append((urljoin(base, name), resource))
+    return jsonschema_specifications.REGISTRY.with_resources(resources).crawl(), documents
+
+
+def _check_references(contents: Any, resolver: Any, specification: Specification[Any]) -> None:
+    """Every ``$ref`` in this schema resolves (``InvalidSchema`` otherwise), nothing fetched."""
+    pending = [(contents, resolver)]
+    while pending:
+        contents, resolver = pending.pop()
+        if not isinstance(contents, dict):
+            continue
+        dialect = contents.get("$schema", "")
+        resource = specification_with(
+            dialect if isinstance(dialect, str) else "", default=specification
+        ).create_resource(contents)
+        resolver = resolver.in_subresource(resource)
+        reference = contents.get("$ref")
+        if isinstance(reference, str):
+            try:
+                resolver.lookup(reference)
+            except referencing.exceptions.Unresolvable:
+                raise InvalidSchema(f"Invalid JSON schema: $ref '{reference}' does not resolve") from None
+        pending.extend((sub.contents, resolver) for sub in resource.subresources())
+
+
+class ParsedJsonSchema:
+    """A JSON Schema with its references resolved."""
+
+    def __init__(self, exact: Any, plain: Any, resolved: Resolved) -> None:
+        self._exact = exact  # numbers as Decimal: the text and the compatibility model
+        draft, validator_class, specification = _draft_of(plain)
+        registry, _ = _registry(plain, resolved, _loads, specification)
+        format_checker = validator_class.FORMAT_CHECKER if draft <= 7 else None  # everit asserts formats
+        self._validator = validator_class(plain, registry=registry, format_checker=format_checker)
+        exact_registry, documents = _registry(exact, resolved, _loads_exact, specification)
+        root = exact_registry.resolver_with_root(specification.create_resource(exact))
+        try:
+            _check_references(exact, root, specification)
+            for name, document in documents.items():
+                _check_references(document, exact_registry.resolver(base_uri=name), specification)
+            self._model: Node = Loader(draft, specification).load(exact, root)
+        except referencing.exceptions.Unresolvable as error:
+            raise InvalidSchema(f"Invalid JSON schema: a $ref does not resolve: {error}") from None
+        except (ValueError, TypeError, RecursionError) as error:
+            raise InvalidSchema(f"Invalid JSON: {error}") from None
+
+    @property
+    def schema_type(self) -> str:
+        return JSON
+
+    def canonical(self) -> str:
+        return _write(self._exact)
+
+    def normalized(self) -> str:
+        return _write(_sorted(self._exact))
+
+    def differences(self, previous: ParsedJsonSchema) -> list[Difference]:
+        """Every difference from ``previous`` to this schema, compatible or not, in Confluent's order."""
+        return compare(previous._model, self._model)
+
+    def backward_incompatibilities(self, previous: ParsedSchema) -> list[str]:
+        if not isinstance(previous, ParsedJsonSchema):
+            return ["Incompatible because of different schema type"]
+        try:
+            differences = self.differences(previous)
+        except RecursionError:
+            return ["Unexpected exception during compatibility check: the schemas nest too deeply to compare"]
+        return [
+            difference.message() for difference in differences if difference.type not in COMPATIBLE_CHANGES
+        ]
+
+    def decode(self, payload: bytes | memoryview, message_indexes: Sequence[int] = ()) -> Any:
+        if message_indexes:
+            raise InvalidRecord(f"a JSON Schema record has no message indexes, got {list(message_indexes)}")
+        try:
+            value = _loads(bytes(payload).decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise InvalidRecord(f"the record is not UTF-8: {error}") from None
+        except (ValueError, RecursionError) as error:
+            raise InvalidRecord(f"the record is not JSON: {error}") from None
+        self._validate(value)
+        return value
+
+    def encode(self, value: Any) -> tuple[tuple[int, ...], bytes]:
+        self._validate(value)
+        try:
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidRecord(f"the value is not JSON: {error}") from None
+        return (), text.encode("utf-8")
+
+    def _validate(self, value: Any) -> None:
+        try:
+            error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
+        except (referencing.exceptions.Unresolvable, RecursionError) as failure:
+            raise InvalidRecord(f"the record could not be validated: {failure}") from None
+        if error is not None:
+            path = "/".join(str(part) for part in error.absolute_path)
+            raise InvalidRecord(f"#/{path}: {error.message}")
+
+
+class JsonSchemaType:
+    name = JSON
+
+    def parse(self, text: str, resolved: Resolved) -> ParsedJsonSchema:
+        try:
+            exact, plain = _loads_exact(text), _loads(text)
+        except (ValueError, RecursionError) as error:
+            raise InvalidSchema(f"Invalid JSON schema: {error}") from None
+        if not isinstance(exact, dict | bool):
+            raise InvalidSchema(
+                f"Invalid JSON schema: expected an object or boolean at the root, found {_node_type(exact)}"
+            )
+        _, validator_class, _ = _draft_of(plain)
+        try:
+            validator_class.check_schema(plain)
+        except jsonschema.exceptions.SchemaError as error:
+            path = "/".join(str(part) for part in error.absolute_path)
+            raise InvalidSchema(f"Invalid JSON schema: #/{path}: {error.message}") from None
+        except RecursionError:
+            raise InvalidSchema("Invalid JSON schema: it nests too deeply to be checked") from None
+        return ParsedJsonSchema(exact, plain, resolved)
+
+
+JSON_TYPE = JsonSchemaType()
+
+
+def _node_type(value: Any) -> str:
+    """Jackson's JsonNodeType of a JSON value."""
+    if isinstance(value, list):
+        return "ARRAY"
+    if isinstance(value, str):
+        return "STRING"
+    if value is None:
+        return "NULL"
+    return "NUMBER"
+
+
+def _sorted(value: Any) -> Any:
+    """Every object's keys in Java's String order (UTF-16 code units), as a TreeMap keeps them."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda key: key.encode("utf-16-be", "surrogatepass"))
+        return {key: _sorted(value[key]) for key in keys}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _string(text: str) -> str:
+    """A JSON string as Jackson writes it: only quotes, backslashes and control characters escaped."""
+    out = []
+    for character in text:
+        if character in _ESCAPES:
+            out.append(_ESCAPES[character])
+        elif character < " ":
+            out.append(f"\\u{ord(character):04X}")
+        else:
+            out.append(character)
+    return '"' + "".join(out) + '"'
+
+
+def _write(value: Any) -> str:
+    """Compact JSON as Confluent's Jackson writes a schema."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, Decimal):
+        return str(abs(value) if value.is_zero() else value)  # Java's BigDecimal: no negative zero
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_write(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(_string(key) + ":" + _write(item) for key, item in value.items()) + "}"
+    raise TypeError(f"not a JSON value: {value!r}")
