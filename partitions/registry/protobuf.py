@@ -40,7 +40,7 @@ from partitions.registry.protobuf_elements import (
     ProtoFile,
 )
 from partitions.registry.protobuf_format import canonical_text, normalized_text
-from partitions.registry.protobuf_text import Written, without_map_entry_options, written_fields
+from partitions.registry.protobuf_text import Written, without_map_entry_options, written_file
 from partitions.registry.schema_types import PROTOBUF, InvalidRecord, InvalidSchema, ParsedSchema, Resolved
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
@@ -79,10 +79,13 @@ class ProtobufSchema:
         self.dependencies = dependencies
         self.pool = descriptor_pool.DescriptorPool()
         self._add_to_pool()
-        self.element = self._element(file, written.get(file.name))
+        # as Wire reads the text (the canonical text, the compatibility check) ...
+        self.element = self._element(file, written.get(file.name), as_written=True)
         self.dependency_elements = {
-            name: self._element(d, written.get(name)) for name, d in dependencies.items()
+            name: self._element(d, written.get(name), as_written=True) for name, d in dependencies.items()
         }
+        # ... and with the options the descriptors hold (the normalized text)
+        self._written = written
         self.names = self._names()
 
     def _add_to_pool(self) -> None:
@@ -106,12 +109,20 @@ class ProtobufSchema:
 
         add(self.file, 0)
 
-    def _element(self, proto: descriptor_pb2.FileDescriptorProto, written: Written | None) -> ProtoFile:
-        return Converter(proto, written, self._custom_options).proto_file()
+    def _element(
+        self, proto: descriptor_pb2.FileDescriptorProto, written: Written | None, as_written: bool
+    ) -> ProtoFile:
+        return Converter(proto, written, self._custom_options, as_written).proto_file()
 
-    def _names(self) -> Names:
+    def _names(self, as_written: bool = True) -> Names:
+        """The types of the file and its imports by name (a fresh table: resolving moves its scope)."""
+        if as_written:
+            files = [*self.dependency_elements.items(), ("", self.element)]
+        else:
+            files = [(n, self._element(d, self._written.get(n), False)) for n, d in self.dependencies.items()]
+            files.append(("", self._element(self.file, self._written.get(self.file.name), False)))
         names = Names()
-        names.collect([*self.dependency_elements.items(), ("", self.element)])
+        names.collect(files)
         return names
 
     def _custom_options(self, options: Message) -> list[Option]:
@@ -148,7 +159,8 @@ class ProtobufSchema:
 
     def normalized(self) -> str:
         try:
-            return normalized_text(self.element, self._names())
+            element = self._element(self.file, self._written.get(self.file.name), as_written=False)
+            return normalized_text(element, self._names(as_written=False))
         except ValueError as error:
             raise InvalidSchema(str(error)) from None
 
@@ -287,15 +299,25 @@ class _Parser:
     def parse(self, text: str, name: str | None = None) -> ProtobufSchema:
         descriptor = _descriptor_of(text)
         if descriptor is None:
-            compiled_text, map_entries = without_map_entry_options(text)
-            file, dependencies = compile_files(compiled_text, self.import_texts())
-            _set_map_entries(file, map_entries)
+            try:
+                written_text: Written | None = written_file(text)
+            except (ValueError, IndexError):
+                written_text = None  # not a text the reader knows: protoc's error, or descriptors' form
+            if written_text is None:
+                file, dependencies = compile_files(text, self.import_texts())
+            else:
+                compiled_text, map_entries = without_map_entry_options(text, written_text)
+                file, dependencies = compile_files(compiled_text, self.import_texts())
+                _set_map_entries(file, map_entries)
             if name is not None:
                 file.name = name
-            written: dict[str, Written | None] = {file.name: written_fields(text)}
+            written: dict[str, Written | None] = {file.name: written_text}
             for dependency in dependencies:
                 if dependency in self.resolved and _descriptor_of(self.resolved[dependency]) is None:
-                    written[dependency] = written_fields(self.resolved[dependency])
+                    try:
+                        written[dependency] = written_file(self.resolved[dependency])
+                    except (ValueError, IndexError):
+                        written[dependency] = None
             return ProtobufSchema(file, dependencies, written)
         if name is not None:
             descriptor.name = name

@@ -244,8 +244,7 @@ def _compare_message_fields(context: _Context, original: Message, update: Messag
     for tag in sorted({**before, **after}):
         old, new = before.get(tag), after.get(tag)
         old_oneof, new_oneof = before_oneof.get(tag), after_oneof.get(tag)
-        if new is None:
-            assert old is not None
+        if new is None and old is not None:
             if old_oneof is not None:
                 if old_oneof not in deleted_oneofs:
                     with context.at(old_oneof), context.at(str(tag)):
@@ -253,14 +252,14 @@ def _compare_message_fields(context: _Context, original: Message, update: Messag
             else:
                 with context.at(str(tag)):
                     context.add("REQUIRED_FIELD_REMOVED" if old.label == "required" else "FIELD_REMOVED")
-        elif old is None:
+        elif old is None and new is not None:
             if new_oneof is not None:
                 with context.at(new_oneof), context.at(str(tag)):
                     context.add("ONEOF_FIELD_ADDED")
             else:
                 with context.at(str(tag)):
                     context.add("REQUIRED_FIELD_ADDED" if new.label == "required" else "FIELD_ADDED")
-        else:
+        elif old is not None and new is not None:
             if old_oneof is not None and new_oneof is None:
                 with context.at(str(tag)):
                     context.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL")

@@ -7,15 +7,19 @@ The printer (protobuf_format) and the compatibility check (protobuf_diff) read t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import descriptor_pb2
 
-from partitions.registry.protobuf_text import Written
+if TYPE_CHECKING:
+    from partitions.registry.protobuf_text import Written, WrittenField
+
 
 F = descriptor_pb2.FieldDescriptorProto
 STRING, BOOLEAN, ENUM, NUMBER, MAP, LIST = "STRING", "BOOLEAN", "ENUM", "NUMBER", "MAP", "LIST"
+OPTION = "OPTION"  # a text's (name).sub = value: the value is the Option of sub
 MAX_TAG = 536870911  # Protobuf's largest field number; ranges to it print "max"
 
 SCALARS = {
@@ -206,17 +210,33 @@ def _standard_options(options: Any, known: tuple[tuple[str, str], ...]) -> list[
 
 
 class Converter:
-    """Confluent's ``toProtoFile``: a FileDescriptorProto's elements; ``written`` (a text's fields as
-    written) makes them what Wire's parser would have made of that text; ``custom_options`` reads the
-    options an options message carries as extensions (protobuf.py, from its descriptor pool)."""
+    """Confluent's ``toProtoFile``: a FileDescriptorProto's elements. ``written`` (the file's text as
+    written, protobuf_text) makes them what Wire's parser makes of that text: types, labels, extendees,
+    rpc types and the syntax statement always, and with ``as_written`` its options, defaults and ranges
+    too (the canonical text; the normalizer reads the options as the descriptor holds them, already
+    qualified and merged as Confluent's normalizer makes them). ``custom_options`` reads the options an
+    options message carries as extensions (protobuf.py, from its descriptor pool)."""
 
     def __init__(
-        self, file: descriptor_pb2.FileDescriptorProto, written: Written | None, custom_options: Any
+        self,
+        file: descriptor_pb2.FileDescriptorProto,
+        written: Written | None,
+        custom_options: Callable[[Any], list[Option]],
+        as_written: bool = True,
     ) -> None:
         self.file = file
         self.written = written
         self.custom_options = custom_options
+        self.as_written = written if as_written else None  # the text whose options, ranges, defaults print
         self.proto3 = file.syntax == "proto3"
+
+    def options(self, options: Any, known: tuple[tuple[str, str], ...], key: tuple[str, ...]) -> list[Option]:
+        if self.as_written is not None:
+            return list(self.as_written.options.get(key, []))
+        return _standard_options(options, known) + self.custom_options(options)
+
+    def written_field(self, scope: tuple[str, ...], name: str) -> WrittenField | None:
+        return self.written.fields.get((scope, name)) if self.written is not None else None
 
     def proto_file(self) -> ProtoFile:
         file = self.file
@@ -229,33 +249,37 @@ class Converter:
             else:
                 imports.append(name)
         types: list[Message | Enum] = [self.message(m, (m.name,)) for m in file.message_type]
-        types += [self.enum(e) for e in file.enum_type]
-        options = _standard_options(file.options, FILE_OPTIONS) + self.custom_options(file.options)
+        types += [self.enum(e, (e.name,)) for e in file.enum_type]
+        if self.written is not None:
+            syntax = self.written.syntax
+        else:
+            syntax = file.syntax if file.syntax in ("proto2", "proto3") else None
         return ProtoFile(
             package=file.package or None,
-            syntax=file.syntax
-            if file.syntax in ("proto2", "proto3")
-            else ("proto2" if self.written is None else None),
+            syntax=syntax,
             imports=imports,
             public_imports=public,
             weak_imports=weak,
             types=types,
             services=[self.service(s) for s in file.service],
             extends=self.extends(file.extension, ()),
-            options=options,
+            options=self.options(file.options, FILE_OPTIONS, ("file",)),
         )
 
     def extends(self, fields: Any, scope: tuple[str, ...]) -> list[Extend]:
         grouped: dict[str, list[Field]] = {}
         for fd in fields:
-            written = self.written.get((scope, fd.name)) if self.written is not None else None
+            written = self.written_field(scope, fd.name)
             extendee = written.extendee if written is not None and written.extendee else fd.extendee
             grouped.setdefault(extendee, []).append(self.field(fd, scope, in_oneof=False))
         return [Extend(name, fields) for name, fields in grouped.items()]
 
     def message(self, descriptor: descriptor_pb2.DescriptorProto, scope: tuple[str, ...]) -> Message:
         fields: list[Field] = []
-        oneofs = [OneOf(o.name, [], self.custom_options(o.options)) for o in descriptor.oneof_decl]
+        oneofs = [
+            OneOf(o.name, [], self.options(o.options, (), ("oneof", *scope, o.name)))
+            for o in descriptor.oneof_decl
+        ]
         map_entries: set[str] = set()
         for fd in descriptor.field:
             if fd.HasField("oneof_index") and not fd.proto3_optional:
@@ -268,40 +292,45 @@ class Converter:
         nested: list[Message | Enum] = [
             self.message(m, (*scope, m.name)) for m in descriptor.nested_type if m.name not in map_entries
         ]
-        nested += [self.enum(e) for e in descriptor.enum_type]
-        reserveds = [Reserved([_range(r.start, r.end - 1)]) for r in descriptor.reserved_range]
-        reserveds += [Reserved([name]) for name in descriptor.reserved_name]
-        extensions = [
-            Extensions([_range(r.start, r.end - 1)], _standard_options(r.options, ()))
-            for r in descriptor.extension_range
-        ]
-        options = _standard_options(descriptor.options, MESSAGE_OPTIONS) + self.custom_options(
-            descriptor.options
-        )
+        nested += [self.enum(e, (*scope, e.name)) for e in descriptor.enum_type]
+        if self.as_written is not None:
+            reserveds = list(self.as_written.reserveds.get(("message", *scope), []))
+            extensions = list(self.as_written.extensions.get(scope, []))
+        else:
+            reserveds = [Reserved([_range(r.start, r.end - 1)]) for r in descriptor.reserved_range]
+            reserveds += [Reserved([name]) for name in descriptor.reserved_name]
+            extensions = [
+                Extensions([_range(r.start, r.end - 1)], _standard_options(r.options, ()))
+                for r in descriptor.extension_range
+            ]
         return Message(
             name=descriptor.name,
             fields=fields,
             oneofs=[o for o in oneofs if o.fields],
             nested=nested,
-            options=options,
+            options=self.options(descriptor.options, MESSAGE_OPTIONS, ("message", *scope)),
             reserveds=reserveds,
             extensions=extensions,
             extends=self.extends(descriptor.extension, scope),
         )
 
     def field(self, fd: descriptor_pb2.FieldDescriptorProto, scope: tuple[str, ...], in_oneof: bool) -> Field:
-        written = self.written.get((scope, fd.name)) if self.written is not None else None
+        written = self.written_field(scope, fd.name)
         if written is not None:
             label, type_name = (None if in_oneof else written.label), written.type
         else:
             label, type_name = (None if in_oneof else self.label(fd)), fd.type_name or SCALARS[fd.type]
-        options = _standard_options(fd.options, FIELD_OPTIONS) + self.custom_options(fd.options)
+        default = fd.default_value if not self.proto3 and fd.HasField("default_value") else None
+        if self.as_written is not None and written is not None:
+            options, default = list(written.options), written.default
+        else:
+            options = _standard_options(fd.options, FIELD_OPTIONS) + self.custom_options(fd.options)
         return Field(
             label=label,
             type=type_name,
             name=fd.name,
             tag=fd.number,
-            default=fd.default_value if not self.proto3 and fd.HasField("default_value") else None,
+            default=default,
             json_name=fd.json_name if fd.HasField("json_name") else None,
             options=options,
         )
@@ -315,37 +344,30 @@ class Converter:
             return None
         return "required" if fd.label == F.LABEL_REQUIRED else "optional"
 
-    def enum(self, descriptor: descriptor_pb2.EnumDescriptorProto) -> Enum:
+    def enum(self, descriptor: descriptor_pb2.EnumDescriptorProto, path: tuple[str, ...]) -> Enum:
         constants = [
             EnumConstant(
-                v.name,
-                v.number,
-                _standard_options(v.options, ENUM_VALUE_OPTIONS) + self.custom_options(v.options),
+                v.name, v.number, self.options(v.options, ENUM_VALUE_OPTIONS, ("value", *path, v.name))
             )
             for v in descriptor.value
         ]
-        reserveds = [Reserved([_range(r.start, r.end)]) for r in descriptor.reserved_range]
-        reserveds += [Reserved([name]) for name in descriptor.reserved_name]
-        options = _standard_options(descriptor.options, ENUM_OPTIONS) + self.custom_options(
-            descriptor.options
-        )
+        if self.as_written is not None:
+            reserveds = list(self.as_written.reserveds.get(("enum", *path), []))
+        else:
+            reserveds = [Reserved([_range(r.start, r.end)]) for r in descriptor.reserved_range]
+            reserveds += [Reserved([name]) for name in descriptor.reserved_name]
+        options = self.options(descriptor.options, ENUM_OPTIONS, ("enum", *path))
         return Enum(descriptor.name, constants, options, reserveds)
 
     def service(self, descriptor: descriptor_pb2.ServiceDescriptorProto) -> Service:
-        rpcs = [
-            Rpc(
-                m.name,
-                m.input_type,
-                m.output_type,
-                m.client_streaming,
-                m.server_streaming,
-                _standard_options(m.options, METHOD_OPTIONS) + self.custom_options(m.options),
-            )
-            for m in descriptor.method
-        ]
-        options = _standard_options(descriptor.options, SERVICE_OPTIONS) + self.custom_options(
-            descriptor.options
-        )
+        rpcs = []
+        for m in descriptor.method:
+            request, response = m.input_type, m.output_type
+            if self.written is not None:
+                request, response = self.written.rpc_types.get((descriptor.name, m.name), (request, response))
+            options = self.options(m.options, METHOD_OPTIONS, ("rpc", descriptor.name, m.name))
+            rpcs.append(Rpc(m.name, request, response, m.client_streaming, m.server_streaming, options))
+        options = self.options(descriptor.options, SERVICE_OPTIONS, ("service", descriptor.name))
         return Service(descriptor.name, rpcs, options)
 
 

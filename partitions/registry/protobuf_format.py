@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from contextlib import nullcontext
 from typing import Any
 
 from partitions.registry.protobuf_context import Names
@@ -18,6 +19,7 @@ from partitions.registry.protobuf_elements import (
     MAP,
     MAX_TAG,
     NUMBER,
+    OPTION,
     SCALAR_NAMES,
     STRING,
     Enum,
@@ -75,11 +77,10 @@ def _scalar(value: Any, normalize: bool = False) -> str:
 
 class Printer:
     def __init__(self, names: Names | None) -> None:
-        self.names = names  # set: normalize
         self.normalize = names is not None
+        self.names = names if names is not None else Names()  # consulted only to normalize
 
     def resolve(self, name: str) -> str:
-        assert self.names is not None
         full = self.names.resolve(name)
         if full is None:
             raise ValueError(f"Could not resolve type: {name}")
@@ -125,14 +126,12 @@ class Printer:
         return out
 
     def _enter(self, name: str) -> Any:
-        from contextlib import nullcontext
 
-        return self.names.enter(name) if self.names is not None else nullcontext()
+        return self.names.enter(name) if self.normalize else nullcontext()
 
     def types(self, types: list[Message | Enum]) -> list[Message | Enum]:
         if not self.normalize:
             return types
-        assert self.names is not None
         kept: list[Message | Enum] = []
         for element in types:
             if isinstance(element, Message):
@@ -289,7 +288,6 @@ class Printer:
     def field(self, field: Field) -> str:
         label, field_type = field.label, field.type
         if self.normalize:
-            assert self.names is not None
             is_map = field_type.startswith("map<")
             if field_type not in SCALAR_NAMES and not is_map:
                 field_type = self.resolve(field_type)
@@ -319,7 +317,6 @@ class Printer:
     def options(self, options: list[Option]) -> list[Option]:
         if not self.normalize or not options:
             return options
-        assert self.names is not None
         qualified = []
         for option in options:
             if option.parenthesized:
@@ -350,6 +347,8 @@ class Printer:
             return f"{name} = {{\n{self.option_map(option.value)}}}"
         if option.kind == LIST:
             return f"{name} = {self.option_list_value(option.value)}"
+        if option.kind == OPTION:
+            return f"{name}.{self.option(option.value)}"
         return name
 
     def option_list_value(self, values: list[Any]) -> str:

@@ -75,15 +75,10 @@ def test_incompatibility_is_worded_as_confluent_words_it() -> None:
 
 def _printing_examples() -> Iterator[Any]:
     for example in json.loads((CORPUS / "canonical-examples.json").read_text()):
-        if example.get("protoc_rejects"):
-            continue
-        for form in ("canonical", "normalized"):
-            if example[form] is not None:
-                marks = []
-                reason = example.get("known_deviation", {}).get(form)
-                if reason:
-                    marks.append(pytest.mark.xfail(reason=reason, strict=True))
-                yield pytest.param(example, form, id=f"{example['test']}-{form}", marks=marks)
+        if not example.get("protoc_rejects"):
+            for form in ("canonical", "normalized"):
+                if example[form] is not None:
+                    yield pytest.param(example, form, id=f"{example['test']}-{form}")
 
 
 @pytest.mark.parametrize(("example", "form"), list(_printing_examples()))
