@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 
 from partitions.registry.json_schema import JSON_TYPE, ParsedJsonSchema
 from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, java_hash_order
@@ -263,3 +266,38 @@ def test_a_record_is_its_json_document_checked_against_the_schema() -> None:
         schema.encode({"name": 3})
     with pytest.raises(InvalidRecord, match="message indexes"):
         schema.decode(b'{"name": "a"}', [0])
+
+
+def test_confluent_kafka_s_json_serde_and_this_type_read_each_other_s_records() -> None:
+    # confluent-kafka's JSONSerializer registers its schema text and frames the document it validated
+    # (magic byte, schema id, then the JSON); this type reads that JSON, and its records are read by
+    # JSONDeserializer. A document the schema refuses is refused by both.
+    schema_text = json.dumps(
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "Order",
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer"},
+                "items": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["id"],
+        }
+    )
+    client = SchemaRegistryClient.new_client({"url": "mock://"})  # confluent-kafka's own in-memory registry
+    context = SerializationContext("orders", MessageField.VALUE)
+    serializer = JSONSerializer(schema_text, client, conf={"auto.register.schemas": True})
+    framed = serializer({"id": 7, "items": ["pen"]}, context)
+    assert framed is not None and framed[0] == 0
+    registered = client.get_schema(int.from_bytes(framed[1:5], "big"))
+    schema = parse(registered.schema_str)
+    assert schema.decode(framed[5:]) == {"id": 7, "items": ["pen"]}
+
+    _, payload = schema.encode({"id": 8, "items": []})
+    deserializer = JSONDeserializer(None, schema_registry_client=client)
+    assert deserializer(framed[:5] + payload, context) == {"id": 8, "items": []}
+
+    with pytest.raises(SerializationError):
+        serializer({"items": ["pen"]}, context)
+    with pytest.raises(InvalidRecord, match="'id' is a required property"):
+        schema.encode({"items": ["pen"]})
