@@ -10,8 +10,8 @@ writes a ``float`` default converted by its schema with ``Float.toString``).
 
 from __future__ import annotations
 
+import ctypes
 import math
-import struct
 from typing import Any
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -35,17 +35,31 @@ def string(text: str) -> str:
     return "".join(out)
 
 
+def _single(value: float) -> float:
+    """``value`` rounded to single precision (as Java's ``(float)`` cast)."""
+    return ctypes.c_float(value).value
+
+
+def _shortest(value: float, single: bool) -> str:
+    """Java's digits of a finite non-zero magnitude (``Double.toString`` / ``Float.toString`` since Java
+    19, which Java 17 agrees with but for rare values): the fewest significant digits that read back as
+    the same value, and when one digit would do, the closest decimal of two digits."""
+    same = (lambda text: _single(float(text)) == value) if single else (lambda text: float(text) == value)
+    for digits in range(1, 18):
+        text = f"{value:.{digits - 1}e}"
+        if same(text):
+            if digits == 1:
+                text = f"{value:.1e}"
+            return text
+    return repr(value)
+
+
 def float32_value(value: float) -> float:
     """The shortest decimal that reads back as the same single-precision float, as a Python float
     (0.1 for the float nearest 0.1, which a double holds as 0.10000000149011612)."""
-    if math.isnan(value) or math.isinf(value):
+    if math.isnan(value) or math.isinf(value) or value == 0:
         return value
-    packed = struct.pack(">f", value)
-    for digits in range(1, 10):
-        candidate = float(f"{value:.{digits}g}")
-        if struct.pack(">f", candidate) == packed:
-            return candidate
-    return value
+    return float(_shortest(_single(value), single=True))
 
 
 def _java_digits(shortest: str) -> tuple[str, int]:
@@ -69,8 +83,8 @@ def java_double(value: float, single: bool = False) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
-    magnitude = abs(float32_value(value) if single else value)
-    digits, exponent = _java_digits(repr(magnitude))
+    magnitude = abs(_single(value) if single else value)
+    digits, exponent = _java_digits(_shortest(magnitude, single))
     if 1e-3 <= magnitude < 1e7:
         if exponent >= 0:
             whole, fraction = digits[: exponent + 1].ljust(exponent + 1, "0"), digits[exponent + 1 :]

@@ -17,6 +17,7 @@ class Case:
     reader: str
     writer: str | None = None
     references: tuple[str, ...] = field(default=())
+    datum: str | None = None  # a value of the reader in Avro's JSON encoding
 
 
 def text(schema: Any) -> str:
@@ -219,6 +220,11 @@ PAIRS += [
     ),
 ]
 
+# Double.toString's digits; not 1e23: Java 17's (installed) prints 9.999999999999999E22, not the shortest
+# digits Java 19 and later print (1.0E23), which ours are (JDK-4511638)
+DOUBLES = [1, 1.0, 1e10, 0.001, 1e-4, -0.0, 123456789.0, 1e7, 9999999.0, 1.5e300, 2.5e-300, 0.1, 5e-324]
+DOUBLES += [1.7976931348623157e308, 0.0009999, 2e-323]
+
 # printing: namespaces, names written by reference, defaults' numbers and strings, props and aliases
 PRINTED = [
     Case(
@@ -248,12 +254,7 @@ PRINTED = [
         text(
             record(
                 "R",
-                *[
-                    f(f"d{i}", "double", default=v)
-                    for i, v in enumerate(
-                        [1, 1.0, 1e10, 0.001, 1e-4, -0.0, 123456789.0, 1e7, 9999999.0, 1.5e300, 2.5e-300, 0.1]
-                    )
-                ],
+                *[f(f"d{i}", "double", default=v) for i, v in enumerate(DOUBLES)],
             )
         ),
     ),
@@ -400,4 +401,87 @@ INVALID = [
     ),
 ]
 
-CASES = PAIRS + PRINTED + INVALID
+RICH = record(
+    "Rich",
+    f("i", "int"),
+    f("l", "long"),
+    f("fl", "float"),
+    f("d", "double"),
+    f("b", "boolean"),
+    f("s", "string"),
+    f("by", "bytes"),
+    f("fx", {"type": "fixed", "name": "Four", "size": 4}),
+    f("e", SUIT),
+    f("a", {"type": "array", "items": "int"}),
+    f("m", {"type": "map", "values": ["null", "string"]}),
+    f(
+        "u",
+        [
+            "null",
+            "int",
+            "long",
+            "string",
+            "Suit",
+            "Four",
+            {"type": "array", "items": "int"},
+            record("In", f("x", "int")),
+        ],
+    ),
+    namespace="com.example",
+)
+RICH_VALUE = {
+    "i": -2147483648, "l": 9223372036854775807, "fl": 0.1, "d": 1e-300, "b": True, "s": "é☃𝄞\n\"",
+    "by": "\u00ff\u0000a", "fx": "\u0001\u0002\u0003\u00fe", "e": "CLUBS", "a": [1, -1, 0],
+    "m": {"k": None}, "u": None,  # one entry: Avro writes a map in its hash map's order
+}  # fmt: skip
+UNION_VALUES = [
+    {"int": 1}, {"long": -5}, {"string": ""}, {"com.example.Suit": "HEARTS"}, {"com.example.Four": "abcd"},
+    {"array": [7]}, {"com.example.In": {"x": 3}},
+]  # fmt: skip
+FLOATS = [0.1, 1e10, 3.4028234663852886e38, 1.401298464324817e-45, 123.456, -2.5, 0, 16777217, 5e-324, 1e23]
+
+# values: Avro's JsonDecoder reads them, its binary encoder writes them, its JsonEncoder writes them back
+DATA = [
+    Case("datum-rich", text(RICH), datum=json.dumps(RICH_VALUE)),
+    *[
+        Case(f"datum-union-{i}", text(RICH), datum=json.dumps({**RICH_VALUE, "u": value}))
+        for i, value in enumerate(UNION_VALUES)
+    ],
+    *[Case(f"datum-float-{i}", text("float"), datum=json.dumps(value)) for i, value in enumerate(FLOATS)],
+    *[Case(f"datum-double-{i}", text("double"), datum=json.dumps(value)) for i, value in enumerate(FLOATS)],
+    Case(
+        "datum-list",
+        text(LINKED),
+        datum=json.dumps({"value": 1, "next": {"list.Node": {"value": 2, "next": None}}}),
+    ),
+    Case(
+        "datum-tree",
+        text(TREE),
+        datum=json.dumps({"label": "r", "children": [{"label": "c", "children": []}]}),
+    ),
+    Case("datum-top-union", text(["null", "string"]), datum=json.dumps({"string": "x"})),
+    Case(
+        "datum-map",
+        text({"type": "map", "values": ["null", "string"]}),
+        datum=json.dumps({"v": {"string": "x"}}),
+    ),
+    Case("datum-top-null", text(["null", "string"]), datum="null"),
+    Case("datum-empty-record", text(record("E")), datum="{}"),
+    Case("datum-array-of-null", text({"type": "array", "items": "null"}), datum="[null, null, null]"),
+    Case("datum-long-min", text("long"), datum=str(-(2**63))),
+    # values Avro's JsonDecoder refuses
+    Case("datum-bad-wrong-type", text(record("R", f("a", "int"))), datum='{"a": "x"}'),
+    Case("datum-bad-union-bare", text(["null", "string"]), datum='"x"'),
+    Case("datum-bad-union-branch", text(["null", "string"]), datum='{"int": 1}'),
+    Case("datum-bad-enum", text(SUIT), datum='"JOKER"'),
+    Case("datum-bad-fixed-size", text({"type": "fixed", "name": "F", "size": 2}), datum='"abc"'),
+    Case("datum-bad-int-range", text("int"), datum="2147483648"),
+    Case("datum-bad-missing-field", text(record("R", f("a", "int"), f("b", "int"))), datum='{"a": 1}'),
+    Case(
+        "datum-bad-missing-field-default",
+        text(record("R", f("a", "int"), f("b", "int", default=2))),
+        datum='{"a": 1}',
+    ),
+]
+
+CASES = PAIRS + PRINTED + INVALID + DATA

@@ -16,12 +16,12 @@ import subprocess
 from typing import Any
 
 import pytest
-from avro_corpus import CASES, INVALID, PAIRS, PRINTED, Case
+from avro_corpus import CASES, DATA, INVALID, PAIRS, PRINTED, Case
 from kafka_reference.java_build import compiled
 
 from partitions.registry import avro_compat
 from partitions.registry.avro import AVRO_TYPE, AvroSchema
-from partitions.registry.schema_types import InvalidSchema
+from partitions.registry.schema_types import InvalidRecord, InvalidSchema
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 AVRO_VERSION = "1.12.2"  # scripts/avro/pom.xml's
@@ -44,7 +44,13 @@ def java_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cases.write_text(
         json.dumps(
             [
-                {"id": c.id, "reader": c.reader, "writer": c.writer, "references": list(c.references)}
+                {
+                    "id": c.id,
+                    "reader": c.reader,
+                    "writer": c.writer,
+                    "references": list(c.references),
+                    "datum": c.datum,
+                }
                 for c in CASES
             ]
         )
@@ -123,6 +129,27 @@ def test_refused_as_avro_refuses(case: Case, java_answers: dict[str, Any]) -> No
         assert ours["error"] == f"Undefined schema: {json.loads(case.reader)}"
         return
     assert ours["error"] == _java_words(answer["error"])
+
+
+@pytest.mark.parametrize("case", DATA, ids=lambda c: c.id)
+def test_records_as_avro_encodes_them(case: Case, java_answers: dict[str, Any]) -> None:
+    """A value in Avro's JSON encoding: the same bytes as Avro's binary encoder writes, read back as the
+    same JSON as Avro's JsonEncoder writes (maps compared as objects: Avro's order is a hash map's), or
+    refused where Avro's JsonDecoder refuses it."""
+    answer = java_answers[case.id]
+    assert case.datum is not None
+    schema = AVRO_TYPE.parse(case.reader, {})
+    if "datum_error" in answer:
+        with pytest.raises(InvalidRecord):
+            schema.encode(json.loads(case.datum))
+        return
+    indexes, payload = schema.encode(json.loads(case.datum))
+    assert (indexes, payload.hex()) == ((), answer["binary"])
+    if answer["json"] == "":  # Avro's JsonEncoder writes nothing for a record of no fields
+        assert schema.decode(payload) == json.loads(case.datum) == {}
+        return
+    assert schema.decode(payload) == json.loads(answer["json"])
+    assert schema.decode(memoryview(bytes.fromhex(answer["binary"]))) == json.loads(answer["json"])
 
 
 def test_the_corpus_covers_every_incompatibility_type(java_answers: dict[str, Any]) -> None:

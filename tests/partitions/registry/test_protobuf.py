@@ -110,14 +110,19 @@ def test_invalid_text_is_refused_with_protocs_words_line_and_column() -> None:
 def test_well_known_and_confluent_types_resolve_without_a_reference() -> None:
     text = (
         'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\nimport "confluent/meta.proto";\n'
-        'import "confluent/type/decimal.proto";\n\nmessage Payment {\n'
+        'import "confluent/type/decimal.proto";\nimport "google/type/date.proto";\n\nmessage Payment {\n'
         "  google.protobuf.Timestamp at = 1;\n"
+        "  google.type.Date due = 3;\n"
         "  confluent.type.Decimal amount = 2\n"
         '    [(confluent.field_meta) = { params: [{ key: "precision", value: "8" }] }];\n'
         "}\n"
     )
     schema = PROTOBUF_TYPE.parse(text, {})
-    value = {"at": "2026-11-28T17:00:00Z", "amount": {"value": "AQI=", "precision": 8, "scale": 0}}
+    value = {
+        "at": "2026-11-28T17:00:00Z",
+        "amount": {"value": "AQI=", "precision": 8, "scale": 0},
+        "due": {"year": 2026, "month": 12, "day": 1},
+    }
     indexes, payload = schema.encode(value)
     assert indexes == ()
     assert schema.decode(payload) == value

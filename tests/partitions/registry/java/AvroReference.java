@@ -3,17 +3,26 @@
 // (a Schema.Parser with the strict name validator and default validation, each reference parsed first),
 // printed as its canonicalString() prints them (Schema.toString with the references written by name), and
 // SchemaCompatibility.checkReaderWriterCompatibility(reader, writer) with each incompatibility's type,
-// location and message. Input: a JSON file of cases; output: a JSON array of answers on stdout.
+// location and message; a case's datum (Avro's JSON encoding) read with Avro's JsonDecoder, written with its
+// binary encoder (hex) and read back and written again with its JsonEncoder. Input: a JSON file of cases;
+// output: a JSON array of answers on stdout.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.avro.NameValidator;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaCompatibility;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.generic.GenericDatumWriter;
+import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.DecoderFactory;
+import org.apache.avro.io.EncoderFactory;
+import org.apache.avro.io.JsonEncoder;
 
 public class AvroReference {
   private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -34,6 +43,26 @@ public class AvroReference {
       referenced.add(parser.parse(reference));
     }
     return schema.toString(referenced, false);
+  }
+
+  private static void datum(Schema schema, String json, ObjectNode answer) throws Exception {
+    Object datum = new GenericDatumReader<Object>(schema).read(null, DecoderFactory.get().jsonDecoder(schema, json));
+    ByteArrayOutputStream binary = new ByteArrayOutputStream();
+    BinaryEncoder encoder = EncoderFactory.get().binaryEncoder(binary, null);
+    new GenericDatumWriter<Object>(schema).write(datum, encoder);
+    encoder.flush();
+    StringBuilder hex = new StringBuilder();
+    for (byte b : binary.toByteArray()) {
+      hex.append(String.format("%02x", b));
+    }
+    answer.put("binary", hex.toString());
+    Object back = new GenericDatumReader<Object>(schema)
+        .read(null, DecoderFactory.get().binaryDecoder(binary.toByteArray(), null));
+    ByteArrayOutputStream text = new ByteArrayOutputStream();
+    JsonEncoder json2 = EncoderFactory.get().jsonEncoder(schema, text);
+    new GenericDatumWriter<Object>(schema).write(back, json2);
+    json2.flush();
+    answer.put("json", text.toString("UTF-8"));
   }
 
   private static String describe(Exception error) {
@@ -63,6 +92,14 @@ public class AvroReference {
           parsed.put("canonical", canonical(references, schemas[i]));
         } catch (Exception error) {
           parsed.put("error", describe(error));
+        }
+      }
+      JsonNode datum = item.get("datum");
+      if (schemas[0] != null && datum != null && !datum.isNull()) {
+        try {
+          datum(schemas[0], datum.textValue(), answer);
+        } catch (Exception error) {
+          answer.put("datum_error", describe(error));
         }
       }
       if (schemas[0] != null && schemas[1] != null) {
