@@ -88,6 +88,9 @@ scripts/avro/install.sh
 .venv/bin/python scripts/spark_zip_bytecode.py
 # A Go toolchain for the Go client the differential tests build (the machine's, or the module proxy's)
 scripts/go_toolchain.sh >/dev/null
+# Other authors' schema-registry suites the registry's tests run unchanged (tests/registry/judges.py):
+# Confluent's Go client from the Go module proxy, built; its JavaScript client and Jest from npm, into .peers
+.venv/bin/python tests/registry/judges.py install
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then

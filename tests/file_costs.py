@@ -36,10 +36,10 @@ def load() -> dict[str, float]:
 
 
 # Folders whose tests share session fixtures that cost much to start (Apache Kafka's cluster beside
-# raftlog's, the SparkSession and its cluster, the console's two clusters): one worker takes each folder
-# whole, so those start once per run instead of once on each worker, and end when the worker leaves the
-# folder (``folder_scope.py``).
-SHARED_SESSION_FOLDERS = ("tests/kafka_reference/", "tests/spark/", "tests/console/")
+# raftlog's, the SparkSession and its cluster, the console's two clusters, the registry's cluster): one
+# worker takes each folder whole, so those start once per run instead of once on each worker, and end when
+# the worker leaves the folder (``folder_scope.py``).
+SHARED_SESSION_FOLDERS = ("tests/kafka_reference/", "tests/spark/", "tests/console/", "tests/registry/")
 
 
 def scope_of(nodeid: str) -> str:
