@@ -9,17 +9,22 @@ every rule protoc checks would be ours to rewrite. grpcio-tools costs about 10 M
 ``get_protos`` is the one entry of grpc_tools that returns errors as values (``run_main`` prints them to
 the process's stderr); it answers the Python modules protoc generates, each of which carries its file's
 serialized FileDescriptorProto as the literal argument of ``AddSerializedFile``: that literal is read
-with ``ast.literal_eval`` (nothing generated is executed). Files are written into a private temporary
-directory per compilation: the imports a schema references (``resolved``), Google's well-known types
-(shipped with grpc_tools) and Confluent's own (below), which Confluent's registry resolves without a
-reference.
+with ``ast.literal_eval`` (nothing generated is executed). A schema's text and the imports it references
+(``resolved``) are written into a private temporary directory per compilation; the files Confluent's
+registry resolves without a reference are found after them: Google's well-known types (shipped with
+grpc_tools), Google's common types (google/type/*.proto, from googleapis-common-protos) and Confluent's
+own (below).
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import os
+import re
+import shutil
 import tempfile
+import threading
 from collections.abc import Mapping
 from importlib import resources
 
@@ -82,13 +87,74 @@ message Decimal {
   int32 scale = 3;
 }
 """,
+    "confluent/type/variant.proto": """syntax = "proto3";
+
+package confluent.type;
+
+option java_package = "io.confluent.protobuf.type";
+option java_multiple_files = true;
+option java_outer_classname = "VariantProto";
+
+message Variant {
+  bytes metadata = 1;
+  bytes value = 2;
 }
+""",
+}
+# Google's common types Confluent's registry resolves too, as googleapis-common-protos ships them.
+GOOGLE_TYPES = (
+    "calendar_period",
+    "color",
+    "date",
+    "datetime",
+    "dayofweek",
+    "decimal",
+    "expr",
+    "fraction",
+    "interval",
+    "latlng",
+    "money",
+    "month",
+    "phone_number",
+    "postal_address",
+    "quaternion",
+    "timeofday",
+)
 
-MAIN_FILE = "schema.proto"  # the name the schema's own file compiles under (not an import path)
+MAIN_FILE = "schema.proto"
+_PROTO2 = 'syntax = "proto2";'
+_STATES_SYNTAX = re.compile(
+    r"(?:\s|//[^\n]*|/\*.*?\*/)*(?:syntax|edition)\s*=", re.DOTALL
+)  # the name the schema's own file compiles under (not an import path)
 
 
-def _well_known_root() -> str:
-    return str(resources.files("grpc_tools") / "_proto")
+_known_root: str | None = None
+_known_root_lock = threading.Lock()
+
+
+def _include_roots() -> list[bytes]:
+    """Where protoc finds the files a schema may import without a reference, after the schema's own
+    directory: Confluent's files and Google's common types (written once per process into a private
+    directory, removed at exit), then Google's well-known types as grpc_tools ships them."""
+    global _known_root
+    with _known_root_lock:
+        if _known_root is None:
+            root = tempfile.mkdtemp(prefix="raftlog-proto-known-")
+            atexit.register(shutil.rmtree, root, True)
+            google_type = resources.files("google.type")
+            files = {**CONFLUENT_FILES}
+            files.update(
+                {
+                    f"google/type/{name}.proto": (google_type / f"{name}.proto").read_text()
+                    for name in GOOGLE_TYPES
+                }
+            )
+            for name, text in files.items():
+                os.makedirs(os.path.join(root, os.path.dirname(name)), exist_ok=True)
+                with open(os.path.join(root, name), "w", encoding="utf-8") as file:
+                    file.write(text)
+            _known_root = root
+    return [_known_root.encode(), str(resources.files("grpc_tools") / "_proto").encode()]
 
 
 def _serialized_file(code: bytes) -> bytes:
@@ -116,8 +182,14 @@ def compile_files(
     from grpc_tools import _protoc_compiler  # grpc_tools imports nothing else; loaded on first use
 
     with tempfile.TemporaryDirectory(prefix="raftlog-proto-") as root:
-        files = {**CONFLUENT_FILES, **imports, MAIN_FILE: main_text}
+        files = {**imports, MAIN_FILE: main_text}
+        shifted: set[str] = set()
         for name, text in files.items():
+            if not _STATES_SYNTAX.match(text):
+                # proto2 as protoc defaults to it, said on the first line, so that protoc does not log a
+                # warning to the process's stderr for each such file (its columns are given back below)
+                text = _PROTO2 + text
+                shifted.add(name)
             path = os.path.normpath(os.path.join(root, name))
             if not path.startswith(root + os.sep):
                 raise InvalidSchema(f"Invalid import path {name!r}")
@@ -125,11 +197,10 @@ def compile_files(
             with open(path, "w", encoding="utf-8") as file:
                 file.write(text)
         try:
-            generated = _protoc_compiler.get_protos(
-                MAIN_FILE.encode(), [root.encode(), _well_known_root().encode()]
-            )
+            generated = _protoc_compiler.get_protos(MAIN_FILE.encode(), [root.encode(), *_include_roots()])
         except _protoc_compiler.ProtocErrors as errors:
-            raise InvalidSchema("; ".join(_error_text(error, root) for error in errors.errors())) from None
+            messages = (_error_text(error, root, shifted) for error in errors.errors())
+            raise InvalidSchema("; ".join(messages)) from None
     descriptors: dict[str, descriptor_pb2.FileDescriptorProto] = {}
     for _module, code in generated:
         proto = descriptor_pb2.FileDescriptorProto.FromString(_serialized_file(code))
@@ -138,7 +209,7 @@ def compile_files(
     return main, descriptors
 
 
-def _error_text(error: object, root: str) -> str:
+def _error_text(error: object, root: str, shifted: set[str]) -> str:
     """protoc's words, as its command line prints them: ``file:line:column: message`` (1-based)."""
 
     def text(value: object) -> str:
@@ -149,4 +220,6 @@ def _error_text(error: object, root: str) -> str:
     message = text(getattr(error, "message", ""))
     if line < 0:
         return f"{filename}: {message}"
+    if line == 0 and filename in shifted:
+        column = max(column - len(_PROTO2), 0)
     return f"{filename}:{line + 1}:{column + 1}: {message}"

@@ -107,6 +107,18 @@ def test_invalid_text_is_refused_with_protocs_words_line_and_column() -> None:
         PROTOBUF_TYPE.parse('syntax = "proto3";\nimport "shop/missing.proto";\n', {})
 
 
+def test_a_text_without_syntax_is_proto2_and_protoc_writes_nothing_to_the_nodes_stderr(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    schema = PROTOBUF_TYPE.parse("message A {\n  optional int32 a = 1;\n}\n", {})
+    assert schema.canonical() == "\nmessage A {\n  optional int32 a = 1;\n}\n"  # no syntax line, as written
+    with pytest.raises(
+        InvalidSchema, match=r'^schema\.proto:1:13: Expected "required", "optional", or "repeated"\.'
+    ):
+        PROTOBUF_TYPE.parse("message A { int32 a = 1; }", {})
+    assert capfd.readouterr().err == ""
+
+
 def test_well_known_and_confluent_types_resolve_without_a_reference() -> None:
     text = (
         'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\nimport "confluent/meta.proto";\n'
