@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from partitions.registry.json_schema_difference import map_order, union_order
 from partitions.registry.protobuf_context import Names, TypeInfo, resolve_in
 from partitions.registry.protobuf_elements import SCALAR_NAMES, Enum, Field, Message, ProtoFile
 
@@ -153,7 +154,8 @@ def _index(types: list[Message | Enum]) -> tuple[dict[str, Message], dict[str, i
 def _compare_types(context: _Context, original: list[Message | Enum], update: list[Message | Enum]) -> None:
     original_messages, original_indexes, original_enums = _index(original)
     update_messages, update_indexes, update_enums = _index(update)
-    for name in {**original_messages, **update_messages}:
+    # names in the order Confluent's HashSet of them iterates (its differences come in that order)
+    for name in union_order(map_order(list(original_messages)), map_order(list(update_messages))):
         with context.at(name, named=True):
             before, after = original_messages.get(name), update_messages.get(name)
             if after is None:
@@ -168,7 +170,7 @@ def _compare_types(context: _Context, original: list[Message | Enum], update: li
                 _compare_messages(context, before, after)
                 if original_indexes.get(name) != update_indexes.get(name):
                     context.add("MESSAGE_MOVED")
-    for name in {**original_enums, **update_enums}:
+    for name in union_order(map_order(list(original_enums)), map_order(list(update_enums))):
         with context.at(name, named=True):
             before_enum, after_enum = original_enums.get(name), update_enums.get(name)
             if after_enum is None:
@@ -182,7 +184,7 @@ def _compare_types(context: _Context, original: list[Message | Enum], update: li
 def _compare_enums(context: _Context, original: Enum, update: Enum) -> None:
     before = {c.tag: c for c in original.constants}
     after = {c.tag: c for c in update.constants}
-    for tag in {**before, **after}:
+    for tag in _tag_union_order(list(before), list(after)):
         with context.at(str(tag)):
             if tag not in after:
                 context.add("ENUM_CONST_REMOVED")
@@ -190,6 +192,31 @@ def _compare_enums(context: _Context, original: Enum, update: Enum) -> None:
                 context.add("ENUM_CONST_ADDED")
             elif before[tag].name != after[tag].name:
                 context.add("ENUM_CONST_CHANGED")
+
+
+def _tag_union_order(first: list[int], second: list[int]) -> list[int]:
+    """``new HashSet<>(a.keySet())`` then ``addAll(b.keySet())`` of two ``HashMap<Integer, ...>`` into
+    which these tags were put: Java iterates by bucket (an Integer's hash is its value, spread as
+    ``HashMap.hash``), then as inserted; a map grows past three quarters full."""
+
+    def grown(capacity: int, size: int) -> int:
+        while size > capacity * 0.75:
+            capacity *= 2
+        return capacity
+
+    def order(tags: list[int], capacity: int) -> list[int]:
+        def bucket(tag: int) -> int:
+            code = tag & 0xFFFFFFFF
+            return (code ^ (code >> 16)) & (capacity - 1)
+
+        return sorted(tags, key=bucket)
+
+    first, second = order(first, grown(16, len(first))), order(second, grown(16, len(second)))
+    inserted = list(dict.fromkeys([*first, *second]))
+    capacity = 16
+    while capacity < int(len(first) / 0.75) + 1:
+        capacity *= 2
+    return order(inserted, grown(capacity, len(inserted)))
 
 
 def _fields(message: Message) -> tuple[dict[int, Field], dict[int, str], dict[str, list[Field]]]:
