@@ -297,10 +297,7 @@ class _Reader:
         if kind == "null":
             return None
         if kind == "boolean":
-            byte = self._take(1)[0]
-            if byte > 1:
-                raise InvalidRecord(f"a boolean of byte {byte}")
-            return byte == 1
+            return self._take(1)[0] != 0  # as fastavro reads it (Avro's Java: byte == 1)
         if kind in ("int", "long"):
             value = self._long()
             if kind == "int" and not INT_RANGE[0] <= value <= INT_RANGE[1]:

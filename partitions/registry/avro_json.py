@@ -44,7 +44,10 @@ def _shortest(value: float, single: bool) -> str:
     """Java's digits of a finite non-zero magnitude (``Double.toString`` / ``Float.toString`` since Java
     19, which Java 17 agrees with but for rare values): the fewest significant digits that read back as
     the same value, and when one digit would do, the closest decimal of two digits."""
-    same = (lambda text: _single(float(text)) == value) if single else (lambda text: float(text) == value)
+
+    def same(text: str) -> bool:
+        return (_single(float(text)) if single else float(text)) == value
+
     for digits in range(1, 18):
         text = f"{value:.{digits - 1}e}"
         if same(text):
