@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError, Message
 
 from partitions.registry.protobuf_compile import MAIN_FILE, compile_files
 from partitions.registry.protobuf_context import Names
+from partitions.registry.protobuf_convert import Converter
 from partitions.registry.protobuf_diff import COMPATIBLE_CHANGES, compare
 from partitions.registry.protobuf_elements import (
     BOOLEAN,
@@ -34,7 +35,6 @@ from partitions.registry.protobuf_elements import (
     MAP,
     NUMBER,
     STRING,
-    Converter,
     Option,
     Primitive,
     ProtoFile,
