@@ -77,6 +77,12 @@ SHARE_GROUPS = Format(
 SCHEMA_REGISTRY = Format(
     "partition command SchemaCommand kind 12: the schema registry's table (__schemas)", RAFTLOG_VERSION, 2
 )
+REGISTRY_ACLS = Format(
+    "controller commands CreateAcls / DeleteAcls naming the schema registry's resource types (subject 100, "
+    "registry 101), and such ACLs in the controller snapshot",
+    RAFTLOG_VERSION,
+    2,
+)
 CLIENT_QUOTAS = Format(
     "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 2
 )

@@ -16,16 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from partitions.registry import avro_compat, avro_datum, avro_normalize, avro_schema
+from partitions.registry import avro_compat, avro_datum, avro_model, avro_normalize, avro_schema
 from partitions.registry.schema_types import AVRO, InvalidSchema, ParsedSchema, Resolved
 
 
 class AvroSchema:
     """One parsed Avro schema (``ParsedSchema``)."""
 
-    def __init__(
-        self, root: avro_schema.Node, references: dict[str, str], reference_names: list[str]
-    ) -> None:
+    def __init__(self, root: avro_model.Node, references: dict[str, str], reference_names: list[str]) -> None:
         self.root = root
         self.references = references  # a reference's name -> its text, as given
         self.reference_names = reference_names  # the full names of the references' own types
@@ -38,13 +36,13 @@ class AvroSchema:
 
     def canonical(self) -> str:
         if self._canonical is None:
-            self._canonical = avro_schema.to_string(self.root, self.reference_names)
+            self._canonical = avro_model.to_string(self.root, self.reference_names)
         return self._canonical
 
     def resolved_text(self) -> str:
         """The schema with every type written out, references' types too (Confluent's
         ``format=resolved``)."""
-        return avro_schema.to_string(self.root)
+        return avro_model.to_string(self.root)
 
     def normalized(self) -> str:
         text = avro_normalize.normalized_text(self.root, self.reference_names)

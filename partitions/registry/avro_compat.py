@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from partitions.registry.avro_schema import Field, Node, to_string
+from partitions.registry.avro_model import Field, Node, to_string
 
 _NUMERIC_PROMOTIONS = {
     "long": ("int",),

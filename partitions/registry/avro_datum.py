@@ -23,7 +23,7 @@ from typing import Any
 import fastavro
 
 from partitions.registry.avro_json import float32_value
-from partitions.registry.avro_schema import INT_RANGE, LONG_RANGE, Node
+from partitions.registry.avro_model import INT_RANGE, LONG_RANGE, Node
 from partitions.registry.schema_types import InvalidRecord
 
 ZERO_BYTE_VALUES_MAX = 1_000_000  # values of no bytes in one record's collections

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from partitions.registry import avro_json
-from partitions.registry.avro_schema import INT_RANGE, Field, Node
+from partitions.registry.avro_model import INT_RANGE, Field, Node
 from partitions.registry.schema_types import InvalidSchema
 
 _TIME_TYPES = {
