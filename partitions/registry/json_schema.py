@@ -31,6 +31,7 @@ from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202
 from partitions.registry.json_schema_diff import compare
 from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, Difference
 from partitions.registry.json_schema_model import Loader, Node
+from partitions.registry.json_schema_modern import ModernLoader
 from partitions.registry.schema_types import JSON, InvalidRecord, InvalidSchema, ParsedSchema, Resolved
 
 # Confluent's SpecificationVersion: the $schema URLs it knows (a trailing "#" dropped), each draft's
@@ -75,6 +76,17 @@ def _draft_of(schema: Any) -> tuple[int, type[Any], Specification[Any]]:
     return _DEFAULT_DRAFT
 
 
+def _bridged(schema: Any) -> Any:
+    """As Confluent loads a schema: its top-level ``definitions`` also under ``$defs`` (those of
+    ``$defs`` first), so a ``$ref`` to ``#/$defs/X`` finds a body under either."""
+    if not isinstance(schema, dict):
+        return schema
+    definitions, defs = schema.get("definitions"), schema.get("$defs", {})
+    if not isinstance(definitions, dict) or not definitions or not isinstance(defs, dict):
+        return schema
+    return {**schema, "$defs": {**definitions, **defs}}
+
+
 def _registry(
     root: Any, resolved: Resolved, loads: Callable[[str], Any], specification: Specification[Any]
 ) -> tuple[Registry[Any], dict[str, Any]]:
@@ -91,7 +103,7 @@ def _registry(
             raise InvalidSchema(
                 f"Invalid JSON schema: the referenced schema {name!r} is not JSON: {error}"
             ) from None
-        documents[name] = contents
+        contents = documents[name] = _bridged(contents)
         dialect = contents.get("$schema", "") if isinstance(contents, dict) else ""
         resource = specification_with(dialect, default=specification).create_resource(contents)
         resources.append((name, resource))
@@ -127,6 +139,7 @@ class ParsedJsonSchema:
     def __init__(self, exact: Any, plain: Any, resolved: Resolved) -> None:
         self._exact = exact  # numbers as Decimal: the text and the compatibility model
         draft, validator_class, specification = _draft_of(plain)
+        exact, plain = _bridged(exact), _bridged(plain)
         registry, _ = _registry(plain, resolved, _loads, specification)
         format_checker = validator_class.FORMAT_CHECKER if draft <= 7 else None  # everit asserts formats
         self._validator = validator_class(plain, registry=registry, format_checker=format_checker)
@@ -136,7 +149,10 @@ class ParsedJsonSchema:
             _check_references(exact, root, specification)
             for name, document in documents.items():
                 _check_references(document, exact_registry.resolver(base_uri=name), specification)
-            self._model: Node = Loader(draft, specification).load(exact, root)
+            loader = ModernLoader(specification) if draft >= 2019 else Loader(draft, specification)
+            self._model: Node = loader.load(exact, root)
+        except InvalidSchema:
+            raise
         except referencing.exceptions.Unresolvable as error:
             raise InvalidSchema(f"Invalid JSON schema: a $ref does not resolve: {error}") from None
         except (ValueError, TypeError, RecursionError) as error:

@@ -6,10 +6,8 @@ schemas as everit-json-schema's ``SchemaLoader`` loads them, whose model decides
 ``{"type": "string", "enum": [...]}`` an ``allOf`` of an ``enum`` and a ``string`` schema, which everit
 calls synthetic; a ``type`` array an ``anyOf`` of one schema per type; a ``$ref`` a ``reference`` to the
 node of its target, cycles included). The keywords each kind keeps are everit's; keywords no extractor
-takes stay in ``unprocessed`` as their JSON values (``connect.type`` is read from there). Drafts 2019-09
-and 2020-12 are read into the same model (``prefixItems`` as tuple items, ``$defs``, ``dependentRequired``
-and ``dependentSchemas`` as dependencies, ``unevaluated*`` and ``min/maxContains`` as the loaded schemas
-or numbers Confluent's translator puts among the unprocessed keywords).
+takes stay in ``unprocessed`` as their JSON values (``connect.type`` is read from there). This is how
+Confluent loads drafts 4, 6 and 7; ``json_schema_modern`` builds the same nodes for 2019-09 and 2020-12.
 
 ``$ref`` targets come from a ``referencing`` resolver (the registry's resolved references, never the
 network); an unresolvable one raises ``referencing.exceptions.Unresolvable``.
@@ -26,7 +24,7 @@ from referencing.jsonschema import specification_with
 if TYPE_CHECKING:
     from referencing._core import Resolver
 
-DRAFT4, DRAFT6, DRAFT7, DRAFT2019, DRAFT2020 = 4, 6, 7, 2019, 2020
+DRAFT4, DRAFT6, DRAFT7 = 4, 6, 7
 
 _ARRAY_KEYWORDS = ("items", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains")
 _OBJECT_KEYWORDS = (
@@ -39,8 +37,6 @@ _OBJECT_KEYWORDS = (
     "additionalProperties",
     "propertyNames",
 )
-_MODERN_ARRAY_KEYWORDS = ("prefixItems", "unevaluatedItems", "minContains", "maxContains")
-_MODERN_OBJECT_KEYWORDS = ("dependentRequired", "dependentSchemas", "unevaluatedProperties")
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
 _CONDITIONAL_KEYWORDS = ("if", "then", "else")
@@ -79,15 +75,11 @@ class Node:
 
 
 def _array_keywords(draft: int) -> tuple[str, ...]:
-    if draft == DRAFT4:
-        return _ARRAY_KEYWORDS[:-1]
-    return _ARRAY_KEYWORDS + (_MODERN_ARRAY_KEYWORDS if draft >= DRAFT2019 else ())
+    return _ARRAY_KEYWORDS[:-1] if draft == DRAFT4 else _ARRAY_KEYWORDS  # contains: draft 6 on
 
 
 def _object_keywords(draft: int) -> tuple[str, ...]:
-    if draft == DRAFT4:
-        return _OBJECT_KEYWORDS[:-1]
-    return _OBJECT_KEYWORDS + (_MODERN_OBJECT_KEYWORDS if draft >= DRAFT2019 else ())
+    return _OBJECT_KEYWORDS[:-1] if draft == DRAFT4 else _OBJECT_KEYWORDS  # propertyNames: draft 6 on
 
 
 class Loader:
@@ -109,10 +101,8 @@ class Loader:
         child: Callable[[Any], Node] = lambda sub: self.load(sub, resolver)  # noqa: E731
         remaining = dict(value)
         extracted: list[Node] = []
-        if "$ref" in value:
+        if "$ref" in value:  # beside it, the other keywords are ignored
             extracted.append(self._reference(remaining.pop("$ref"), resolver))
-            if self.draft >= DRAFT2019:  # beside $ref, the other keywords apply too
-                extracted.extend(self._extract(remaining, child))
         else:
             extracted.extend(self._extract(remaining, child))
         if not extracted:
@@ -249,26 +239,15 @@ class Loader:
             item_schemas=None,
         )
         items = full.get("items", _ABSENT)
-        if self.draft >= DRAFT2020 and "prefixItems" in full:
-            node.item_schemas = [child(sub) for sub in full["prefixItems"]]
-            additional = items
-        elif isinstance(items, list):
+        if isinstance(items, list):
             node.item_schemas = [child(sub) for sub in items]
-            additional = full.get("additionalItems", _ABSENT)
-        else:
-            if items is not _ABSENT:
-                node.all_items = child(items)
-            additional = full.get("additionalItems", _ABSENT)
+        elif items is not _ABSENT:
+            node.all_items = child(items)
+        additional = full.get("additionalItems", _ABSENT)
         if isinstance(additional, bool):
             node.additional_items = additional
         elif additional is not _ABSENT:
             node.additional_items_schema = child(additional)
-        if self.draft >= DRAFT2019:
-            for keyword in ("minContains", "maxContains"):
-                if keyword in full:
-                    remaining[keyword] = full[keyword]
-            if "unevaluatedItems" in full:
-                remaining["unevaluatedItems"] = child(full["unevaluatedItems"])
         return node
 
     def _object(self, full: dict[str, Any], remaining: dict[str, Any], child: Callable[[Any], Node]) -> Node:
@@ -298,13 +277,7 @@ class Loader:
             node.additional_properties = additional
         elif additional is not _ABSENT:
             node.additional_properties_schema = child(additional)
-        dependencies = dict(full.get("dependencies", {}))
-        if self.draft >= DRAFT2019:
-            dependencies.update(full.get("dependentRequired", {}))
-            dependencies.update(full.get("dependentSchemas", {}))
-            if "unevaluatedProperties" in full:
-                remaining["unevaluatedProperties"] = child(full["unevaluatedProperties"])
-        for name, dependency in dependencies.items():
+        for name, dependency in full.get("dependencies", {}).items():
             if isinstance(dependency, list):
                 node.property_dependencies[name] = set(dependency)
             else:

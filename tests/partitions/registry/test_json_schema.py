@@ -5,6 +5,7 @@ against a schema."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,20 @@ from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, java_
 from partitions.registry.schema_types import InvalidRecord, InvalidSchema
 
 CORPUS = Path(__file__).parent / "confluent_json_schema"
-CORPUS_FILES = ("diff-schema-examples.json", "diff-combined-schema-examples.json")
-EXAMPLES = [
-    (name, index, case)
-    for name in CORPUS_FILES
-    for index, case in enumerate(json.loads((CORPUS / name).read_text()))
-]
+CORPUS_FILES = (
+    "diff-schema-examples.json",
+    "diff-combined-schema-examples.json",
+    "diff-schema-examples-2020-12.json",
+    "diff-combined-schema-examples-2020-12.json",
+)
+
+
+def _examples(name: str) -> list[dict[str, Any]]:
+    # Confluent reads these with org.json, which takes a trailing comma: one of them has one.
+    return list(json.loads(re.sub(r",(\s*[}\]])", r"\1", (CORPUS / name).read_text())))
+
+
+EXAMPLES = [(name, index, case) for name in CORPUS_FILES for index, case in enumerate(_examples(name))]
 
 
 def parse(schema: Any, resolved: dict[str, str] | None = None) -> ParsedJsonSchema:
@@ -32,11 +41,16 @@ def parse(schema: Any, resolved: dict[str, str] | None = None) -> ParsedJsonSche
 
 
 def test_the_corpus_is_confluent_s_whole() -> None:
-    # Confluent's files at the commit the README names: 104 and 28 examples.
-    assert [sum(1 for example in EXAMPLES if example[0] == name) for name in CORPUS_FILES] == [104, 28]
+    # Confluent's files at the commit the README names: 104, 28, 113 and 18 examples.
+    assert [sum(1 for example in EXAMPLES if example[0] == name) for name in CORPUS_FILES] == [
+        104,
+        28,
+        113,
+        18,
+    ]
 
 
-@pytest.mark.parametrize(("name", "index", "case"), EXAMPLES, ids=[f"{e[0][5:-14]}-{e[1]}" for e in EXAMPLES])
+@pytest.mark.parametrize(("name", "index", "case"), EXAMPLES, ids=[f"{e[0][5:-5]}-{e[1]}" for e in EXAMPLES])
 def test_confluent_s_compatibility_examples(name: str, index: int, case: dict[str, Any]) -> None:
     # As Confluent's SchemaDiffTest checks each: every difference (type and path) in Confluent's order,
     # and whether they are all compatible; the registry's answer says the same.
@@ -233,6 +247,24 @@ def test_references_resolve_against_the_resolved_schemas_and_nothing_is_fetched(
         customer, {"address.json": json.dumps({**address, "properties": {"city": {"type": "integer"}}})}
     )
     assert [d.type for d in changed.differences(schema)] == ["TYPE_CHANGED"]
+
+
+@pytest.mark.parametrize(
+    "draft", ["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"]
+)
+def test_a_ref_into_defs_finds_a_body_under_definitions(draft: str) -> None:
+    # Confluent copies the top-level definitions into $defs before it loads a schema, of every draft.
+    schema = parse(
+        {
+            "$schema": draft,
+            "definitions": {"id": {"type": "integer"}},
+            "properties": {"id": {"$ref": "#/$defs/id"}},
+        }
+    )
+    assert schema.decode(b'{"id": 3}') == {"id": 3}
+    with pytest.raises(InvalidRecord, match="#/id: 'x' is not of type 'integer'"):
+        schema.decode(b'{"id": "x"}')
+    assert '"$defs"' not in schema.canonical()
 
 
 def test_a_record_is_its_json_document_checked_against_the_schema() -> None:
