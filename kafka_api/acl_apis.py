@@ -1,7 +1,9 @@
 """CreateAcls, DescribeAcls and DeleteAcls: the ACLs of ``/v1/acls`` as Kafka's admin clients manage
 them (confluent-kafka's ``AdminClient.create_acls``/``describe_acls``/``delete_acls``, kafka-python's
 ``KafkaAdminClient``), with Kafka's own codes for resource types, pattern types, operations and
-permissions.
+permissions. The schema registry's ACL types (subject, registry) are not Kafka's: this door neither shows
+nor takes them (a creation or filter naming their codes is INVALID_REQUEST, as Kafka answers a type it
+does not have, and a filter of any type leaves them alone); ``/v1/acls`` manages them.
 
 A request's ACLs (or filters) are checked one by one: one that cannot be used is refused alone with
 INVALID_REQUEST and the reason; the others are one controller change, made on the controller leader
@@ -27,7 +29,15 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.errors import InvalidName
 from partitions.metadata.service import AdminService
-from partitions.security.acls import AclBinding, AclFilter, AclOperation, ResourceType
+from partitions.security.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    ResourceType,
+    kafka_filters,
+    kafka_resource_type,
+    select,
+)
 
 NO_AUTHORIZER = (ErrorCode.security_disabled, "No Authorizer is configured.")  # Kafka's words
 
@@ -54,7 +64,7 @@ async def create_acls(door: Door, request: wire.Request) -> Any:
         try:
             wanted.append(
                 AclBinding.of(
-                    creation.resource_type,
+                    kafka_resource_type(creation.resource_type),
                     creation.resource_name,
                     creation.resource_pattern_type,
                     creation.principal,
@@ -79,7 +89,7 @@ async def create_acls(door: Door, request: wire.Request) -> Any:
 def _filter(entity: Any) -> AclFilter:
     """A DescribeAcls request or a DeleteAcls filter as an ``AclFilter`` (``InvalidName`` if unusable)."""
     return AclFilter.of(
-        entity.resource_type_filter,
+        kafka_resource_type(entity.resource_type_filter),
         entity.resource_name_filter,
         entity.pattern_type_filter,
         entity.principal_filter,
@@ -107,10 +117,9 @@ async def describe_acls(door: Door, request: wire.Request) -> Any:
     except InvalidName as exc:
         return answer(ErrorCode.invalid_request, str(exc))
     by_resource: dict[tuple[int, str, int], list[AclBinding]] = {}
-    for acl in door.node.metadata.acls():
-        if wanted.matches(acl):
-            key = (int(acl.resource_type), acl.name, int(acl.pattern_type))
-            by_resource.setdefault(key, []).append(acl)
+    for acl in select(door.node.metadata.acls(), kafka_filters(wanted)):
+        key = (int(acl.resource_type), acl.name, int(acl.pattern_type))
+        by_resource.setdefault(key, []).append(acl)
     resources = tuple(
         wire.build(
             resource_cls,
@@ -140,19 +149,23 @@ async def delete_acls(door: Door, request: wire.Request) -> Any:
     refused = _refused(door, AclOperation.ALTER)
     answers: list[tuple[ErrorCode, str | None, list[AclBinding]]] = []
     filters: list[AclFilter] = []
+    spans: list[int] = []  # how many of ``filters`` each usable filter of the request became
     for entity in request.body.filters:
         if refused is not None:
             answers.append((*refused, []))
             continue
         try:
-            filters.append(_filter(entity))
+            narrowed = kafka_filters(_filter(entity))
+            filters += narrowed
+            spans.append(len(narrowed))
             answers.append((ErrorCode.none, None, []))
         except InvalidName as exc:
             answers.append((ErrorCode.invalid_request, str(exc), []))
     if filters:
         try:
             removed = iter(await door.node.cluster.admin.call(AdminService.delete_acls, filters))
-            answers = [(c, m, next(removed) if c is ErrorCode.none else acls) for c, m, acls in answers]
+            each = iter([[acl for _ in range(span) for acl in next(removed)] for span in spans])
+            answers = [(c, m, next(each) if c is ErrorCode.none else acls) for c, m, acls in answers]
         except Exception as exc:  # the change was not made: every filter it held says why
             answers = [
                 (code_of(exc), str(exc), []) if c is ErrorCode.none else (c, m, a) for c, m, a in answers

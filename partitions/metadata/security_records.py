@@ -4,7 +4,7 @@ tokens and client quotas, read from the applied metadata and changed by proposal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from partitions import features
 from partitions.controller import quotas as controller_quotas
@@ -16,7 +16,7 @@ from partitions.controller.tokens import CreateToken, DeleteToken
 from partitions.errors import FeatureNotFinalized
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.names import check_user_name
-from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.acls import REGISTRY_TYPES, AclBinding, AclFilter, ResourceType
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from raftlog.errors import InvariantViolation
@@ -52,16 +52,27 @@ class SecurityRecords:
         return self._frontend.metadata().acls
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
+        self._check_registry_acls(binding.resource_type for binding in bindings)
         result = await self._frontend.propose(CreateAcls(tuple(bindings)))
         if not isinstance(result, tuple):
             raise InvariantViolation(f"create ACLs returned {result!r}")
         return list(result)
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        self._check_registry_acls(acl_filter.resource_type for acl_filter in filters)
         result = await self._frontend.propose(DeleteAcls(tuple(filters)))
         if not isinstance(result, tuple) or len(result) != len(filters):
             raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
         return [list(removed) for removed in result]
+
+    def _check_registry_acls(self, kinds: Iterable[ResourceType]) -> None:
+        """FeatureNotFinalized for a change naming the registry's resource types while a node of release
+        0.1.0 could not read it (their codes are unknown to it)."""
+        gate = features.REGISTRY_ACLS
+        if REGISTRY_TYPES.isdisjoint(kinds):
+            return
+        if not features.Features(lambda: self._frontend.metadata().features).allows(gate):
+            raise FeatureNotFinalized("an ACL of the schema registry", gate.feature, gate.level)
 
     def producer_owners(self) -> Mapping[str, int]:
         """Each principal holding producer ids and its number (``controller.producer_owners``)."""

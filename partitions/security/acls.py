@@ -2,9 +2,10 @@
 
 An ACL (``AclBinding``) says: a principal (``User:alice``, or ``User:*`` for every user), from a host
 (``*`` for any), is allowed or denied an operation on resources of a type (topic, consumer group, the
-cluster, a transactional producer's id) whose name is given literally (``*`` for every one of the type)
-or as a prefix. The controller replicates them like topics and users; every node decides from its copy
-(``Authorizer``), as Kafka's ``AclAuthorizer`` does:
+cluster, a transactional producer's id; and, as Redpanda's schema registry ACLs, a registry subject and
+the registry itself) whose name is given literally (``*`` for every one of the type) or as a prefix.
+The controller replicates them like topics and users; every node decides from its copy (``Authorizer``),
+as Kafka's ``AclAuthorizer`` does:
 
 1. A super user (``raftlog serve --super-user``, and the admin token's ``User:admin``) may do anything.
 2. The ACLs that concern the resource are those of its type whose pattern matches its name: a literal
@@ -20,7 +21,9 @@ Filters (``AclFilter``) select ACLs to describe or delete, as Kafka's DescribeAc
 them: ``ANY`` for a type, pattern, operation or permission; None for a name, principal or host matches
 every one; pattern ``MATCH`` finds the ACLs that would concern a resource of that name.
 
-The enums carry Kafka's own codes, so the Kafka APIs pass them as they come. The host of a request is
+The enums carry Kafka's own codes, so the Kafka APIs pass them as they come. The registry's two types
+have codes outside Kafka's enum (Redpanda's: 100 and 101): the Kafka door neither shows nor takes them
+(``KAFKA_RESOURCE_TYPES``, ``kafka_filters``); the HTTP admin API ``/v1/acls`` does. The host of a request is
 the client's IP address as the node sees it (``client_host``: the peer of the connection; a proxy's
 address when a proxy connects, since no forwarded-for header is trusted).
 """
@@ -30,7 +33,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Self
 
@@ -49,6 +52,21 @@ class ResourceType(enum.IntEnum):
     GROUP = 3
     CLUSTER = 4
     TRANSACTIONAL_ID = 5  # a transactional producer's id (Kafka's transactional.id)
+    SUBJECT = 100  # a schema registry subject (Redpanda's sr_subject; not on Kafka's wire)
+    REGISTRY = 101  # the schema registry's global config, mode and listings (Redpanda's sr_registry)
+
+
+KAFKA_RESOURCE_TYPES = frozenset(
+    {
+        ResourceType.ANY,
+        ResourceType.TOPIC,
+        ResourceType.GROUP,
+        ResourceType.CLUSTER,
+        ResourceType.TRANSACTIONAL_ID,
+    }
+)
+"""The types Kafka's ACL APIs know; the others are the HTTP API's alone."""
+REGISTRY_TYPES = frozenset({ResourceType.SUBJECT, ResourceType.REGISTRY})
 
 
 class PatternType(enum.IntEnum):
@@ -83,6 +101,11 @@ class Permission(enum.IntEnum):
 
 
 CLUSTER_NAME = "kafka-cluster"  # the one cluster resource's name, as Kafka names it
+REGISTRY_NAME = "schema-registry"  # the one registry resource's name (Redpanda's has none)
+ONE_NAME: Mapping[ResourceType, str] = MappingProxyType(
+    {ResourceType.CLUSTER: CLUSTER_NAME, ResourceType.REGISTRY: REGISTRY_NAME}
+)
+"""The types with one resource, and its name (an ACL on one names it literally)."""
 
 # what each operation also allows (Kafka's implied operations)
 _IMPLIED: Mapping[Operation, frozenset[Operation]] = MappingProxyType(
@@ -94,7 +117,20 @@ _IMPLIED: Mapping[Operation, frozenset[Operation]] = MappingProxyType(
     }
 )
 
-# the operations that mean something for each resource type (Kafka's list)
+# Redpanda's schema registry operations, the same on a subject and on the registry
+_REGISTRY_OPERATIONS = frozenset(
+    {
+        Operation.ALL,
+        Operation.READ,
+        Operation.WRITE,
+        Operation.DELETE,
+        Operation.DESCRIBE,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    }
+)
+
+# the operations that mean something for each resource type (Kafka's list; Redpanda's for the registry)
 VALID_OPERATIONS: Mapping[ResourceType, frozenset[Operation]] = MappingProxyType(
     {
         ResourceType.TOPIC: frozenset(
@@ -112,6 +148,8 @@ VALID_OPERATIONS: Mapping[ResourceType, frozenset[Operation]] = MappingProxyType
         ),
         ResourceType.GROUP: frozenset({Operation.ALL, Operation.READ, Operation.DELETE, Operation.DESCRIBE}),
         ResourceType.TRANSACTIONAL_ID: frozenset({Operation.ALL, Operation.WRITE, Operation.DESCRIBE}),
+        ResourceType.SUBJECT: _REGISTRY_OPERATIONS,
+        ResourceType.REGISTRY: _REGISTRY_OPERATIONS,
         ResourceType.CLUSTER: frozenset(
             {
                 Operation.ALL,
@@ -251,7 +289,8 @@ class AclBinding(_AclFields):
         permission: object,
     ) -> AclBinding:
         """A checked binding from codes or names: no ``ANY``/``MATCH``, an operation its resource type
-        has, the cluster resource named ``kafka-cluster`` (literally)."""
+        has, the cluster resource named ``kafka-cluster`` and the registry ``schema-registry``
+        (literally)."""
         kind = ResourceType(_enum(ResourceType, resource_type, "resource_type"))
         pattern = PatternType(_enum(PatternType, pattern_type, "pattern_type"))
         operation_ = Operation(_enum(Operation, operation, "operation"))
@@ -266,8 +305,9 @@ class AclBinding(_AclFields):
             valid = ", ".join(sorted(o.name.lower() for o in VALID_OPERATIONS[kind]))
             raise InvalidAcl("operation", operation_.name.lower(), f"a {kind.name.lower()} takes {valid}")
         name_ = _check_text(name, "name")
-        if kind is ResourceType.CLUSTER and (name_ != CLUSTER_NAME or pattern is not PatternType.LITERAL):
-            raise InvalidAcl("name", name_, f"the cluster resource is the literal {CLUSTER_NAME!r}")
+        one = ONE_NAME.get(kind)
+        if one is not None and (name_ != one or pattern is not PatternType.LITERAL):
+            raise InvalidAcl("name", name_, f"the {kind.name.lower()} resource is the literal {one!r}")
         if pattern is PatternType.PREFIXED and name_ == WILDCARD:
             raise InvalidAcl("name", name_, "a prefixed pattern cannot be '*' (use a literal '*')")
         return cls(
@@ -342,6 +382,25 @@ class AclFilter(_AclFields):
             and (self.operation is Operation.ANY or acl.operation is self.operation)
             and (self.permission is Permission.ANY or acl.permission is self.permission)
         )
+
+
+def kafka_resource_type(value: object) -> ResourceType:
+    """A resource type as Kafka's ACL APIs give it (a code or a name); ``InvalidAcl`` for one they do not
+    have, the registry's among them (Kafka answers an unknown type INVALID_REQUEST)."""
+    kind = ResourceType(_enum(ResourceType, value, "resource_type"))
+    if kind not in KAFKA_RESOURCE_TYPES:
+        known = ", ".join(sorted(k.name.lower() for k in KAFKA_RESOURCE_TYPES))
+        raise InvalidAcl("resource_type", value, f"Kafka's ACL APIs take {known}")
+    return kind
+
+
+def kafka_filters(acl_filter: AclFilter) -> tuple[AclFilter, ...]:
+    """A filter from Kafka's ACL APIs as filters that select Kafka's types only: one of ``ANY`` type
+    becomes one per type Kafka has, so a DeleteAcls of everything leaves the registry's ACLs alone."""
+    if acl_filter.resource_type is not ResourceType.ANY:
+        return (acl_filter,)
+    kinds = sorted(KAFKA_RESOURCE_TYPES - {ResourceType.ANY})
+    return tuple(replace(acl_filter, resource_type=kind) for kind in kinds)
 
 
 def select(acls: Iterable[AclBinding], filters: Iterable[AclFilter]) -> tuple[AclBinding, ...]:

@@ -4,13 +4,23 @@ ACLs existed reads as none), and carried between nodes as the enums they are."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgpack
 import pytest
 
 from partitions.controller import acls as controller_acls
 from partitions.controller.acls import ACLS_PER_CHANGE_MAX, CreateAcls, DeleteAcls
-from partitions.controller.state import ControllerStateMachine, CreateTopic, decode, encode
-from partitions.errors import InvalidCommand, InvalidName
+from partitions.controller.state import (
+    ControllerMetadata,
+    ControllerStateMachine,
+    CreateTopic,
+    decode,
+    encode,
+)
+from partitions.errors import FeatureNotFinalized, InvalidCommand, InvalidName
+from partitions.features import RAFTLOG_VERSION
+from partitions.metadata.security_records import SecurityRecords
 from partitions.peers.client import ERRORS, REGISTRY
 from partitions.peers.codec import pack, unpack
 from partitions.security.acls import AclBinding, AclFilter, InvalidAcl, Operation, ResourceType
@@ -121,3 +131,47 @@ def test_acls_and_filters_cross_between_nodes_as_enums() -> None:
     )
     assert back["bindings"][1].resource_type is ResourceType.GROUP
     assert back["filters"][0].operation is Operation.ANY
+
+
+class _Frontend:
+    """The controller leader's metadata at some feature level, and what was proposed (each proposal
+    answered as an ACL change that did nothing)."""
+
+    def __init__(self, level: int) -> None:
+        self.proposed: list[object] = []
+        self._metadata = ControllerMetadata(features={RAFTLOG_VERSION: level})
+
+    def metadata(self) -> ControllerMetadata:
+        return self._metadata
+
+    async def propose(self, command: object) -> object:
+        self.proposed.append(command)
+        return () if isinstance(command, CreateAcls) else tuple(() for _ in command.filters)  # type: ignore[attr-defined]
+
+
+def test_a_registry_acl_is_proposed_only_once_every_node_can_read_its_type() -> None:
+    subject = acl("orders-value", kind="subject")
+    old = _Frontend(1)  # a node of release 0.1.0 may still run: codes 100 and 101 are unknown to it
+    records = SecurityRecords(old)  # type: ignore[arg-type]
+    with pytest.raises(
+        FeatureNotFinalized, match=r"ACL of the schema registry needs feature raftlog\.version"
+    ):
+        asyncio.run(records.create_acls([acl(), subject]))
+    with pytest.raises(FeatureNotFinalized):
+        asyncio.run(records.delete_acls([AclFilter.of(resource_type="registry")]))
+    assert old.proposed == []
+    asyncio.run(records.create_acls([acl()]))  # Kafka's types as before
+    asyncio.run(records.delete_acls([AclFilter.of()]))  # any type: a filter 0.1.0 reads
+    assert len(old.proposed) == 2
+    new = _Frontend(2)
+    asyncio.run(SecurityRecords(new).create_acls([subject]))  # type: ignore[arg-type]
+    assert new.proposed == [CreateAcls((subject,))]
+
+
+def test_a_registry_acl_crosses_the_controller_log_and_snapshot_as_its_code() -> None:
+    held = (
+        acl("orders-", kind="subject", pattern="prefixed"),
+        acl("schema-registry", "describe", kind="registry"),
+    )
+    command = decode(encode(CreateAcls(held)))
+    assert command == CreateAcls(held) and {int(a.resource_type) for a in command.bindings} == {100, 101}

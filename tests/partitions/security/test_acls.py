@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from partitions.security.acls import (
     CLUSTER_NAME,
+    REGISTRY_NAME,
     VALID_OPERATIONS,
     AclBinding,
     AclFilter,
@@ -19,6 +20,8 @@ from partitions.security.acls import (
     Permission,
     ResourceType,
     client_host,
+    kafka_filters,
+    kafka_resource_type,
     select,
 )
 
@@ -256,3 +259,37 @@ def test_the_host_is_the_clients_address_in_its_plain_form(address: str | None, 
     assert client_host(address) == host
     from_v4 = client_host("::ffff:10.0.0.1")
     assert Authorizer([acl(host="10.0.0.1")]).allows("User:alice", from_v4, Operation.READ, T, "orders")
+
+
+S, R = ResourceType.SUBJECT, ResourceType.REGISTRY
+
+
+def test_the_registry_types_decide_as_kafka_s_with_redpanda_s_operations_and_codes() -> None:
+    assert (int(S), int(R)) == (100, 101)  # Redpanda's wire values, outside Kafka's enum
+    readers = Authorizer(
+        [acl(S, "orders-", PRE), acl(R, REGISTRY_NAME, operation=Operation.ALTER_CONFIGS), acl(T, "orders-v")]
+    )
+    allows = readers.allows
+    assert allows("User:alice", "h", Operation.READ, S, "orders-value")
+    assert allows("User:alice", "h", Operation.DESCRIBE, S, "orders-value")  # READ implies DESCRIBE
+    assert not allows("User:alice", "h", Operation.WRITE, S, "orders-value")
+    assert not allows("User:alice", "h", Operation.READ, S, "logs-value")
+    assert not allows("User:alice", "h", Operation.READ, T, "orders-value")  # a topic ACL is no subject's
+    assert allows("User:alice", "h", Operation.DESCRIBE_CONFIGS, R, REGISTRY_NAME)
+    assert not allows("User:alice", "h", Operation.DESCRIBE, R, REGISTRY_NAME)
+    assert AclBinding.of("subject", "x", "literal", "User:a", "*", "delete", "allow").resource_type is S
+    with pytest.raises(InvalidAcl, match="the registry resource is the literal 'schema-registry'"):
+        acl(R, "*")
+    with pytest.raises(InvalidAcl, match="a subject takes"):
+        acl(S, operation=Operation.CREATE)
+
+
+def test_kafka_s_acl_apis_neither_take_nor_select_the_registry_types() -> None:
+    assert kafka_resource_type(2) is T and kafka_resource_type("any") is ResourceType.ANY
+    for code in (100, 101, "subject"):
+        with pytest.raises(InvalidAcl, match="Kafka's ACL APIs take"):
+            kafka_resource_type(code)
+    held = [acl(S, "orders-value"), acl(R, REGISTRY_NAME), acl(T), acl(G, "g")]
+    everything = kafka_filters(AclFilter.of())
+    assert select(held, everything) == tuple(sorted([acl(T), acl(G, "g")], key=AclBinding.to_row))
+    assert kafka_filters(AclFilter.of(resource_type="topic")) == (AclFilter.of(resource_type="topic"),)
