@@ -96,6 +96,28 @@ def test_what_protoc_rejects_is_an_invalid_schema_though_confluents_parser_takes
             PROTOBUF_TYPE.parse(example["schema"], {})
 
 
+def _googles_files() -> list[Any]:
+    from importlib import resources
+
+    well_known = resources.files("grpc_tools") / "_proto" / "google" / "protobuf"
+    common = resources.files("google.type")
+    found = [f for root in (well_known, well_known / "compiler", common) for f in root.iterdir()]
+    return [
+        pytest.param(f.read_text(), id=f.name) for f in sorted(found, key=str) if f.name.endswith(".proto")
+    ]
+
+
+@pytest.mark.parametrize("text", _googles_files())
+def test_googles_own_files_print_to_a_fixed_point_and_their_descriptors_normalize_alike(text: str) -> None:
+    """Google's .proto files (options, extensions, reserved names, maps, oneofs, nested types): the
+    canonical text parses back to itself, as Confluent's does, and the file given as text and as its
+    base64 descriptor (a serializer's way) normalize to the same text, as Confluent's do."""
+    schema = PROTOBUF_TYPE.parse(text, {})
+    canonical = schema.canonical()
+    assert PROTOBUF_TYPE.parse(canonical, {}).canonical() == canonical
+    assert PROTOBUF_TYPE.parse(schema.serialized(), {}).normalized() == schema.normalized()
+
+
 def test_invalid_text_is_refused_with_protocs_words_line_and_column() -> None:
     text = 'syntax = "proto3";\npackage shop;\n\nmessage Order {\n  Missing item = 1;\n}\n'
     with pytest.raises(InvalidSchema, match=r'^schema\.proto:5:3: "Missing" is not defined\.$'):
