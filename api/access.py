@@ -23,6 +23,12 @@ ALTER_CONFIGS on the topic; reassignments, leader elections, quorum voters, SCRA
 the cluster, their descriptions DESCRIBE; groups DESCRIBE or DELETE on the group (ListGroups: those the
 caller may DESCRIBE, every one with DESCRIBE cluster), transactions DESCRIBE on the transactional id.
 
+The schema registry's routes ask what Redpanda's registry asks (``api/registry.py`` declares each, and
+docs/security.md says where it departs): a subject's reads READ or DESCRIBE on the subject, a registration
+WRITE, deletes DELETE, its config and mode DESCRIBE_CONFIGS / ALTER_CONFIGS; the global config and mode
+the same on the registry (``schema-registry``); a schema by id READ on some subject holding it; the
+subject and schema listings show what the caller may DESCRIBE / READ.
+
 Nobody is checked when ACLs are not enforced, nor a caller with the admin token (``User:admin``); a super
 user (``--super-user``) passes every check (the ``Authorizer``'s first rule).
 """
@@ -38,11 +44,12 @@ from aiohttp import web
 from api import state
 from api.errors import BadRequest
 from partitions.errors import AuthorizationFailed
-from partitions.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from partitions.security.acls import ONE_NAME, AclOperation, Authorizer, ResourceType
 from raftlog.errors import check as check_invariant
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+SUBJECT, REGISTRY = ResourceType.SUBJECT, ResourceType.REGISTRY
 READ, WRITE, DESCRIBE = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
 DESCRIBE_CONFIGS, DELETE = AclOperation.DESCRIBE_CONFIGS, AclOperation.DELETE
 CREATE, ALTER, ALTER_CONFIGS = AclOperation.CREATE, AclOperation.ALTER, AclOperation.ALTER_CONFIGS
@@ -51,7 +58,8 @@ _PATH_PARAM = re.compile(r"\{([a-zA-Z_]+)\}")
 
 @dataclass(frozen=True, slots=True)
 class Need:
-    """An operation on a resource, named by a parameter of the request (None: the cluster)."""
+    """An operation on a resource, named by a parameter of the request (None: the one resource of its type,
+    the cluster or the registry)."""
 
     resource_type: ResourceType
     operation: AclOperation
@@ -82,6 +90,16 @@ def cluster(operation: AclOperation, unless_caller: str | None = None, password_
 
 def transactional_id(operation: AclOperation, param: str = "transactional_id") -> Need:
     return Need(TRANSACTIONAL_ID, operation, param)
+
+
+def subject(operation: AclOperation, param: str = "subject") -> Need:
+    """On a schema registry subject."""
+    return Need(SUBJECT, operation, param)
+
+
+def registry(operation: AclOperation) -> Need:
+    """On the schema registry itself (its global config and mode, its listings by id)."""
+    return Need(REGISTRY, operation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +180,26 @@ def authorize_topics(request: web.Request, operation: AclOperation, topics: Iter
         authorize(request, TOPIC, operation, name)
 
 
+def authorize_any(
+    request: web.Request,
+    resource_type: ResourceType,
+    operation: AclOperation,
+    names: Iterable[str],
+    what: str,
+) -> None:
+    """Raise ``AuthorizationFailed`` (naming ``what``) unless the caller may on at least one of ``names``;
+    with none, only a caller who passes every check (a super user) may."""
+    found = _authorizer(request)
+    if found is None:
+        return
+    caller, authorizer = found
+    if caller.principal in authorizer.super_users:
+        return
+    if any(authorizer.allows(caller.principal, caller.host, operation, resource_type, n) for n in names):
+        return
+    raise AuthorizationFailed.of(caller.principal, operation.name.lower(), resource_type.name.lower(), what)
+
+
 def _is_caller(request: web.Request, need: Need) -> bool:
     """Whether the caller is the user the need's ``unless_caller`` names (the admin token is no user)."""
     caller = request.get(state.CALLER)
@@ -177,7 +215,7 @@ def check(request: web.Request, access: Access) -> None:
         if _is_caller(request, need):
             continue
         if need.param is None:
-            name = CLUSTER_NAME
+            name = ONE_NAME[need.resource_type]
         elif need.query:
             value = request.query.get(need.param)
             if value is None:

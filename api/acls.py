@@ -4,10 +4,13 @@ removed). Admin endpoints: the admin token, or with ACLs enforced a user who may
 list) the cluster.
 
 An ACL in JSON is Kafka's binding with names for its codes, in any case: ``{"resource_type": "topic" |
-"group" | "cluster" | "transactional_id", "name", "pattern_type": "literal" | "prefixed", "principal":
-"User:alice" | "User:*", "host", "operation": "read" | "write" | ..., "permission": "allow" | "deny"}``
-(``pattern_type`` literal, ``host`` ``*`` and ``permission`` allow by default; the cluster is named
-``kafka-cluster``). A filter has the same fields, each optional (any), and ``pattern_type`` also ``any`` or
+"group" | "cluster" | "transactional_id" | "subject" | "registry", "name", "pattern_type": "literal" |
+"prefixed", "principal": "User:alice" | "User:*", "host", "operation": "read" | "write" | ...,
+"permission": "allow" | "deny"}`` (``pattern_type`` literal, ``host`` ``*`` and ``permission`` allow by
+default; the cluster is named ``kafka-cluster`` and the registry ``schema-registry``, the name of either
+may be left out). ``subject`` and ``registry`` are the schema registry's (as Redpanda's), which Kafka's
+ACL APIs do not show; a change naming them waits for ``raftlog.version`` 2 (409/40932 before). A filter
+has the same fields, each optional (any), and ``pattern_type`` also ``any`` or
 ``match`` (every ACL that would apply to the name). Each change is one controller change: all of its ACLs
 or none. The answers are read from this node's controller metadata (``GET``), or are what the controller
 leader did.
@@ -26,7 +29,7 @@ from api.errors import BadRequest
 from api.openapi import Operation, Param
 from api.schemas import query_str, require_object
 from partitions.metadata.service import AdminService
-from partitions.security.acls import AclBinding, AclFilter, InvalidAcl, select
+from partitions.security.acls import ONE_NAME, AclBinding, AclFilter, InvalidAcl, select
 
 FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 _DEFAULTS = {"pattern_type": "literal", "host": "*", "permission": "allow"}
@@ -39,6 +42,10 @@ def binding(value: Any, field: str) -> AclBinding:
     unknown = sorted(set(entry) - set(FIELDS))
     if unknown:
         raise BadRequest(f"{field}.{unknown[0]}: unknown field (allowed: {', '.join(FIELDS)})")
+    entry = dict(entry)
+    one = _one_name(entry.get("resource_type"))
+    if one is not None and entry.get("name") is None:
+        entry["name"] = one
     missing = [name for name in _REQUIRED if entry.get(name) is None]
     if missing:
         raise BadRequest(f"{field}.{missing[0]}: missing")
@@ -47,6 +54,13 @@ def binding(value: Any, field: str) -> AclBinding:
         return AclBinding.of(*(fields[name] for name in FIELDS))
     except InvalidAcl as exc:
         raise BadRequest(f"{field}: {exc}") from None
+
+
+def _one_name(resource_type: Any) -> str | None:
+    """The name of the one resource of a type that has one (the cluster, the registry), given by name."""
+    if not isinstance(resource_type, str):
+        return None
+    return next((name for kind, name in ONE_NAME.items() if kind.name.lower() == resource_type.lower()), None)
 
 
 def acl_filter(values: dict[str, Any], field: str) -> AclFilter:

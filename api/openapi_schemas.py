@@ -122,11 +122,15 @@ _TOKEN_FIELDS: dict[str, Any] = {  # a user's API token as the admin API shows i
 }
 _TOKEN = _obj(_TOKEN_FIELDS, list(_TOKEN_FIELDS))
 _ACL_FIELDS: dict[str, Any] = {
-    "resource_type": {"type": "string", "enum": ["topic", "group", "cluster", "transactional_id"]},
+    "resource_type": {
+        "type": "string",
+        "enum": ["topic", "group", "cluster", "transactional_id", "subject", "registry"],
+    },
     "name": {
         "type": "string",
         "minLength": 1,
-        "description": "a topic, a group, a transactional id, '*' or kafka-cluster",
+        "description": "a topic, a group, a transactional id, a registry subject, '*', kafka-cluster or "
+        "schema-registry",
     },
     "pattern_type": {"type": "string", "enum": ["literal", "prefixed"]},
     "principal": {"type": "string", "pattern": "^User:.+$", "description": "User:NAME, or User:* for all"},
@@ -146,7 +150,7 @@ _ACL_FILTER = _closed(
         {
             **{name: _nullable(schema) for name, schema in _ACL_FIELDS.items()},
             "resource_type": _nullable(
-                {"type": "string", "enum": ["any", "topic", "group", "cluster", "transactional_id"]}
+                {"type": "string", "enum": ["any", *_ACL_FIELDS["resource_type"]["enum"]]}
             ),
             "pattern_type": _nullable({"type": "string", "enum": ["any", "match", "literal", "prefixed"]}),
             "operation": _nullable({"type": "string", "enum": ["any", *_ACL_FIELDS["operation"]["enum"]]}),

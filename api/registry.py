@@ -4,17 +4,36 @@ registry URL is the node's HTTP URL (every node serves it; ``registry.coordinato
 
 Paths, parameters, bodies, answers and error bodies (``{"error_code": 40401, "message": ...}``) are
 Confluent's; answers are ``application/vnd.schemaregistry.v1+json``. This module only translates.
+
+With ACLs enforced each route asks what Redpanda's registry asks (``_ACCESS``, through ``api.access``): the
+subject listing shows the subjects the caller may DESCRIBE, the schema listing the versions of those it may
+READ (filtered before ``offset`` and ``limit`` page them), and a schema by id or guid needs READ on some
+subject holding it; an id no subject holds is refused alike, so its existence is not told.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
-from api import state
-from api.access import open_to_users
+from api import access, state
+from api.access import (
+    ALTER_CONFIGS,
+    DELETE,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    READ,
+    SUBJECT,
+    WRITE,
+    Access,
+    needs,
+    open_to_users,
+    registry,
+    subject,
+)
 from api.errors import BadRequest
 from api.openapi import Operation, Param
 from partitions.errors import RegistryError
@@ -207,20 +226,48 @@ async def contexts(request: web.Request) -> web.Response:
     return _json(["."])
 
 
+async def _authorize_schema(request: web.Request, schema_id: int | None, shown: str) -> None:
+    """READ on some subject holding the schema (None: no schema has the guid), when ACLs are checked."""
+    if not access.enforced(request):
+        return
+    holders: list[tuple[str, int]] = []
+    if schema_id is not None:
+        try:
+            holders = await _call(request, RegistryService.schema_usage, schema_id, True)
+        except RegistryError as exc:
+            if exc.error_code != 40403:
+                raise
+    what = f"<any holding schema {shown}>"
+    access.authorize_any(request, SUBJECT, READ, (name for name, _ in holders), what)
+
+
+async def _schema(request: web.Request) -> SchemaView:
+    schema_id = _schema_id(request)
+    await _authorize_schema(request, schema_id, str(schema_id))
+    return await _call(request, RegistryService.schema, schema_id, request.query.get("subject", ""))
+
+
 async def schema_by_id(request: web.Request) -> web.Response:
-    view = await _call(request, RegistryService.schema, _schema_id(request), request.query.get("subject", ""))
+    view = await _schema(request)
     answer = _schema_json(view, with_subject=False)
     del answer["id"]
     return _json(answer)
 
 
 async def schema_text_by_id(request: web.Request) -> web.Response:
-    view = await _call(request, RegistryService.schema, _schema_id(request), request.query.get("subject", ""))
+    view = await _schema(request)
     return web.Response(text=view.schema, content_type="text/plain")
 
 
 async def schema_by_guid(request: web.Request) -> web.Response:
-    view = await _call(request, RegistryService.schema_by_guid, request.match_info["guid"])
+    guid = request.match_info["guid"]
+    try:
+        view = await _call(request, RegistryService.schema_by_guid, guid)
+    except RegistryError as exc:
+        if exc.error_code == 40403:
+            await _authorize_schema(request, None, guid)
+        raise
+    await _authorize_schema(request, view.id, guid)
     answer = _schema_json(view, with_subject=False)
     return _json(answer)
 
@@ -235,13 +282,32 @@ async def schema_versions(request: web.Request) -> web.Response:
     return _json([{"subject": subject, "version": version} for subject, version in usage])
 
 
+def _unpaged(request: web.Request, listing: Listing) -> Listing:
+    """The listing to ask for: all of it when the caller's ACLs filter it before it is paged."""
+    return replace(listing, offset=0, limit=-1) if access.enforced(request) else listing
+
+
+def _shown(request: web.Request, items: list[Any], listing: Listing, operation: Any, name: Any) -> list[Any]:
+    """The items the caller may see, paged (they came unpaged, ``_unpaged``, when ACLs are checked)."""
+    if not access.enforced(request):
+        return items
+    shown = [item for item in items if access.allowed(request, SUBJECT, operation, name(item))]
+    end = None if listing.limit < 0 else listing.offset + listing.limit
+    return shown[listing.offset : end]
+
+
 async def list_schemas(request: web.Request) -> web.Response:
-    views = await _call(request, RegistryService.schemas, _listing(request), _flag(request, "latestOnly"))
+    listing = _listing(request)
+    asked = _unpaged(request, listing)
+    views = await _call(request, RegistryService.schemas, asked, _flag(request, "latestOnly"))
+    views = _shown(request, views, listing, READ, lambda view: view.subject)
     return _json([_schema_json(view, with_subject=True) for view in views])
 
 
 async def list_subjects(request: web.Request) -> web.Response:
-    return _json(await _call(request, RegistryService.subjects, _listing(request)))
+    listing = _listing(request)
+    names = await _call(request, RegistryService.subjects, _unpaged(request, listing))
+    return _json(_shown(request, names, listing, DESCRIBE, lambda name: name))
 
 
 async def list_versions(request: web.Request) -> web.Response:
@@ -399,8 +465,33 @@ async def delete_mode(request: web.Request) -> web.Response:
 
 # -- routes --------------------------------------------------------------------------------------------
 
-_READ = open_to_users("the schema registry's reads (subject ACLs are not built yet)")
-_WRITE = open_to_users("the schema registry's writes (subject ACLs are not built yet)")
+_BY_ID = "READ subject: some subject holding the schema"
+_ACCESS: dict[str, Access] = {
+    "registrySchemaTypes": open_to_users("the schema types, the same for everyone"),
+    "registryContexts": open_to_users("the default context only, which names no subject"),
+    "registrySchemas": needs(in_handler="lists only the versions of subjects the caller may READ"),
+    "registrySchemaById": needs(in_handler=_BY_ID), "registrySchemaTextById": needs(in_handler=_BY_ID),
+    "registrySchemaByGuid": needs(in_handler=_BY_ID),
+    "registrySchemaSubjects": needs(registry(DESCRIBE)), "registrySchemaVersions": needs(registry(DESCRIBE)),
+    "registrySubjects": needs(in_handler="lists only the subjects the caller may DESCRIBE"),
+    "lookupSchema": needs(subject(READ)), "registryDeleteSubject": needs(subject(DELETE)),
+    "registryVersions": needs(subject(DESCRIBE)), "registerSchema": needs(subject(WRITE)),
+    "registryVersion": needs(subject(READ)), "registryVersionSchema": needs(subject(READ)),
+    "registryReferencedBy": needs(registry(DESCRIBE)), "registryDeleteVersion": needs(subject(DELETE)),
+    "checkCompatibilityWithVersion": needs(subject(READ)), "checkCompatibility": needs(subject(READ)),
+    "registryGlobalConfig": needs(registry(DESCRIBE_CONFIGS)),
+    "registrySetGlobalConfig": needs(registry(ALTER_CONFIGS)),
+    "registryDeleteGlobalConfig": needs(registry(ALTER_CONFIGS)),
+    "registrySubjectConfig": needs(subject(DESCRIBE_CONFIGS)),
+    "registrySetSubjectConfig": needs(subject(ALTER_CONFIGS)),
+    "registryDeleteSubjectConfig": needs(subject(ALTER_CONFIGS)),
+    "registryGlobalMode": needs(registry(DESCRIBE_CONFIGS)),
+    "registrySetGlobalMode": needs(registry(ALTER_CONFIGS)),
+    "registrySubjectMode": needs(subject(DESCRIBE_CONFIGS)),
+    "registrySetSubjectMode": needs(subject(ALTER_CONFIGS)),
+    "registryDeleteSubjectMode": needs(subject(ALTER_CONFIGS)),
+}  # fmt: skip
+"""What each route asks of the caller's ACLs: Redpanda's table (docs/security.md says where it departs)."""
 _BOOL = "boolean"
 _DELETED = Param("deleted", _BOOL, "deleted (soft) ones too")
 _SUBJECT_PREFIX = Param("subjectPrefix", "string", "only subjects starting with it")
@@ -450,7 +541,7 @@ def _op(method: str, path: str, handler: Any, op_id: str, summary: str, **extra:
         ok_schema=answer,
         body_types=BODY_TYPES,
         errors=(404, 409, 422),
-        access=_WRITE if write else _READ,
+        access=_ACCESS[op_id],
         write=write,
         **extra,
     )
