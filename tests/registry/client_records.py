@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import DeserializingConsumer, SerializingProducer, TopicPartition
+from confluent_kafka import DeserializingConsumer, Producer, SerializingProducer, TopicPartition
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 
@@ -17,6 +17,14 @@ from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 
 RECORDS = 5
+PROTOBUF_TEXT = """syntax = "proto3";
+package raftlog.registry_test;
+
+message Sample {
+  string name = 1;
+  int32 count = 2;
+}
+"""
 READ_TIMEOUT_S = 60.0  # the records are there before the read starts: the bound is the read's liveness
 
 AVRO_FIELDS: list[dict[str, Any]] = [
@@ -160,3 +168,17 @@ def read(cluster: LocalCluster, topic: str, deserializer: Callable[..., Any], co
         consumer.close()
     assert len(values) == count, f"{topic}: {len(values)} of {count} records read within {READ_TIMEOUT_S:g} s"
     return values
+
+
+def produce_bytes(cluster: LocalCluster, topic: str, payloads: list[bytes]) -> None:
+    """Payloads a client serialized itself, to ``topic`` through the Kafka door, every one acknowledged."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    errors: list[Any] = []
+    for payload in payloads:
+        producer.produce(topic, payload, on_delivery=lambda error, _message: errors.append(error))
+    assert producer.flush(60) == 0, f"{topic}: records still queued after 60 s"
+    assert errors == [None] * len(payloads), errors
+
+
+def read_bytes(cluster: LocalCluster, topic: str) -> list[bytes]:
+    return read(cluster, topic, lambda value, _context: value, RECORDS)

@@ -194,6 +194,13 @@ def parse_test2json(lines: Iterable[str]) -> dict[str, Outcome]:
     return results
 
 
+def node_binary() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise JudgeUnavailable("node is missing (Debian's nodejs; `make bootstrap` installs npm and it)")
+    return node
+
+
 class NodeSuite:
     """@confluentinc/schemaregistry's end-to-end client spec under Jest, installed with ``npm ci`` from
     ``suites/node``."""
@@ -222,9 +229,7 @@ class NodeSuite:
 
     def run(self, url: str, directory: pathlib.Path) -> SuiteRun:
         home = self.install()
-        node = shutil.which("node")
-        if node is None:
-            raise JudgeUnavailable("node is missing (Debian's nodejs; `make bootstrap` installs npm and it)")
+        node = node_binary()
         report = directory / "jest-report.json"
         log = directory / "jest.log"
         env = {**os.environ, "RAFTLOG_REGISTRY_URL": url, "RAFTLOG_JUDGES_REPORT": str(report)}

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import client_records as records
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.aio import AsyncDeserializingConsumer, AsyncSerializingProducer
 from confluent_kafka.schema_registry import (
     AsyncSchemaRegistryClient,
@@ -180,15 +180,6 @@ async def read_async(cluster: LocalCluster, topic: str, deserializer: Any) -> li
     return values
 
 
-def produce_bytes(cluster: LocalCluster, topic: str, payloads: list[bytes]) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-    errors: list[Any] = []
-    for payload in payloads:
-        producer.produce(topic, payload, on_delivery=lambda error, _message: errors.append(error))
-    assert producer.flush(60) == 0
-    assert errors == [None] * len(payloads), errors
-
-
 async def test_python_schema_registry_client_sync_and_async_across_a_kill(
     running_cluster: LocalCluster,
 ) -> None:
@@ -211,8 +202,8 @@ async def test_python_schema_registry_client_sync_and_async_across_a_kill(
         await json_serializer.encode_record_with_schema(subject(json_topic), reading, value)
         for value in readings
     ]
-    produce_bytes(cluster, avro_topic, avro_payloads)
-    produce_bytes(cluster, json_topic, json_payloads)
+    records.produce_bytes(cluster, avro_topic, avro_payloads)
+    records.produce_bytes(cluster, json_topic, json_payloads)
     avro_id = sync_client.check_version(subject(avro_topic), avro).schema_id
     json_id = (await async_client.check_version(subject(json_topic), reading)).schema_id
     assert avro_id != json_id
@@ -225,8 +216,8 @@ async def test_python_schema_registry_client_sync_and_async_across_a_kill(
     assert sync_other.get_by_id(avro_id) == avro
     assert await async_other.get_by_id(json_id) == reading
     avro_reader, json_reader = AvroMessageSerializer(sync_other), AsyncJsonMessageSerializer(async_other)
-    assert [avro_reader.decode_message(p) for p in read_bytes(cluster, avro_topic)] == payments
-    assert [await json_reader.decode_message(p) for p in read_bytes(cluster, json_topic)] == readings
+    assert [avro_reader.decode_message(p) for p in records.read_bytes(cluster, avro_topic)] == payments
+    assert [await json_reader.decode_message(p) for p in records.read_bytes(cluster, json_topic)] == readings
     incompatible = python_schema.AvroSchema(json.loads(records.AVRO_INCOMPATIBLE))
     assert sync_other.test_compatibility(subject(avro_topic), incompatible) is False
     new_id = await async_other.register(
@@ -244,7 +235,3 @@ async def test_python_schema_registry_client_sync_and_async_across_a_kill(
     assert sync_back.get_versions(subject(avro_topic)) == [1, 2]
     latest = await async_back.get_schema(subject(avro_topic))
     assert latest is not None and (latest.schema_id, latest.version) == (new_id, 2)
-
-
-def read_bytes(cluster: LocalCluster, topic: str) -> list[bytes]:
-    return records.read(cluster, topic, lambda value, _context: value, records.RECORDS)
