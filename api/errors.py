@@ -189,6 +189,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.FeatureUpdateRefused, HttpError(409, 40926)),
     (broker.FeatureNotFinalized, HttpError(409, 40932)),  # a change the finalized feature level predates
     (broker.InvalidQuota, HttpError(400, 40001)),
+    # the schema registry's refusals carry Confluent's code, which says the status (``lookup``)
+    (broker.RegistryError, HttpError(422, 42201)),
     (broker.InvalidConfigRequest, HttpError(400, 40001)),
     (broker.InvalidResourceConfig, HttpError(400, 40001)),
     (broker.QuotaExceeded, HttpError(429, 42902)),  # a user's client quota: Retry-After says when
@@ -265,7 +267,7 @@ RETRY_AFTER_S = 1  # the Retry-After header of every retriable 503
 
 
 def lookup(error: BaseException) -> HttpError:
-    if isinstance(error, broker.RegistryError):  # Confluent's registry's own code, which says its status
+    if isinstance(error, broker.RegistryError) and hasattr(error, "error_code"):  # Confluent's own code
         return HttpError(error.status, error.error_code)
     for kind, mapped in TABLE:
         if isinstance(error, kind):

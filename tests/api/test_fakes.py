@@ -41,7 +41,7 @@ def _instance(fake: type) -> object:
     data = FakeData(FakeCluster(["n1", "n2"]), "n1")
     made = {FakeData: data, FakeAdmin: FakeAdmin(data), FakeMetadata: FakeMetadata(data)}
     if fake is FakeLocal:
-        return FakeLocal(data, FakeAdmin(data), None, data, data.transactions)  # type: ignore[arg-type]
+        return FakeLocal(data, FakeAdmin(data), None, data, data.transactions, None)  # type: ignore[arg-type]
     return made[fake]
 
 

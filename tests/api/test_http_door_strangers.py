@@ -46,7 +46,7 @@ SIMPLE_BODIES = (
 # a value for each name a state-changing route's path carries
 PATH_VALUES = {
     "topic": TOPIC, "partition": "0", "group": "g", "instance": "i", "member": "m", "user": "alice",
-    "token_id": "0123456789abcdef", "node_id": "n1",
+    "token_id": "0123456789abcdef", "node_id": "n1", "subject": "s-value", "version": "1",
 }  # fmt: skip
 
 

@@ -33,6 +33,7 @@ from partitions.peers.client import (
 )
 from partitions.peers.codec import pack
 from partitions.peers.service import PeerService
+from partitions.registry.service import RegistryService
 from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
@@ -47,6 +48,7 @@ PROTOCOLS = {
     "peer": PeerService,
     "transactions": TransactionService,
     "shares": ShareService,
+    "registry": RegistryService,
 }
 
 

@@ -56,6 +56,10 @@ def _path(template: str) -> str:
         "{user}": "u",
         "{token_id}": "0123456789abcdef",
         "{transactional_id}": "payments-1",
+        "{subject}": "s-value",
+        "{version}": "1",
+        "{id}": "1",
+        "{guid}": "0b1d4a3e-0000-4000-8000-000000000000",
     }
     for name, value in values.items():
         template = template.replace(name, value)
