@@ -171,7 +171,7 @@ class ProtobufSchema:
     def backward_incompatibilities(self, previous: ParsedSchema) -> list[str]:
         if not isinstance(previous, ProtobufSchema):
             return ["Incompatible because of different schema type"]
-        differences = compare(previous.element, self.element, previous._names(), self._names())
+        differences = compare(previous.element, self.element, previous.names, self.names)
         return [d.message() for d in differences if d.type not in COMPATIBLE_CHANGES]
 
     def message_class(self, message_indexes: Sequence[int]) -> type[Message]:
@@ -191,15 +191,22 @@ class ProtobufSchema:
         try:
             message = message_class.FromString(bytes(payload))
         except DecodeError as error:
-            raise InvalidRecord(f"Payload is not a {message_class.DESCRIPTOR.full_name}: {error}") from None
+            raise InvalidRecord(
+                f"Payload is not a {message_class.DESCRIPTOR.full_name} message: {error}"
+            ) from None
         return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 
     def encode(self, value: Any) -> tuple[tuple[int, ...], bytes]:
         message_class = self.message_class(())
+        name = message_class.DESCRIPTOR.full_name
+        if not isinstance(value, dict):
+            raise InvalidRecord(
+                f"Value is not a {name} message: a JSON object is, not {type(value).__name__}"
+            )
         try:
             message = json_format.ParseDict(value, message_class())
         except json_format.ParseError as error:
-            raise InvalidRecord(f"Value is not a {message_class.DESCRIPTOR.full_name}: {error}") from None
+            raise InvalidRecord(f"Value is not a {name} message: {error}") from None
         return (), message.SerializeToString()
 
 

@@ -194,8 +194,10 @@ def test_records_decode_at_their_message_indexes_and_bad_ones_are_invalid_record
         schema.decode(b"\xff\xff\xff", [1])
     with pytest.raises(InvalidRecord):
         schema.decode(b"", [2])
-    with pytest.raises(InvalidRecord):
+    with pytest.raises(InvalidRecord, match="Value is not a First message"):
         schema.encode({"a": 1, "unknown": 2})
+    with pytest.raises(InvalidRecord, match="a JSON object is, not list"):
+        schema.encode(["a"])
 
 
 # --- confluent-kafka's ProtobufSerializer -----------------------------------------------------------
