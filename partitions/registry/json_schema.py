@@ -156,7 +156,7 @@ class ParsedJsonSchema:
         except referencing.exceptions.Unresolvable as error:
             raise InvalidSchema(f"Invalid JSON schema: a $ref does not resolve: {error}") from None
         except (ValueError, TypeError, RecursionError) as error:
-            raise InvalidSchema(f"Invalid JSON: {error}") from None
+            raise InvalidSchema(f"Invalid JSON schema: {error}") from None
 
     @property
     def schema_type(self) -> str:

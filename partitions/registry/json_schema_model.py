@@ -15,6 +15,7 @@ network); an unresolvable one raises ``referencing.exceptions.Unresolvable``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,15 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.kind})"
+
+
+def _regex(pattern: str) -> str:
+    """A pattern the validator can use (draft 4's metaschema does not check patternProperties' names)."""
+    try:
+        re.compile(pattern)
+    except re.error:
+        raise ValueError(f"#/patternProperties: {pattern!r} is not a 'regex'") from None
+    return pattern
 
 
 def _array_keywords(draft: int) -> tuple[str, ...]:
@@ -267,7 +277,7 @@ class Loader:
             additional_properties=True,
             additional_properties_schema=None,
             pattern_properties={
-                pattern: child(sub) for pattern, sub in full.get("patternProperties", {}).items()
+                _regex(pattern): child(sub) for pattern, sub in full.get("patternProperties", {}).items()
             },
             property_dependencies={},
             schema_dependencies={},

@@ -192,6 +192,10 @@ def test_canonical_text_is_jackson_s_compact_json() -> None:
             "#/exclusiveMinimum",
         ),
         ('{"pattern": "(unclosed"}', "#/pattern"),
+        (
+            '{"$schema": "http://json-schema.org/draft-04/schema#", "patternProperties": {"(x": {}}}',
+            "#/patternProperties: '(x' is not a 'regex'",
+        ),
         ('{"$ref": "#/definitions/missing"}', "$ref '#/definitions/missing' does not resolve"),
         ('{"properties": {"a": {"$ref": "other.json"}}}', "$ref 'other.json' does not resolve"),
     ],
