@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from partitions.registry.json_schema_content import array_differences, object_differences
@@ -210,8 +211,9 @@ def _number(context: Context, original: Node, update: Node) -> None:
         limit(context, name, getattr(original, attribute), getattr(update, attribute), kinds)
     before, after = original.multiple_of, update.multiple_of
     if before is not None or after is not None:
-        before = None if before is None else Decimal(str(before))
-        after = None if after is None else Decimal(str(after))
+        # exact, as Java's BigDecimal.remainder (a Decimal remainder fails past its precision)
+        before = None if before is None else Fraction(Decimal(str(before)))
+        after = None if after is None else Fraction(Decimal(str(after)))
         if before is None:
             context.add("MULTIPLE_OF_ADDED", "multipleOf")
         elif after is None:

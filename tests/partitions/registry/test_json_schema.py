@@ -163,6 +163,22 @@ def test_connect_s_bytes_stay_compatible_across_types() -> None:
     assert parse({"properties": {}}).differences(parse({})) != []  # testSchemaAddsProperties
 
 
+def test_multiple_of_is_compared_exactly() -> None:
+    # SchemaDiffTest: 0.5 to 10 expands (every multiple of 10 is one of 0.5), 0.5 and 0.50 are equal;
+    # and far apart values are still divided exactly, as Java's BigDecimal divides them.
+    def change(before: str, after: str) -> list[str]:
+        earlier, later = (
+            parse(f'{{"type": "number", "multipleOf": {before}}}'),
+            parse(f'{{"type": "number", "multipleOf": {after}}}'),
+        )
+        return [d.type for d in later.differences(earlier)]
+
+    assert change("0.5", "10") == ["MULTIPLE_OF_EXPANDED"]
+    assert change("0.5", "0.50") == []
+    assert change("1E-30", "1E+30") == ["MULTIPLE_OF_EXPANDED"]
+    assert change("3E+30", "7E-30") == ["MULTIPLE_OF_CHANGED"]
+
+
 def test_canonical_text_is_jackson_s_compact_json() -> None:
     text = '{ "type" : "object",\n "properties": {"b": {"type": "number", "maximum": 1e2, "minimum": -0.0,'
     text += ' "multipleOf": 0.50, "default": 12345678901234567890}, "a": {"const": "é\\u001f\\n/"}}}'
