@@ -304,28 +304,41 @@ class _Parser:
         return {name: self.protoc_text(name) for name in self.resolved if name not in self.in_progress}
 
     def parse(self, text: str, name: str | None = None) -> ProtobufSchema:
-        descriptor = _descriptor_of(text)
-        if descriptor is None:
-            try:
-                written_text: Written | None = written_file(text)
-            except (ValueError, IndexError):
-                written_text = None  # not a text the reader knows: protoc's error, or descriptors' form
-            if written_text is None:
-                file, dependencies = compile_files(text, self.import_texts())
-            else:
-                compiled_text, map_entries = without_map_entry_options(text, written_text)
-                file, dependencies = compile_files(compiled_text, self.import_texts())
-                _set_map_entries(file, map_entries)
-            if name is not None:
-                file.name = name
-            written: dict[str, Written | None] = {file.name: written_text}
-            for dependency in dependencies:
-                if dependency in self.resolved and _descriptor_of(self.resolved[dependency]) is None:
-                    try:
-                        written[dependency] = written_file(self.resolved[dependency])
-                    except (ValueError, IndexError):
-                        written[dependency] = None
-            return ProtobufSchema(file, dependencies, written)
+        """As Confluent's ``toProtoFile(String)``: the text as a .proto file, else as a base64
+        FileDescriptorProto, else the text's error."""
+        try:
+            return self.parse_text(text, name)
+        except InvalidSchema:
+            descriptor = _descriptor_of(text)
+            if descriptor is None:
+                raise
+        return self.parse_descriptor(descriptor, name)
+
+    def parse_text(self, text: str, name: str | None) -> ProtobufSchema:
+        try:
+            written_text: Written | None = written_file(text)
+        except (ValueError, IndexError):
+            written_text = None  # not a text the reader knows: protoc's error, or descriptors' form
+        if written_text is None:
+            file, dependencies = compile_files(text, self.import_texts())
+        else:
+            compiled_text, map_entries = without_map_entry_options(text, written_text)
+            file, dependencies = compile_files(compiled_text, self.import_texts())
+            _set_map_entries(file, map_entries)
+        if name is not None:
+            file.name = name
+        written: dict[str, Written | None] = {file.name: written_text}
+        for dependency in dependencies:
+            if dependency in self.resolved and _descriptor_of(self.resolved[dependency]) is None:
+                try:
+                    written[dependency] = written_file(self.resolved[dependency])
+                except (ValueError, IndexError):
+                    written[dependency] = None
+        return ProtobufSchema(file, dependencies, written)
+
+    def parse_descriptor(
+        self, descriptor: descriptor_pb2.FileDescriptorProto, name: str | None
+    ) -> ProtobufSchema:
         if name is not None:
             descriptor.name = name
         elif not descriptor.name or descriptor.name in descriptor.dependency:

@@ -182,7 +182,8 @@ def compile_files(
     from grpc_tools import _protoc_compiler  # grpc_tools imports nothing else; loaded on first use
 
     with tempfile.TemporaryDirectory(prefix="raftlog-proto-") as root:
-        files = {**imports, MAIN_FILE: main_text}
+        main_name = MAIN_FILE if MAIN_FILE not in imports else "raftlog-schema.proto"  # an import's name wins
+        files = {**imports, main_name: main_text}
         shifted: set[str] = set()
         for name, text in files.items():
             if not _STATES_SYNTAX.match(text):
@@ -197,7 +198,7 @@ def compile_files(
             with open(path, "w", encoding="utf-8") as file:
                 file.write(text)
         try:
-            generated = _protoc_compiler.get_protos(MAIN_FILE.encode(), [root.encode(), *_include_roots()])
+            generated = _protoc_compiler.get_protos(main_name.encode(), [root.encode(), *_include_roots()])
         except _protoc_compiler.ProtocErrors as errors:
             messages = (_error_text(error, root, shifted) for error in errors.errors())
             raise InvalidSchema("; ".join(messages)) from None
@@ -205,7 +206,7 @@ def compile_files(
     for _module, code in generated:
         proto = descriptor_pb2.FileDescriptorProto.FromString(_serialized_file(code))
         descriptors[proto.name] = proto
-    main = descriptors.pop(MAIN_FILE)
+    main = descriptors.pop(main_name)
     return main, descriptors
 
 

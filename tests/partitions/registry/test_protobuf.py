@@ -181,6 +181,14 @@ def test_imports_resolve_transitively_from_the_references() -> None:
     assert schema.decode(schema.encode(value)[1]) == value
 
 
+def test_an_import_may_have_the_name_the_schema_compiles_under() -> None:
+    resolved = {"schema.proto": 'syntax = "proto3";\nmessage Base {\n  int32 id = 1;\n}\n'}
+    schema = PROTOBUF_TYPE.parse(
+        'syntax = "proto3";\nimport "schema.proto";\nmessage Top {\n  Base base = 1;\n}\n', resolved
+    )
+    assert schema.decode(schema.encode({"base": {"id": 7}})[1]) == {"base": {"id": 7}}
+
+
 def test_records_decode_at_their_message_indexes_and_bad_ones_are_invalid_records() -> None:
     text = (
         'syntax = "proto3";\nmessage First {\n  string a = 1;\n}\n'
