@@ -101,6 +101,7 @@ def up_text(
     return (
         f"\ncluster of {count} up; cluster.json in {data_dir}{security_note}\n"
         f"web console: {http}/console (every node serves it){console_login}\n"
+        f"schema registry: {http} (Confluent's API on every node's HTTP listener: schema.registry.url)\n"
         + "".join(f"  {line}\n" for line in lines)
         + f"Ctrl-C (or {raftlog} dev stop --data-dir {data_dir}) stops all nodes."
     )

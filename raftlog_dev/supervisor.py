@@ -106,6 +106,7 @@ class _Child:
             "state": self.state,
             "http": self.node.http,
             "kafka": self.node.kafka,
+            "schema_registry": self.node.http,  # Confluent's registry API, on the HTTP listener
             "argv": self.argv,
         }
         if self.other_code:

@@ -110,6 +110,8 @@ def test_restart_keeps_cluster_json_true_and_ctrl_c_stops_the_restarted_node(sup
     )
     with urllib.request.urlopen(created, timeout=30) as answer:
         assert answer.status == 201  # the restarted node serves
+    with urllib.request.urlopen(second["schema_registry"] + "/schemas/types", timeout=30) as answer:
+        assert json.load(answer) == ["JSON", "PROTOBUF", "AVRO"]  # cluster.json names the registry it serves
 
     # a crash (SIGKILL) and a start: the new process takes its data directory back
     killed = raftlog("dev", "stop", "n1", "--kill", "--data-dir", str(data))
