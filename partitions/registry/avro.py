@@ -5,8 +5,9 @@
   schema's, as Avro's Java parser reads them for a schema registered anew (``avro_schema``).
 - ``canonical``: Avro's ``Schema.toString`` with the references' types written by name;
   ``normalized``: Confluent's ``normalize=true`` form (``avro_normalize``).
-- ``backward_incompatibilities``: Avro's reader/writer check, this schema the reader, worded as
-  Confluent's registry words each incompatibility (``avro_compat``).
+- ``backward_incompatibilities``: Avro's reader/writer check, this schema the reader, each
+  incompatibility as Confluent's ``AvroSchema.isBackwardCompatible`` gives it (``avro_compat``: its
+  ``%s`` for the registry to fill with "new" and "old").
 - ``decode`` / ``encode``: a record between Avro's binary encoding (fastavro) and Avro's JSON encoding
   as Confluent's REST Proxy v2 answers and takes it (``avro_datum``).
 """

@@ -203,11 +203,12 @@ _DESCRIPTIONS = {
 }
 
 
-def difference(incompatibility: Incompatibility, reader: str = "new", writer: str = "old") -> str:
-    """Confluent's ``Difference.toString()``, its ``%s`` filled as its registry fills them for a check
-    of a new schema reading data of an old one (``SchemaValidatorBuilder``)."""
+def difference(incompatibility: Incompatibility) -> str:
+    """Confluent's ``Difference.toString()``: its two ``%s`` left for the registry to fill with the
+    reader's and the writer's names, as Confluent's ``SchemaValidatorBuilder`` does ("new", "old" for a
+    BACKWARD check; "old", "new" for a FORWARD one), as the other schema types leave theirs."""
     description = _DESCRIPTIONS[incompatibility.kind].format(
-        path=incompatibility.path, info=incompatibility.message, reader=reader, writer=writer
+        path=incompatibility.path, info=incompatibility.message, reader="%s", writer="%s"
     )
     return (
         f"{{errorType:'{incompatibility.kind}', description:'{description}',"

@@ -164,13 +164,19 @@ def test_the_corpus_covers_every_incompatibility_type(java_answers: dict[str, An
 
 
 def test_messages_as_confluent_words_them() -> None:
-    """The words of the brief's example, a field added without a default."""
+    """A field added without a default: Confluent's Difference, and its words once the registry fills
+    the reader's and writer's names as its SchemaValidatorBuilder does (BACKWARD: new, old)."""
     old = AVRO_TYPE.parse('{"type":"record","name":"R","fields":[{"name":"f1","type":"int"}]}', {})
     new = AVRO_TYPE.parse(
         '{"type":"record","name":"R","fields":[{"name":"f1","type":"int"},{"name":"f2","type":"string"}]}', {}
     )
     assert isinstance(new, AvroSchema)
-    assert new.backward_incompatibilities(old) == [
+    template = (
+        "{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'f2' at path '/fields/1' in "
+        "the %s schema has no default value and is missing in the %s schema', additionalInfo:'f2'}"
+    )
+    assert new.backward_incompatibilities(old) == [template]
+    assert template % ("new", "old") == (
         "{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'f2' at path '/fields/1' in "
         "the new schema has no default value and is missing in the old schema', additionalInfo:'f2'}"
-    ]
+    )
