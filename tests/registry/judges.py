@@ -22,9 +22,9 @@ they import; the npm package @kafkajs/confluent-schema-registry ships no tests, 
 its own fake registry, and Confluent's Java client is not on Maven Central.
 
 The verdict (``judge``) is absolute: at least ``Suite.minimum`` tests ran; each test that failed is listed in
-``expected_failures.json`` with a reason, and each listed test ran and failed (one that passes is to be taken
-off the list, which is empty once the issue is resolved); and the node answered at least one request per
-test run (the suite reached raftlog, not a default or mock registry).
+``expected_failures.json`` with its reason and words its failure message holds, and each listed test ran and
+failed so (one that passes is to be taken off the list, which is empty once the issue is resolved); and the
+node answered at least one request per test run (the suite reached raftlog, not a default or mock registry).
 
     .venv/bin/python tests/registry/judges.py install       # fetch and build both (make test's set-up)
     .venv/bin/python tests/registry/judges.py run URL       # run both against a node: table and verdict
@@ -258,15 +258,24 @@ class NodeSuite:
 SUITES_RUN = (GoSuite(), NodeSuite())
 
 
-def expected_failures() -> dict[str, dict[str, str]]:
-    """suite -> test -> why it fails today (``expected_failures.json``)."""
+@dataclasses.dataclass(frozen=True)
+class ExpectedFailure:
+    reason: str  # why the test fails today
+    fails_with: str  # words its failure message holds: a failure of another kind is no expected one
+
+
+def expected_failures() -> dict[str, dict[str, ExpectedFailure]]:
+    """suite -> test -> how and why it fails today (``expected_failures.json``)."""
     table = json.loads(EXPECTED_FAILURES.read_text(encoding="utf-8"))
     return {
-        str(suite): {str(test): str(why) for test, why in tests.items()} for suite, tests in table.items()
+        suite: {test: ExpectedFailure(f["reason"], f["fails_with"]) for test, f in listed.items()}
+        for suite, listed in table.items()
     }
 
 
-def judge(run: SuiteRun, minimum: int, expected: Mapping[str, str], requests_seen: int) -> list[str]:
+def judge(
+    run: SuiteRun, minimum: int, expected: Mapping[str, ExpectedFailure], requests_seen: int
+) -> list[str]:
     """Why the run fails the verdict (empty: it passes). ``expected``: this suite's listed failures;
     ``requests_seen``: the requests the node answered during the run."""
     problems: list[str] = []
@@ -280,24 +289,33 @@ def judge(run: SuiteRun, minimum: int, expected: Mapping[str, str], requests_see
             "the suite did not reach it"
         )
     for name in run.named(FAILED):
+        message = run.results[name].message.strip()
         if name not in expected:
-            problems.append(f"{run.suite}: {name} failed:\n{run.results[name].message.strip()}")
-    for name, why in sorted(expected.items()):
+            problems.append(f"{run.suite}: {name} failed:\n{message}")
+        elif expected[name].fails_with not in message:
+            problems.append(
+                f"{run.suite}: {name} failed, but not as listed (no {expected[name].fails_with!r} in its "
+                f"message):\n{message}"
+            )
+    for name, failure in sorted(expected.items()):
         outcome = run.results.get(name)
         if outcome is None:
-            problems.append(f"{run.suite}: {name} is listed as failing ({why}) but did not run")
+            problems.append(f"{run.suite}: {name} is listed as failing ({failure.reason}) but did not run")
         elif outcome.status == PASSED:
-            problems.append(f"{run.suite}: {name} passes now: take it off {EXPECTED_FAILURES.name} ({why})")
+            problems.append(
+                f"{run.suite}: {name} passes now: take it off {EXPECTED_FAILURES.name} ({failure.reason})"
+            )
         elif outcome.status == SKIPPED:
-            problems.append(f"{run.suite}: {name} is listed as failing ({why}) but was skipped")
+            problems.append(f"{run.suite}: {name} is listed as failing ({failure.reason}) but was skipped")
     return problems
 
 
-def report(run: SuiteRun, expected: Mapping[str, str]) -> str:
+def report(run: SuiteRun, expected: Mapping[str, ExpectedFailure]) -> str:
     lines = [f"{run.suite}: {run.counts()} (log: {run.log})"]
     for name in sorted(run.results):
         outcome = run.results[name]
-        note = "  (expected: " + expected[name] + ")" if name in expected and outcome.status == FAILED else ""
+        listed = name in expected and outcome.status == FAILED
+        note = f"  (expected: {expected[name].reason})" if listed else ""
         lines.append(f"  {outcome.status:7} {name}{note}")
     return "\n".join(lines)
 

@@ -27,12 +27,13 @@ def test_suite_passes_against_raftlog(
 
 
 def test_expected_failures_name_the_suites_and_say_why() -> None:
-    """The list names only suites that run, and gives each listed test a reason."""
+    """The list names only suites that run, and gives each listed test a reason and words of its failure."""
     table = judges.expected_failures()
     assert set(table) <= {suite.name for suite in judges.SUITES_RUN}, table.keys()
     for suite, tests in table.items():
-        for test, why in tests.items():
-            assert why.strip(), f"{suite}: {test} is listed without a reason"
+        for test, failure in tests.items():
+            assert failure.reason.strip(), f"{suite}: {test} is listed without a reason"
+            assert failure.fails_with.strip(), f"{suite}: {test} is listed without words of its failure"
 
 
 def _run(**statuses: str) -> judges.SuiteRun:
@@ -40,9 +41,19 @@ def _run(**statuses: str) -> judges.SuiteRun:
     return judges.SuiteRun("suite", results, pathlib.Path("log"))
 
 
-def test_a_run_passes_when_every_failure_is_listed_and_every_listed_test_failed() -> None:
+def _listed(reason: str, fails_with: str = "said why") -> judges.ExpectedFailure:
+    return judges.ExpectedFailure(reason, fails_with)
+
+
+def test_a_run_passes_when_every_failure_is_listed_and_every_listed_test_failed_so() -> None:
     run = _run(a="passed", b="failed", c="passed")
-    assert judges.judge(run, 3, {"b": "no /mode yet"}, requests_seen=40) == []
+    assert judges.judge(run, 3, {"b": _listed("no /mode yet")}, requests_seen=40) == []
+
+
+def test_a_listed_test_failing_otherwise_than_listed_fails_the_verdict() -> None:
+    listed = {"b": _listed("no /mode yet", "GET /mode")}
+    (problem,) = judges.judge(_run(b="failed"), 1, listed, requests_seen=9)
+    assert problem == "suite: b failed, but not as listed (no 'GET /mode' in its message):\nb said why"
 
 
 def test_fewer_tests_than_the_minimum_fail_the_verdict() -> None:
@@ -56,7 +67,7 @@ def test_an_unlisted_failure_fails_the_verdict_with_its_message() -> None:
 
 
 def test_a_listed_test_that_passes_skips_or_is_gone_fails_the_verdict() -> None:
-    expected = {"a": "one", "b": "two", "c": "three"}
+    expected = {"a": _listed("one"), "b": _listed("two"), "c": _listed("three")}
     problems = judges.judge(_run(a="passed", b="skipped", d="passed"), 1, expected, requests_seen=10)
     assert problems == [
         "suite: a passes now: take it off expected_failures.json (one)",
