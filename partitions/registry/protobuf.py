@@ -87,6 +87,8 @@ class ProtobufSchema:
         # ... and with the options the descriptors hold (the normalized text)
         self._written = written
         self.names = self._names()
+        self._canonical: str | None = None  # each text made once: a schema never changes
+        self._normalized: str | None = None
 
     def _add_to_pool(self) -> None:
         added: set[str] = set()
@@ -155,14 +157,18 @@ class ProtobufSchema:
         return meta + custom
 
     def canonical(self) -> str:
-        return canonical_text(self.element)
+        if self._canonical is None:
+            self._canonical = canonical_text(self.element)
+        return self._canonical
 
     def normalized(self) -> str:
-        try:
-            element = self._element(self.file, self._written.get(self.file.name), as_written=False)
-            return normalized_text(element, self._names(as_written=False))
-        except ValueError as error:
-            raise InvalidSchema(str(error)) from None
+        if self._normalized is None:
+            try:
+                element = self._element(self.file, self._written.get(self.file.name), as_written=False)
+                self._normalized = normalized_text(element, self._names(as_written=False))
+            except ValueError as error:
+                raise InvalidSchema(str(error)) from None
+        return self._normalized
 
     def serialized(self) -> str:
         """Confluent's ``format=serialized``: the file's FileDescriptorProto, base64-encoded."""
