@@ -6,7 +6,8 @@ an ACL revoked (through AdminClient.delete_acls, and through ``raftlog acl delet
 connection that was let in before, at its next request; a consumer group needs READ on its group; creating
 a topic needs CREATE, with AdminClient or by producing to it; Metadata hides what the user may not
 describe; a super user passes; ACLs made with AdminClient are the ones ``GET /v1/acls`` shows, and only who
-may ALTER the cluster makes them."""
+may ALTER the cluster makes them; the schema registry asks a user's subject ACLs, which Kafka's ACL APIs
+neither show nor delete."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka.admin import (
@@ -576,3 +579,58 @@ def test_a_list_offsets_naming_many_topics_is_not_held_behind_other_work_on_a_se
         codes = [p.error_code for t in answer.topics for p in t.partitions]
         assert len(codes) == entries and set(codes) == {ErrorCode.topic_authorization_failed}, which
     assert answered["wide"][0] < answered["neighbour"][0], "the request naming many topics was held behind"
+
+
+def test_the_schema_registry_asks_subject_acls_of_a_scram_user_which_kafka_s_acl_apis_do_not_show(
+    cluster: LocalCluster,
+) -> None:
+    """confluent-kafka's SchemaRegistryClient with the user's SCRAM password over HTTP Basic: refused, and
+    nothing registered, until READ and WRITE on its subjects' prefix are granted; the subject ACLs are in
+    ``/v1/acls`` but not in Kafka's DescribeAcls, and Kafka's DeleteAcls of any type leaves them."""
+    name, _ = user(cluster)
+    subject = f"{name}-value"
+
+    def registry(login: str, password: str) -> SchemaRegistryClient:
+        return SchemaRegistryClient(
+            {
+                "url": cluster.servers[0],
+                "basic.auth.user.info": f"{login}:{password}",
+                "ssl.ca.location": cluster.security["ca"],
+            }
+        )
+
+    client = registry(name, f"{name}'s password")
+    root = registry(cluster.security["user"], cluster.security["password"])  # the super user
+    schema = Schema(
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}', "AVRO"
+    )  # canonical
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, schema)
+    assert (refused.value.http_status_code, refused.value.error_code) == (403, 40301)
+    assert f"write subject '{subject}'" in refused.value.error_message
+    assert subject not in root.get_subjects()
+
+    prefix = {"resource_type": "subject", "name": f"{name}-", "pattern_type": "prefixed"}
+    grant(
+        cluster,
+        *({**prefix, "principal": f"User:{name}", "operation": operation} for operation in ("read", "write")),
+        topic_acl(name, f"{name}-topic", "read"),
+    )
+    schema_id = client.register_schema(subject, schema)
+    assert client.get_schema(schema_id).schema_str == schema.schema_str
+    assert client.get_latest_version(subject).schema_id == schema_id
+    assert client.get_subjects() == [subject]  # only those it may describe
+
+    mine = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{name}", None, AclOperation.ANY,
+        AclPermissionType.ANY,
+    )  # fmt: skip
+    admin = admin_client(cluster)
+    shown = admin.describe_acls(mine).result(timeout=30)
+    assert [(acl.restype, acl.name) for acl in shown] == [(ResourceType.TOPIC, f"{name}-topic")]
+    deleted = admin.delete_acls([mine])[mine].result(timeout=30)
+    assert [acl.name for acl in deleted] == [f"{name}-topic"]
+    kept = acls_everywhere(cluster, f"User:{name}")
+    assert all(sorted(a["operation"] for a in acls) == ["read", "write"] for acls in kept)
+    assert all(a["resource_type"] == "subject" for acls in kept for a in acls)
+    assert client.get_latest_version(subject).schema_id == schema_id
