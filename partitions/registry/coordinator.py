@@ -350,10 +350,10 @@ class SchemaRegistry:
             else:
                 earlier = self._parse(table, SchemaInput(stored.text, stored.schema_type, stored.references))
                 messages = []
-                if backward:
-                    messages += parsed.backward_incompatibilities(earlier)
-                if forward:
-                    messages += earlier.backward_incompatibilities(parsed)
+                if backward:  # the new schema reads what the old one wrote
+                    messages += [_named(m, "new", "old") for m in parsed.backward_incompatibilities(earlier)]
+                if forward:  # the old schema reads what the new one writes
+                    messages += [_named(m, "old", "new") for m in earlier.backward_incompatibilities(parsed)]
             if messages:
                 return [
                     *messages,
@@ -362,6 +362,12 @@ class SchemaRegistry:
                     f"{{validateFields: 'false', compatibility: '{level}'}}",
                 ]
         return []
+
+
+def _named(message: str, reader: str, writer: str) -> str:
+    """A type's message with its ``%s`` placeholders filled, as Confluent's ``SchemaValidatorBuilder``
+    fills them: the reader's name, then the writer's."""
+    return message.replace("%s", reader, 1).replace("%s", writer, 1)
 
 
 def _checked_against(table: SchemaTable, subject: str, level: str) -> list[Version]:

@@ -69,7 +69,9 @@ class ParsedSchema(Protocol):
     def backward_incompatibilities(self, previous: ParsedSchema) -> list[str]:
         """Why data written with ``previous`` could not be read with this schema, as Confluent's registry
         words each message (``{errorType:'...', description:'...', additionalInfo:'...'}``); empty when it
-        could. ``previous`` is of the same type (the registry never compares two types)."""
+        could. ``previous`` is of the same type (the registry never compares two types). A message may
+        hold two ``%s``, the reader's and the writer's names, which the registry fills ("new"/"old" or
+        the other way round, by the direction it checks), as Confluent's checker fills them."""
         ...
 
     def decode(self, payload: bytes | memoryview, message_indexes: Sequence[int] = ()) -> Any:
