@@ -75,6 +75,10 @@ class ProtobufSchema:
         dependencies: dict[str, descriptor_pb2.FileDescriptorProto],
         written: dict[str, Written | None],
     ) -> None:
+        if file.syntax == "editions":
+            # Confluent's registry reads proto2 and proto3 (Wire's syntax tree and its printer know no
+            # edition): a text printed without its edition would mean another schema
+            raise InvalidSchema(f"{file.name}: Protobuf editions are not supported, only proto2 and proto3")
         self.file = file
         self.dependencies = dependencies
         self.pool = descriptor_pool.DescriptorPool()

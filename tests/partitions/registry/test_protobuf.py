@@ -128,6 +128,11 @@ def test_invalid_text_is_refused_with_protocs_words_line_and_column() -> None:
         PROTOBUF_TYPE.parse('syntax = "proto3";\nimport "shop/missing.proto";\n', {})
 
 
+def test_editions_are_refused_as_confluents_registry_knows_only_proto2_and_proto3() -> None:
+    with pytest.raises(InvalidSchema, match="Protobuf editions are not supported"):
+        PROTOBUF_TYPE.parse('edition = "2023";\nmessage A {\n  int32 a = 1;\n}\n', {})
+
+
 def test_a_text_without_syntax_is_proto2_and_protoc_writes_nothing_to_the_nodes_stderr(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
