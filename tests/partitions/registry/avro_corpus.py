@@ -220,6 +220,64 @@ PAIRS += [
     ),
 ]
 
+# Avro's walk where it is least obvious: a pair met first inside a union's check (from the root) and
+# again in a field, unions against unions, aliases of enums and fixed, deep recursion
+R_OLD = record("R", f("a", "int"))
+R_NEW = record("R", f("a", "int"), f("b", "int"))
+PAIRS += [
+    Case(
+        "memo-union-then-field",
+        text(record("O", f("x", ["null", R_NEW]), f("y", "R"))),
+        text(record("O", f("x", R_OLD), f("y", "R"))),
+    ),
+    Case(
+        "memo-field-then-union",
+        text(record("O", f("y", R_NEW), f("x", ["null", "R"]))),
+        text(record("O", f("y", R_OLD), f("x", "R"))),
+    ),
+    Case("union-vs-union-records", text(["null", R_NEW]), text(["null", R_OLD])),
+    Case("union-branch-order", text(["string", "null", "int"]), text(["int", "string", "null"])),
+    Case("union-enum-short", text(["null", SUIT_SHORT]), text(SUIT)),
+    Case("enum-alias", text(enum("Colour", "SPADES", aliases=["Suit"])), text(enum("Suit", "SPADES"))),
+    Case(
+        "fixed-alias",
+        text({"type": "fixed", "name": "G", "size": 8, "aliases": ["F"]}),
+        text({"type": "fixed", "name": "F", "size": 8}),
+    ),
+    Case(
+        "field-alias-type-changed",
+        text(record("R", f("b", "string", aliases=["a"]))),
+        text(record("R", f("a", "int"))),
+    ),
+    Case(
+        "array-of-unions",
+        text({"type": "array", "items": ["null", "long"]}),
+        text({"type": "array", "items": ["null", "int", "string"]}),
+    ),
+    Case("map-of-enums", text({"type": "map", "values": SUIT_SHORT}), text({"type": "map", "values": SUIT})),
+    Case(
+        "tree-label-changed",
+        text(record("Tree", f("label", "int"), f("children", {"type": "array", "items": "Tree"}))),
+        text(TREE),
+    ),
+    Case(
+        "writer-union-reader-renamed-alias",
+        text(record("S", f("a", "int"), aliases=["R"])),
+        text(["null", R_OLD]),
+    ),
+    Case(
+        "enum-default-field-missing-writer-has-enum",
+        text(record("R", f("s", SUIT_DEFAULT))),
+        text(record("R", f("t", SUIT))),
+    ),
+    Case(
+        "reference-enum-changed",
+        text(record("U", f("s", "Suit"))),
+        text(record("U", f("s", "string"))),
+        (text(SUIT),),
+    ),
+]
+
 # Double.toString's digits; not 1e23: Java 17's (installed) prints 9.999999999999999E22, not the shortest
 # digits Java 19 and later print (1.0E23), which ours are (JDK-4511638)
 DOUBLES = [1, 1.0, 1e10, 0.001, 1e-4, -0.0, 123456789.0, 1e7, 9999999.0, 1.5e300, 2.5e-300, 0.1, 5e-324]
