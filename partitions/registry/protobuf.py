@@ -178,6 +178,17 @@ class ProtobufSchema:
         """Confluent's ``format=serialized``: the file's FileDescriptorProto, base64-encoded."""
         return base64.standard_b64encode(self.file.SerializeToString()).decode("ascii")
 
+    def formatted(self, format: str) -> str:
+        """The text Confluent's ``formattedString(format)`` answers (``GET /schemas/ids/{id}?format=``):
+        ``serialized`` (what confluent-kafka's Protobuf deserializers ask for), ``ignore_extensions``
+        (custom options and extensions left out), else the canonical text, as Confluent answers a format
+        it does not know."""
+        if format.lower() == "serialized":
+            return self.serialized()
+        if format.lower() == "ignore_extensions":
+            return canonical_text(self.element, ignore_extensions=True)
+        return self.canonical()
+
     def backward_incompatibilities(self, previous: ParsedSchema) -> list[str]:
         if not isinstance(previous, ProtobufSchema):
             return ["Incompatible because of different schema type"]

@@ -76,9 +76,10 @@ def _scalar(value: Any, normalize: bool = False) -> str:
 
 
 class Printer:
-    def __init__(self, names: Names | None) -> None:
+    def __init__(self, names: Names | None, ignore_extensions: bool = False) -> None:
         self.normalize = names is not None
         self.names = names if names is not None else Names()  # consulted only to normalize
+        self.ignore_extensions = ignore_extensions  # Confluent's format=ignore_extensions
 
     def resolve(self, name: str) -> str:
         full = self.names.resolve(name)
@@ -107,7 +108,7 @@ class Printer:
         if types:
             out.append("\n")
             out += self.type_texts(types, indent=False)
-        if file.extends:
+        if file.extends and not self.ignore_extensions:
             out.append("\n")
             out += [self.extend(extend) for extend in self.extends(file.extends)]
         if file.services:
@@ -235,7 +236,7 @@ class Printer:
                 ]
                 oneofs.sort(key=lambda o: o.fields[0].tag)
             out += [_indented(self.oneof(oneof)) for oneof in oneofs]
-        if message.extensions:
+        if message.extensions and not self.ignore_extensions:
             out.append("\n")
             extensions = message.extensions
             if self.normalize:
@@ -244,7 +245,7 @@ class Printer:
                     key=lambda e: e.values[0][0] if isinstance(e.values[0], tuple) else e.values[0],
                 )
             out += [_indented(self.extensions(extension)) for extension in extensions]
-        if message.extends:
+        if message.extends and not self.ignore_extensions:
             out.append("\n")
             out += [_indented(self.extend(extend)) for extend in self.extends(message.extends)]
         types = self.types(message.nested)
@@ -315,6 +316,8 @@ class Printer:
         return text + ";\n"
 
     def options(self, options: list[Option]) -> list[Option]:
+        if self.ignore_extensions:  # custom options go, Confluent's own stay
+            options = [o for o in options if not o.parenthesized or o.name.startswith("confluent.")]
         if not self.normalize or not options:
             return options
         qualified = []
@@ -410,8 +413,8 @@ def _range_text(value: int | tuple[int, int] | str, normalize: bool) -> str:
     return f"{start} to {end if end < MAX_TAG else 'max'}"
 
 
-def canonical_text(file: ProtoFile) -> str:
-    return Printer(None).file(file)
+def canonical_text(file: ProtoFile, ignore_extensions: bool = False) -> str:
+    return Printer(None, ignore_extensions).file(file)
 
 
 def normalized_text(file: ProtoFile, names: Names) -> str:

@@ -186,6 +186,25 @@ def test_imports_resolve_transitively_from_the_references() -> None:
     assert schema.decode(schema.encode(value)[1]) == value
 
 
+def test_the_formats_confluent_answers() -> None:
+    text = (
+        'syntax = "proto3";\nimport "google/protobuf/descriptor.proto";\nimport "confluent/meta.proto";\n\n'
+        "extend google.protobuf.FieldOptions {\n  string unit = 50000;\n}\n\n"
+        "message Reading {\n"
+        '  double value = 1 [(unit) = "kPa", (confluent.field_meta).doc = "pressure"];\n'
+        "}\n"
+    )
+    schema = PROTOBUF_TYPE.parse(text, {})
+    assert schema.formatted("") == schema.formatted("default") == schema.canonical()
+    assert '(unit) = "kPa"' in schema.canonical()
+    assert schema.formatted("IGNORE_EXTENSIONS") == (
+        'syntax = "proto3";\n\nimport "google/protobuf/descriptor.proto";\nimport "confluent/meta.proto";\n\n'
+        'message Reading {\n  double value = 1 [(confluent.field_meta).doc = "pressure"];\n}\n'
+    )
+    served = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(schema.formatted("serialized")))
+    assert served == schema.file and served.message_type[0].name == "Reading"
+
+
 def test_an_import_may_have_the_name_the_schema_compiles_under() -> None:
     resolved = {"schema.proto": 'syntax = "proto3";\nmessage Base {\n  int32 id = 1;\n}\n'}
     schema = PROTOBUF_TYPE.parse(
