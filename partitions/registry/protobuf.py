@@ -215,7 +215,14 @@ class ProtobufSchema:
             raise InvalidRecord(
                 f"Payload is not a {message_class.DESCRIPTOR.full_name} message: {error}"
             ) from None
-        return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+        try:
+            return json_format.MessageToDict(
+                message, always_print_fields_with_no_presence=True, descriptor_pool=self.pool
+            )
+        except (TypeError, ValueError, KeyError) as error:  # an Any whose type the schema does not know
+            raise InvalidRecord(
+                f"Payload is not a {message_class.DESCRIPTOR.full_name} message: {error}"
+            ) from None
 
     def encode(self, value: Any) -> tuple[tuple[int, ...], bytes]:
         message_class = self.message_class(())
@@ -225,7 +232,7 @@ class ProtobufSchema:
                 f"Value is not a {name} message: a JSON object is, not {type(value).__name__}"
             )
         try:
-            message = json_format.ParseDict(value, message_class())
+            message = json_format.ParseDict(value, message_class(), descriptor_pool=self.pool)
         except json_format.ParseError as error:
             raise InvalidRecord(f"Value is not a {name} message: {error}") from None
         return (), message.SerializeToString()

@@ -205,6 +205,18 @@ def test_the_formats_confluent_answers() -> None:
     assert served == schema.file and served.message_type[0].name == "Reading"
 
 
+def test_an_any_holds_a_message_of_the_schema() -> None:
+    text = (
+        'syntax = "proto3";\npackage ev;\nimport "google/protobuf/any.proto";\n'
+        "message Envelope {\n  google.protobuf.Any body = 1;\n}\nmessage Click {\n  string button = 1;\n}\n"
+    )
+    schema = PROTOBUF_TYPE.parse(text, {})
+    value = {"body": {"@type": "type.googleapis.com/ev.Click", "button": "buy"}}
+    assert schema.decode(schema.encode(value)[1]) == value
+    with pytest.raises(InvalidRecord):
+        schema.encode({"body": {"@type": "type.googleapis.com/ev.Unknown"}})
+
+
 def test_an_import_may_have_the_name_the_schema_compiles_under() -> None:
     resolved = {"schema.proto": 'syntax = "proto3";\nmessage Base {\n  int32 id = 1;\n}\n'}
     schema = PROTOBUF_TYPE.parse(
