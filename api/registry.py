@@ -244,7 +244,10 @@ async def _authorize_schema(request: web.Request, schema_id: int | None, shown: 
 async def _schema(request: web.Request) -> SchemaView:
     schema_id = _schema_id(request)
     await _authorize_schema(request, schema_id, str(schema_id))
-    return await _call(request, RegistryService.schema, schema_id, request.query.get("subject", ""))
+    view: SchemaView = await _call(
+        request, RegistryService.schema, schema_id, request.query.get("subject", "")
+    )
+    return view
 
 
 async def schema_by_id(request: web.Request) -> web.Response:
