@@ -362,3 +362,44 @@ def test_any_json_value_is_encoded_and_read_back_or_refused(value: Any) -> None:
     except InvalidRecord:
         return
     assert schema.decode(payload) == record
+
+
+def test_records_of_confluent_kafkas_avro_serializer_and_for_its_deserializer() -> None:
+    """confluent-kafka's AvroSerializer (fastavro) frames a record (magic byte, schema id, Avro binary);
+    this type reads the binary into REST Proxy's JSON, and the records it writes are read by
+    AvroDeserializer. A value the schema refuses is refused by both."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
+
+    schema_text = json.dumps({
+        "type": "record", "name": "Order", "namespace": "shop", "fields": [
+            {"name": "id", "type": "long"}, {"name": "amount", "type": "double"},
+            {"name": "note", "type": ["null", "string"], "default": None},
+            {"name": "currency", "type": {"type": "enum", "name": "Currency", "symbols": ["EUR", "USD"]}},
+            {"name": "blob", "type": "bytes"}, {"name": "tags", "type": {"type": "map", "values": "string"}},
+            {"name": "items", "type": {"type": "array", "items": {"type": "record", "name": "Item",
+                "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}}},
+        ],
+    })  # fmt: skip
+    client = SchemaRegistryClient.new_client({"url": "mock://"})  # confluent-kafka's own in-memory registry
+    context = SerializationContext("orders", MessageField.VALUE)
+    serializer = AvroSerializer(client, schema_text, conf={"auto.register.schemas": True})
+    order = {
+        "id": 7, "amount": 9.5, "note": "gift", "currency": "USD", "blob": b"\x00\xff",
+        "tags": {"channel": "web"}, "items": [{"sku": "A-1", "qty": 2}],
+    }  # fmt: skip
+    framed = serializer(order, context)
+    assert framed is not None and framed[0] == 0
+    schema = parse(client.get_schema(int.from_bytes(framed[1:5], "big")).schema_str)
+    as_json = {**order, "note": {"string": "gift"}, "blob": "\u0000\u00ff"}
+    assert schema.decode(framed[5:]) == as_json
+
+    _, payload = schema.encode({**as_json, "note": None, "items": []})
+    deserializer = AvroDeserializer(client)
+    assert deserializer(framed[:5] + payload, context) == {**order, "note": None, "items": []}
+
+    with pytest.raises((SerializationError, ValueError)):  # fastavro's ValueError comes through as is
+        serializer({**order, "currency": "GBP"}, context)
+    with pytest.raises(InvalidRecord, match=r"'GBP' is not a symbol of shop\.Currency"):
+        schema.encode({**as_json, "currency": "GBP"})
