@@ -25,7 +25,7 @@ from typing import Any
 
 import fastavro
 
-from partitions.registry.avro_json import float32_value
+from partitions.registry.avro_json import float32_value, single_precision
 from partitions.registry.avro_model import INT_RANGE, LONG_RANGE, Node
 from partitions.registry.schema_types import InvalidRecord
 
@@ -102,20 +102,27 @@ class Codec:
     def decode(self, payload: bytes) -> Any:
         """The JSON value of one record's payload; the whole payload must be that record."""
         reader = _Reader(payload)
-        value = reader.read(self.root)
+        try:
+            value = reader.read(self.root)
+        except RecursionError:
+            raise InvalidRecord(f"a record nested too deeply (at byte {reader.position})") from None
         if reader.position != len(payload):
             raise InvalidRecord(
                 f"{len(payload) - reader.position} bytes after the record's {reader.position}"
             )
         return value
 
-    # -- encoding ----------------------------------------------------------------------------------
-
     def encode(self, value: Any) -> bytes:
         """The binary encoding of a record's JSON value (``InvalidRecord`` naming where it is wrong)."""
-        datum = self._datum(self.root, value, "$")
+        try:
+            datum = self._datum(self.root, value, "$")
+        except RecursionError:
+            raise InvalidRecord("a value nested too deeply") from None
         stream = io.BytesIO()
-        fastavro.schemaless_writer(stream, self.fastavro_schema, datum)
+        try:
+            fastavro.schemaless_writer(stream, self.fastavro_schema, datum)
+        except RecursionError:
+            raise InvalidRecord("a value nested too deeply") from None
         return stream.getvalue()
 
     def _datum(self, node: Node, value: Any, path: str) -> Any:
@@ -171,11 +178,16 @@ def _primitive(node: Node, value: Any, path: str) -> Any:
             return value
         raise InvalidRecord(f"{path}: {value} is out of an {kind}'s range")
     if kind in ("float", "double"):
-        if is_integer or isinstance(value, float):
-            return float(value)
         special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
         if isinstance(value, str) and value in special:
             return special[value]
+        if is_integer or isinstance(value, float):
+            try:
+                number = float(value)
+            except OverflowError:
+                raise InvalidRecord(f"{path}: {value} is out of a {kind}'s range") from None
+            # a float is the value cast to single precision, as Avro's JsonDecoder reads it (1e300: Infinity)
+            return single_precision(number) if kind == "float" else number
     if kind == "string" and isinstance(value, str):
         return value
     if kind == "enum" and isinstance(value, str):

@@ -35,7 +35,7 @@ def string(text: str) -> str:
     return "".join(out)
 
 
-def _single(value: float) -> float:
+def single_precision(value: float) -> float:
     """``value`` rounded to single precision (as Java's ``(float)`` cast)."""
     return ctypes.c_float(value).value
 
@@ -46,7 +46,7 @@ def _shortest(value: float, single: bool) -> str:
     the same value, and when one digit would do, the closest decimal of two digits."""
 
     def same(text: str) -> bool:
-        return (_single(float(text)) if single else float(text)) == value
+        return (single_precision(float(text)) if single else float(text)) == value
 
     for digits in range(1, 18):
         text = f"{value:.{digits - 1}e}"
@@ -62,7 +62,7 @@ def float32_value(value: float) -> float:
     (0.1 for the float nearest 0.1, which a double holds as 0.10000000149011612)."""
     if math.isnan(value) or math.isinf(value) or value == 0:
         return value
-    return float(_shortest(_single(value), single=True))
+    return float(_shortest(single_precision(value), single=True))
 
 
 def _java_digits(shortest: str) -> tuple[str, int]:
@@ -86,7 +86,7 @@ def java_double(value: float, single: bool = False) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
-    magnitude = abs(_single(value) if single else value)
+    magnitude = abs(single_precision(value) if single else value)
     digits, exponent = _java_digits(_shortest(magnitude, single))
     if 1e-3 <= magnitude < 1e7:
         if exponent >= 0:

@@ -527,6 +527,8 @@ DATA = [
     Case("datum-empty-record", text(record("E")), datum="{}"),
     Case("datum-array-of-null", text({"type": "array", "items": "null"}), datum="[null, null, null]"),
     Case("datum-long-min", text("long"), datum=str(-(2**63))),
+    Case("datum-float-overflow", text("float"), datum="1e300"),  # read as a float: Infinity
+    Case("datum-double-special", text(["null", "double"]), datum='{"double": "NaN"}'),
     # values Avro's JsonDecoder refuses
     Case("datum-bad-wrong-type", text(record("R", f("a", "int"))), datum='{"a": "x"}'),
     Case("datum-bad-union-bare", text(["null", "string"]), datum='"x"'),

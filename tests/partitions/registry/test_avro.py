@@ -403,3 +403,29 @@ def test_records_of_confluent_kafkas_avro_serializer_and_for_its_deserializer() 
         serializer({**order, "currency": "GBP"}, context)
     with pytest.raises(InvalidRecord, match=r"'GBP' is not a symbol of shop\.Currency"):
         schema.encode({**as_json, "currency": "GBP"})
+
+
+def test_values_nested_too_deeply_are_refused_not_a_crash() -> None:
+    """A recursive type's payload or value nested deeper than Python's stack is an invalid record."""
+    schema = parse(
+        {
+            "type": "record",
+            "name": "L",
+            "fields": [{"name": "v", "type": "int"}, {"name": "n", "type": ["null", "L"]}],
+        }
+    )
+    assert schema.decode(bytes.fromhex("00 02 02 00")) == {"v": 0, "n": {"L": {"v": 1, "n": None}}}
+    with pytest.raises(InvalidRecord, match="a record nested too deeply"):
+        schema.decode(bytes.fromhex("0002") * 100_000 + bytes.fromhex("0000"))
+    value: Any = None
+    for _ in range(100_000):
+        value = {"L": {"v": 0, "n": value}}
+    with pytest.raises(InvalidRecord, match="a value nested too deeply"):
+        schema.encode(value["L"])
+
+
+def test_numbers_as_avros_json_decoder_reads_them() -> None:
+    assert parse('"float"').decode(parse('"float"').encode(1e300)[1]) == "Infinity"
+    assert parse('"double"').decode(parse('"double"').encode("-Infinity")[1]) == "-Infinity"
+    with pytest.raises(InvalidRecord, match=r"\$: 1000000000\d+ is out of a double's range"):
+        parse('"double"').encode(10**400)
