@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 from google.protobuf import descriptor_pb2, json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from partitions.registry.protobuf import PROTOBUF_TYPE, ProtobufSchema
 from partitions.registry.schema_types import InvalidRecord, InvalidSchema
@@ -378,3 +380,83 @@ def test_the_schema_confluent_kafkas_serializer_registers(order_class: Any) -> N
     deserializer = ProtobufDeserializer(order_class, {"use.deprecated.format": False}, registry)
     read = deserializer(b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + encoded, context)
     assert read == order
+
+
+# --- properties over generated schemas -------------------------------------------------------------
+
+_SCALARS = (
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "uint32",
+    "sint64",
+    "fixed32",
+    "sfixed64",
+    "bool",
+    "string",
+    "bytes",
+)
+
+
+@st.composite
+def _proto3_files(draw: st.DrawFn) -> str:
+    """A proto3 file: messages with scalar, repeated, map, enum, nested-message and oneof fields,
+    optional ones, reserved numbers, and options, each message's fields on their own numbers."""
+    names = draw(
+        st.lists(
+            st.sampled_from(["Order", "Line", "Money", "Event", "Item"]), min_size=1, max_size=3, unique=True
+        )
+    )
+    lines = ['syntax = "proto3";', f"package {draw(st.sampled_from(['shop', 'a.b.c']))};", ""]
+    lines.append("enum Kind {\n  KIND_UNSPECIFIED = 0;\n  KIND_A = 1;\n}")
+    for name in names:
+        body, number = [], 1
+        for _ in range(draw(st.integers(1, 5))):
+            shape = draw(
+                st.sampled_from(["scalar", "repeated", "map", "enum", "message", "optional", "oneof"])
+            )
+            scalar = draw(st.sampled_from(_SCALARS))
+            other = draw(st.sampled_from(names))
+            if shape == "scalar":
+                body.append(f"  {scalar} f{number} = {number};")
+            elif shape == "repeated":
+                body.append(f"  repeated {scalar} f{number} = {number};")
+            elif shape == "map":
+                body.append(
+                    f"  map<string, {draw(st.sampled_from(['int64', 'Kind', other]))}> f{number} = {number};"
+                )
+            elif shape == "enum":
+                body.append(f"  Kind f{number} = {number} [deprecated = true];")
+            elif shape == "message":
+                body.append(f"  {other} f{number} = {number};")
+            elif shape == "optional":
+                body.append(f'  optional {scalar} f{number} = {number} [json_name = "j{number}"];')
+            else:
+                members = f"    {scalar} f{number} = {number};\n    Kind g{number} = {number + 1};"
+                body.append(f"  oneof o{number} {{\n{members}\n  }}")
+                number += 1
+            number += 1
+        if draw(st.booleans()):
+            body.append(f'  reserved {number + 1} to {number + 3}, {number + 10};\n  reserved "gone";')
+        if draw(st.booleans()):
+            body.append(f"  message Inner{name} {{\n    string note = 1;\n  }}")
+        lines.append(f"message {name} {{\n" + "\n".join(body) + "\n}")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(_proto3_files())
+def test_generated_schemas_print_to_a_fixed_point_and_normalize_alike_as_descriptors(text: str) -> None:
+    schema = PROTOBUF_TYPE.parse(text, {})
+    canonical = schema.canonical()
+    again = PROTOBUF_TYPE.parse(canonical, {})
+    assert again.canonical() == canonical
+    assert again.normalized() == schema.normalized()
+    assert PROTOBUF_TYPE.parse(schema.serialized(), {}).normalized() == schema.normalized()
+    assert PROTOBUF_TYPE.parse(schema.normalized(), {}).normalized() == schema.normalized()
+    assert schema.backward_incompatibilities(again) == []
+    empty = schema.message_class(())()
+    assert schema.decode(empty.SerializeToString()) == json_format.MessageToDict(
+        empty, always_print_fields_with_no_presence=True
+    )
