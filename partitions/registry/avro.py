@@ -56,6 +56,8 @@ class AvroSchema:
             found = avro_compat.incompatibilities(self.root, previous.root)
         except avro_compat.CheckFailed as error:
             return [f"Unexpected exception during compatibility check: {error}"]
+        except RecursionError:
+            return ["Unexpected exception during compatibility check: the schemas are nested too deeply"]
         return [avro_compat.difference(incompatibility) for incompatibility in found]
 
     def _codec(self) -> avro_datum.Codec:

@@ -35,6 +35,11 @@ from partitions.registry.avro_model import (
 )
 from partitions.registry.schema_types import InvalidSchema
 
+# The deepest JSON a schema's text may nest: the checks walking a schema recurse once or twice per level
+# and Python's stack holds about a thousand frames (Avro's Java has no such bound; no schema seen in use
+# nests a tenth as deep: a record in a record is three levels).
+DEPTH_MAX = 200
+
 # -- parsing ---------------------------------------------------------------------------------------
 
 
@@ -47,10 +52,25 @@ def load_json(text: str) -> Any:
         value, end = decoder.raw_decode(stripped)
     except (json.JSONDecodeError, ValueError) as error:
         raise InvalidSchema(f"Invalid JSON: {error}") from None
+    except RecursionError:
+        raise InvalidSchema("Invalid JSON: nested too deeply") from None
     dangling = stripped[end:].strip()
     if dangling:
         raise InvalidSchema(f"dangling content after end of schema: {dangling}")
+    if _depth(value) > DEPTH_MAX:
+        raise InvalidSchema(f"the schema's JSON is nested deeper than {DEPTH_MAX} levels")
     return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value``'s arrays and objects nest (walked without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack += [(member, depth + 1) for member in (item.values() if isinstance(item, dict) else item)]
+    return deepest
 
 
 def _reject_constant(name: str) -> Any:

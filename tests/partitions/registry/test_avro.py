@@ -66,6 +66,9 @@ def test_references_are_written_by_name_and_resolved_in_any_order() -> None:
         ('{"type": "int"} x', "dangling content after end of schema: x"),
         ('{"type": "double", "default": NaN}', "Invalid JSON: Non-standard token 'NaN'"),
         ('"Unknown"', "Undefined schema: Unknown"),
+        ("[" * 100_000, "Invalid JSON: nested too deeply"),
+        ('{"type":"array","items":' * 3000 + '"int"' + "}" * 3000, "Invalid JSON: nested too deeply"),
+        ('{"type":"array","items":' * 201 + '"int"' + "}" * 201, "the schema's JSON is nested deeper than"),
         ('{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}',
          'Invalid default for field a: "x" not a "int"'),
     ],
@@ -200,6 +203,16 @@ def test_incompatibilities_in_confluents_words(new: Any, old: Any, message: str)
     """Confluent's words once its registry fills the reader's and writer's names (BACKWARD: new, old)."""
     assert [filled(m) for m in parse(new).backward_incompatibilities(parse(old))] == [message]
     assert parse(new).backward_incompatibilities(parse(new)) == []
+
+
+def test_the_deepest_schema_taken_is_checked_printed_and_normalized() -> None:
+    def nested(depth: int, leaf: str) -> str:
+        return '{"type":"array","items":' * depth + f'"{leaf}"' + "}" * depth
+
+    ints, strings = parse(nested(200, "int")), parse(nested(200, "string"))
+    (message,) = ints.backward_incompatibilities(strings)
+    assert message.startswith("{errorType:'TYPE_MISMATCH'") and "/items" * 200 in message
+    assert ints.normalized() == ints.canonical() == nested(200, "int").replace(" ", "")
 
 
 def test_a_check_avro_cannot_make_is_reported_as_confluent_reports_it() -> None:
