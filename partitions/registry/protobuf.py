@@ -367,6 +367,7 @@ class _Parser:
     def parse_descriptor(
         self, descriptor: descriptor_pb2.FileDescriptorProto, name: str | None
     ) -> ProtobufSchema:
+        _check_nesting(descriptor)
         if name is not None:
             descriptor.name = name
         elif not descriptor.name or descriptor.name in descriptor.dependency:
@@ -374,6 +375,22 @@ class _Parser:
         stub = 'syntax = "proto3";\n' + "".join(f'import public "{d}";\n' for d in descriptor.dependency)
         _, dependencies = compile_files(stub, self.import_texts())
         return ProtobufSchema(descriptor, dependencies, {})
+
+
+NESTING_MAX = 32  # message types within message types, as deep as protoc lets a text go
+
+
+def _check_nesting(file: descriptor_pb2.FileDescriptorProto) -> None:
+    """A descriptor's messages nest no deeper than protoc lets a text nest them (what reads a schema
+    here recurses through its nesting)."""
+    level = [(message, 1) for message in file.message_type]
+    while level:
+        message, depth = level.pop()
+        if depth > NESTING_MAX:
+            raise InvalidSchema(
+                f"{file.name}: message {message.name} is nested deeper than {NESTING_MAX} levels"
+            )
+        level.extend((nested, depth + 1) for nested in message.nested_type)
 
 
 def _set_map_entries(file: descriptor_pb2.FileDescriptorProto, scopes: list[tuple[str, ...]]) -> None:

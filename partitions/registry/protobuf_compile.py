@@ -122,6 +122,7 @@ GOOGLE_TYPES = (
 )
 
 MAIN_FILE = "schema.proto"
+ERRORS_SHOWN = 5  # of protoc's errors, in a refusal
 _PROTO2 = 'syntax = "proto2";'
 _STATES_SYNTAX = re.compile(
     r"(?:\s|//[^\n]*|/\*.*?\*/)*(?:syntax|edition)\s*=", re.DOTALL
@@ -216,7 +217,9 @@ def compile_files(
             try:
                 generated = _protoc_compiler.get_protos(main_name.encode(), [root.encode(), *include_roots])
             except _protoc_compiler.ProtocErrors as errors:
-                messages = (_error_text(error, root, shifted) for error in errors.errors())
+                messages = [_error_text(error, root, shifted) for error in errors.errors()]
+                if len(messages) > ERRORS_SHOWN:  # the first errors say what is wrong; the rest follow
+                    messages[ERRORS_SHOWN:] = [f"and {len(messages) - ERRORS_SHOWN} more errors"]
                 raise InvalidSchema("; ".join(messages)) from None
         finally:
             for path in written:

@@ -130,6 +130,31 @@ def test_invalid_text_is_refused_with_protocs_words_line_and_column() -> None:
         PROTOBUF_TYPE.parse('syntax = "proto3";\nimport "shop/missing.proto";\n', {})
 
 
+def test_a_descriptor_nests_no_deeper_than_a_text_may_and_a_refusal_shows_the_first_errors() -> None:
+    text = 'syntax = "proto3";\n' + "".join(f"message M{i} {{\n" for i in range(40)) + "}\n" * 40
+    with pytest.raises(
+        InvalidSchema, match=r"schema\.proto:33:1: Reached maximum recursion limit for nested messages"
+    ):
+        PROTOBUF_TYPE.parse(text, {})
+    deep = descriptor_pb2.FileDescriptorProto(name="deep.proto", syntax="proto3")
+    message = deep.message_type.add(name="M0")
+    for index in range(1, 40):
+        message = message.nested_type.add(name=f"M{index}")
+    encoded = base64.b64encode(deep.SerializeToString()).decode()
+    with pytest.raises(InvalidSchema, match=r"deep\.proto: message M32 is nested deeper than 32 levels"):
+        PROTOBUF_TYPE.parse(encoded, {})
+    many = (
+        'syntax = "proto3";\nmessage A {\n'
+        + "".join(f"  Missing{i} f{i} = {i};\n" for i in range(1, 20))
+        + "}\n"
+    )
+    with pytest.raises(InvalidSchema) as refused:
+        PROTOBUF_TYPE.parse(many, {})
+    assert str(refused.value).count("is not defined") == 5 and str(refused.value).endswith(
+        "and 14 more errors"
+    )
+
+
 def test_editions_are_refused_as_confluents_registry_knows_only_proto2_and_proto3() -> None:
     with pytest.raises(InvalidSchema, match="Protobuf editions are not supported"):
         PROTOBUF_TYPE.parse('edition = "2023";\nmessage A {\n  int32 a = 1;\n}\n', {})
