@@ -55,6 +55,11 @@ CATALOGUE: dict[str, Family] = {
         "counter",
         "Offsets this node read for fetches as a partition leader (records and transaction markers).",
     ),
+    "schema_checked_parts": Family(
+        "counter",
+        "Record keys and values this node decoded under their registered schema as a partition leader "
+        "(topics with confluent.key/value.schema.validation).",
+    ),
     "partition_replicas": Family("gauge", "Partition replicas this node holds."),
     "partition_replicas_failed": Family(
         "gauge", "Replicas on this node that cannot open or replay their log."

@@ -83,6 +83,15 @@ REGISTRY_ACLS = Format(
     RAFTLOG_VERSION,
     2,
 )
+SCHEMA_CONSUMERS = Format(
+    "group table Join of an HTTP consumer instance of format avro, jsonschema or protobuf", RAFTLOG_VERSION, 2
+)
+SCHEMA_VALIDATION = Format(
+    "topic configs confluent.key/value.schema.validation and .subject.name.strategy: records checked against "
+    "their registered schema (a node of 0.1.0 refuses a topic config it does not know)",
+    RAFTLOG_VERSION,
+    2,
+)
 CLIENT_QUOTAS = Format(
     "controller command AlterClientQuotas kind 18: client quotas (KIP-546)", RAFTLOG_VERSION, 2
 )

@@ -62,6 +62,11 @@ KAFKA_TOPIC_CONFIGS: dict[str, tuple[Kind, str | None]] = {
 RAFTLOG_TOPIC_CONFIGS: dict[str, tuple[Kind, str | None]] = {
     "flush.policy": ("STRING", None),
     "flush.bytes": ("LONG", None),
+    # Confluent Server's, by its names: records checked against their registered schema
+    "confluent.key.schema.validation": ("BOOLEAN", None),
+    "confluent.value.schema.validation": ("BOOLEAN", None),
+    "confluent.key.subject.name.strategy": ("STRING", None),
+    "confluent.value.subject.name.strategy": ("STRING", None),
 }
 
 # the configs raftlog does not let change: the value it behaves as (min.insync.replicas: see below)

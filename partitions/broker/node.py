@@ -45,6 +45,7 @@ from partitions.controller.placement import REPLICAS_MAX_DEFAULT, internal_repli
 from partitions.controller.state import TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
+from partitions.data.schema_checks import SchemaChecks
 from partitions.data.service import DataService
 from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
@@ -71,6 +72,7 @@ from partitions.peers.client import (
 from partitions.peers.cluster import Cluster
 from partitions.peers.presence import Presence
 from partitions.registry.coordinator import SchemaRegistry
+from partitions.registry.service import RegistryService, SchemaView
 from partitions.registry.store import ReplicatedSchemaLog
 from partitions.registry.types import TYPES
 from partitions.replicas import log_dirs
@@ -369,6 +371,7 @@ class Node:
             self.raft.run,
             inflated_bytes_max=config.inflated_batch_bytes_max,
             features=self.features,
+            schemas=SchemaChecks(self._schema_of, self._schema_usage, self._schema_version, TYPES),
         )
         self.partition_admin = PartitionAdmin(
             config.node_id,
@@ -415,6 +418,15 @@ class Node:
         self.metadata = NodeView(self)
         self.cluster = Cluster(self.local, self.metadata, self.peers)
         self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
+
+    async def _schema_of(self, schema_id: int) -> SchemaView:
+        return await self.cluster.registry.call(RegistryService.schema, schema_id, "")
+
+    async def _schema_usage(self, schema_id: int) -> list[tuple[str, int]]:
+        return await self.cluster.registry.call(RegistryService.schema_usage, schema_id, False)
+
+    async def _schema_version(self, subject: str, version: int) -> SchemaView:
+        return await self.cluster.registry.call(RegistryService.subject_version, subject, version, False)
 
     def _group_configs(self, group: str) -> Mapping[str, str]:
         """A group's configs as the controller replicated them (``partitions.resource_configs``)."""

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from partitions import commands
 from partitions.controller.state import TopicMetadata
-from partitions.data import admission
+from partitions.data import admission, schema_checks
 from partitions.data.service import (
     HIGH_WATERMARK,
     NO_LEADER_EPOCH,
@@ -120,6 +120,7 @@ class DataPlane:
         run_on_driver: RunOnDriver,
         inflated_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT,
         features: Features | None = None,
+        schemas: schema_checks.SchemaChecks | None = None,
     ) -> None:
         """``transactional``: the checks of a transactional batch; ``producer_ids``: whose producer id a
         batch may carry (``security.producer_ids``); ``run_on_driver``: a function run on
@@ -138,12 +139,14 @@ class DataPlane:
         self._producer_ids = producer_ids
         self._run_on_driver = run_on_driver
         self._features = features
+        self._schemas = schemas  # records checked against their schemas (None: not on this node)
         self._readers = concurrent.futures.ThreadPoolExecutor(READ_THREADS, thread_name_prefix="raftlog-read")
         self.counters: dict[str, float] = {
             "produce_requests": 0,
             "produced_records": 0,
             "fetch_requests": 0,
             "fetched_records": 0,
+            "schema_checked_parts": 0,
         }
         self._inflated_refusals = 0  # batches refused as too large inflated since the last log line
         self._inflated_logged_s = -INFLATED_REFUSAL_LOG_INTERVAL_S
@@ -267,6 +270,8 @@ class DataPlane:
                 )  # fmt: skip
             if config.compacted:
                 await self._check_keys(topic, partition, batch, header, config)
+            if self._schemas is not None and any(schema_checks.checks_asked(config)):
+                await self._check_schemas(topic, batch, header, config)
             codec = admission.STORED_CODEC[config.compression_type]
             if codec is not None and codec is not header.compression:  # recompressing: off the event loop
                 batch = await self._off_loop(recompress, batch, header, codec)
@@ -336,6 +341,19 @@ class DataPlane:
         else:
             records = await self._off_loop(decode_records, batch, header)
         admission.check_keys(config, records, topic, partition)
+
+    async def _check_schemas(self, topic: str, batch: bytes, header: BatchHeader, config: LogConfig) -> None:
+        """Each record's key or value against its registered schema, as the topic's configs ask
+        (``schema_checks``): the schemas looked up on the event loop, the records decoded on a reader
+        thread."""
+        assert self._schemas is not None  # asked only when the node checks schemas
+        records = await self._off_loop(decode_records, batch, header)
+        plan = await self._schemas.prepare(topic, records, config)
+        if plan is not None:
+            keys, values = schema_checks.checks_asked(config)
+            self.counters["schema_checked_parts"] += await self._off_loop(
+                plan.decode_all, topic, records, keys, values
+            )
 
     async def _off_loop(self, work: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)

@@ -46,7 +46,7 @@ from partitions.metadata.service import TOPIC_CHANGE_WAIT_MAX_MS, MoveState
 from partitions.names import is_reserved_topic
 from partitions.topic_configs import creation_configs
 from raftlog.errors import check
-from raftlog.storage.config import LogConfig
+from raftlog.storage.config import SCHEMA_VALIDATION_PROPERTIES, LogConfig
 
 log = logging.getLogger("raftlog.node")
 
@@ -121,6 +121,7 @@ class TopicChanges:
             members.standby(),
         )
         validate_topic(name, assignment, configs)
+        self._check_schema_validation_allowed(configs)
         result = await self._frontend.propose(CreateTopic(name, assignment, dict(configs)), waits.write_ms)
         check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
@@ -202,10 +203,19 @@ class TopicChanges:
         applies them live (``Log.reconfigure``)."""
         metadata = self._frontend.topic(name)
         LogConfig.from_properties(merge_configs(metadata.configs, configs))  # InvalidConfig before proposing
+        self._check_schema_validation_allowed(configs)
         result = await self._frontend.propose(AlterConfigs(name, dict(configs)))
         check(isinstance(result, TopicMetadata), f"alter configs returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
         return result
+
+    def _check_schema_validation_allowed(self, configs: Mapping[str, Any]) -> None:
+        """FeatureNotFinalized for a schema validation config while a node of the previous release, which
+        refuses a topic config it does not know, could apply the change."""
+        gate = features.SCHEMA_VALIDATION
+        named = [key for key in SCHEMA_VALIDATION_PROPERTIES if key in configs]
+        if named and not features.Features(lambda: self._frontend.metadata().features).allows(gate):
+            raise FeatureNotFinalized(f"topic config {named[0]}", gate.feature, gate.level)
 
     async def alter_resource_configs(
         self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool

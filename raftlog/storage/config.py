@@ -37,14 +37,32 @@ PROPERTY_FIELDS: dict[str, str] = {
     "min.compaction.lag.ms": "min_compaction_lag_ms",
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    # Confluent Server's broker-side schema validation (partitions.data.schema_checks), by its names
+    "confluent.key.schema.validation": "key_schema_validation",
+    "confluent.value.schema.validation": "value_schema_validation",
+    "confluent.key.subject.name.strategy": "key_subject_name_strategy",
+    "confluent.value.subject.name.strategy": "value_subject_name_strategy",
 }
+# the properties added since release 0.1.0, whose nodes refuse them (``partitions.features``)
+SCHEMA_VALIDATION_PROPERTIES = (
+    "confluent.key.schema.validation",
+    "confluent.value.schema.validation",
+    "confluent.key.subject.name.strategy",
+    "confluent.value.subject.name.strategy",
+)
+# the subject name strategies built: Confluent's TopicNameStrategy ({topic}-key, {topic}-value) alone
+_STRATEGIES = ("io.confluent.kafka.serializers.subject.TopicNameStrategy",)
 # properties whose values are names, and the names each takes (the rest are integers)
 CHOICES: dict[str, tuple[str, ...]] = {
     "flush_mode": ("always", "group"),
     "timestamp_type": ("CreateTime", "LogAppendTime"),
     "compression_type": ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
     "cleanup_policy": ("delete", "compact", "compact,delete"),
+    "key_subject_name_strategy": _STRATEGIES,
+    "value_subject_name_strategy": _STRATEGIES,
 }
+# properties whose values are booleans (Kafka's BOOLEAN: true or false, as text in any case too)
+BOOLEANS = ("key_schema_validation", "value_schema_validation")
 # properties whose values are fractions (the rest are integers)
 FRACTIONS = ("min_cleanable_dirty_ratio",)
 
@@ -85,11 +103,18 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
+    key_schema_validation: bool = False
+    value_schema_validation: bool = False
+    key_subject_name_strategy: str = _STRATEGIES[0]
+    value_subject_name_strategy: str = _STRATEGIES[0]
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in FRACTIONS:
+            if f.name in BOOLEANS:
+                if not isinstance(value, bool):
+                    raise InvalidConfig(_property(f.name), value, "must be true or false")
+            elif f.name in FRACTIONS:
                 if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
                     raise InvalidConfig(_property(f.name), value, "must be a number between 0 and 1")
             elif f.name in CHOICES:
@@ -137,6 +162,8 @@ class LogConfig:
                 )
             if name == "cleanup_policy" and isinstance(raw, str):
                 values[name] = _policy(raw)
+            elif name in BOOLEANS and isinstance(raw, str):
+                values[name] = {"true": True, "false": False}.get(raw.strip().lower(), raw)
             elif name in CHOICES:
                 values[name] = raw
             elif name in FRACTIONS and isinstance(raw, str):

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from raftlog.storage import LogConfig
-from raftlog.storage.config import PROPERTY_FIELDS
+from raftlog.storage.config import PROPERTY_FIELDS, SCHEMA_VALIDATION_PROPERTIES
 from raftlog.storage.errors import InvalidConfig
 
 KIB, MIB = 1024, 1024 * 1024
@@ -36,6 +36,7 @@ def test_every_property_is_covered_here():
         "compression.type",
         "cleanup.policy",
         "min.cleanable.dirty.ratio",
+        *SCHEMA_VALIDATION_PROPERTIES,
     }
     assert set(PROPERTY_FIELDS.values()) == {f.name for f in dataclasses.fields(LogConfig)}
 
@@ -172,3 +173,25 @@ def test_the_dirty_ratio_is_a_fraction(given, ratio):
 def test_a_dirty_ratio_outside_zero_to_one_is_refused(given):
     with pytest.raises(InvalidConfig, match=r"min\.cleanable\.dirty\.ratio"):
         LogConfig.from_properties({"min.cleanable.dirty.ratio": given})
+
+
+@pytest.mark.parametrize("given", [True, "true", "TRUE", " false "])
+def test_schema_validation_takes_booleans_as_kafka_writes_them(given):
+    config = LogConfig.from_properties({"confluent.value.schema.validation": given})
+    assert config.value_schema_validation is (str(given).strip().lower() == "true")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("confluent.key.schema.validation", "yes"),
+        ("confluent.value.schema.validation", 1),
+        (
+            "confluent.value.subject.name.strategy",
+            "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+        ),
+    ],
+)
+def test_a_schema_validation_config_it_cannot_honour_is_refused_by_name(key, value):
+    with pytest.raises(InvalidConfig, match=key.replace(".", r"\.")):
+        LogConfig.from_properties({key: value})
