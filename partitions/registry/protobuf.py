@@ -3,11 +3,11 @@ ProtobufSerializer registers it, a base64-encoded FileDescriptorProto; Confluent
 
 - parse: text is compiled by protoc (protobuf_compile: errors as protoc words them, with line and
   column); a base64 FileDescriptorProto is checked by building its descriptor pool. Google's well-known
-  types and Confluent's own (confluent/meta.proto, confluent/type/decimal.proto) resolve without a
-  reference, as Confluent's registry resolves them.
-- canonical / normalized: the text Confluent's registry prints (protobuf_format over protobuf_elements),
-  also for a base64 descriptor; ``serialized`` is Confluent's ``format=serialized`` (what
-  confluent-kafka's deserializers ask for).
+  and common types and Confluent's own (confluent/meta.proto, confluent/type/decimal.proto) resolve
+  without a reference, as Confluent's registry resolves them.
+- canonical / normalized: the text Confluent's registry prints (protobuf_format over the elements
+  protobuf_convert makes), also for a base64 descriptor; ``formatted`` is Confluent's
+  ``formattedString`` (``serialized``: what confluent-kafka's Protobuf deserializers ask for).
 - backward_incompatibilities: Confluent's protobuf diff (protobuf_diff) and its words.
 - decode / encode: the message at Confluent's message indexes as protobuf's JSON mapping, as Confluent's
   REST Proxy v2 prints and parses it (``JsonFormat`` with default values printed).
@@ -373,7 +373,10 @@ class _Parser:
         elif not descriptor.name or descriptor.name in descriptor.dependency:
             descriptor.name = MAIN_FILE
         stub = 'syntax = "proto3";\n' + "".join(f'import public "{d}";\n' for d in descriptor.dependency)
-        _, dependencies = compile_files(stub, self.import_texts())
+        try:
+            _, dependencies = compile_files(stub, self.import_texts())
+        except InvalidSchema as error:  # protoc's words name the stub's lines: say whose imports they are
+            raise InvalidSchema(f"The imports of {descriptor.name} do not resolve: {error}") from None
         return ProtobufSchema(descriptor, dependencies, {})
 
 

@@ -155,6 +155,17 @@ def test_a_descriptor_nests_no_deeper_than_a_text_may_and_a_refusal_shows_the_fi
     )
 
 
+def test_a_descriptors_import_that_no_reference_names_is_refused_naming_it() -> None:
+    file = descriptor_pb2.FileDescriptorProto(
+        name="order.proto", syntax="proto3", dependency=["shop/money.proto"]
+    )
+    encoded = base64.b64encode(file.SerializeToString()).decode()
+    with pytest.raises(
+        InvalidSchema, match=r'^The imports of order\.proto do not resolve: .*"shop/money\.proto"'
+    ):
+        PROTOBUF_TYPE.parse(encoded, {})
+
+
 def test_editions_are_refused_as_confluents_registry_knows_only_proto2_and_proto3() -> None:
     with pytest.raises(InvalidSchema, match="Protobuf editions are not supported"):
         PROTOBUF_TYPE.parse('edition = "2023";\nmessage A {\n  int32 a = 1;\n}\n', {})
