@@ -56,14 +56,21 @@ def _zero_bytes(node: Node, seen: set[int]) -> bool:
 
 
 class Codec:
-    """Decode and encode records of one schema."""
+    """Decode and encode records of one schema (fastavro's copy of it made on the first encoding: a
+    broker only decoding never needs it)."""
 
     def __init__(self, root: Node) -> None:
         self.root = root
         self.names: dict[int, str] = {}  # a named type's id -> its synthetic name
         self.wrappers: dict[str, Node] = {}  # a wrapper record's name -> the union branch it holds
         self.wrapper_of: dict[tuple[int, int], str] = {}  # (union id, branch index) -> wrapper name
-        self.fastavro_schema = fastavro.parse_schema(self._fastavro(root), _write_hint=False)
+        self._fastavro_schema: Any = None
+
+    @property
+    def fastavro_schema(self) -> Any:
+        if self._fastavro_schema is None:
+            self._fastavro_schema = fastavro.parse_schema(self._fastavro(self.root), _write_hint=False)
+        return self._fastavro_schema
 
     def _fastavro(self, node: Node) -> Any:
         kind = node.type
@@ -115,12 +122,13 @@ class Codec:
     def encode(self, value: Any) -> bytes:
         """The binary encoding of a record's JSON value (``InvalidRecord`` naming where it is wrong)."""
         try:
+            writer_schema = self.fastavro_schema
             datum = self._datum(self.root, value, "$")
         except RecursionError:
             raise InvalidRecord("a value nested too deeply") from None
         stream = io.BytesIO()
         try:
-            fastavro.schemaless_writer(stream, self.fastavro_schema, datum)
+            fastavro.schemaless_writer(stream, writer_schema, datum)
         except RecursionError:
             raise InvalidRecord("a value nested too deeply") from None
         return stream.getvalue()
