@@ -75,6 +75,16 @@ class Node:
         return f"Node({self.kind})"
 
 
+def refuse_reference_loops(cell: list[Node]) -> None:
+    """A ``$ref`` target that is only ``$ref``s leading back to itself (``{"$ref": "#"}``) is no
+    schema: refused (ValueError) rather than compared or validated forever."""
+    node = cell[0]
+    while node.kind == "reference" and node.cell:
+        if node.cell is cell:
+            raise ValueError(f"$ref '{node.ref}' refers only to $refs back to itself")
+        node = node.cell[0]
+
+
 def _regex(pattern: str) -> str:
     """A pattern the validator can use (draft 4's metaschema does not check patternProperties' names)."""
     try:
@@ -136,6 +146,7 @@ class Loader:
             self._targets[key] = cell
             self._keep.append(resolved.contents)
             cell.append(self.load(resolved.contents, resolved.resolver))
+            refuse_reference_loops(cell)
         return Node("reference", cell=cell, ref=ref)
 
     def _common(self, node: Node, remaining: dict[str, Any]) -> None:

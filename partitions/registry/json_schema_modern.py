@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from referencing import Specification
 from referencing.jsonschema import specification_with
 
-from partitions.registry.json_schema_model import Node
+from partitions.registry.json_schema_model import Node, refuse_reference_loops
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
@@ -254,6 +254,7 @@ class ModernLoader:
             cell = self._targets[id(resolved.contents)] = []
             self._keep.append(resolved.contents)
             cell.append(self.load(resolved.contents, resolved.resolver))
+            refuse_reference_loops(cell)
         return Node("reference", cell=cell, ref=ref)
 
     def _keyword(

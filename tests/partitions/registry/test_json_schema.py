@@ -213,6 +213,12 @@ def test_canonical_text_is_jackson_s_compact_json() -> None:
             "#/patternProperties: '(x' is not a 'regex'",
         ),
         ('{"$ref": "#/definitions/missing"}', "$ref '#/definitions/missing' does not resolve"),
+        ('{"$ref": "#"}', "$ref '#' refers only to $refs back to itself"),
+        (
+            '{"definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},'
+            ' "$ref": "#/definitions/a"}',
+            "refers only to $refs back to itself",
+        ),
         ('{"properties": {"a": {"$ref": "other.json"}}}', "$ref 'other.json' does not resolve"),
     ],
 )
