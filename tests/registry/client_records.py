@@ -10,9 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import DeserializingConsumer, Producer, SerializingProducer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
+from waiting import wait_for
 
+from partitions.names import SCHEMAS_TOPIC
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 
@@ -26,6 +30,7 @@ message Sample {
 }
 """
 READ_TIMEOUT_S = 60.0  # the records are there before the read starts: the bound is the read's liveness
+LEADER_TIMEOUT_S = 30.0  # a partition's election after a node's kill or start (liveness bound)
 
 AVRO_FIELDS: list[dict[str, Any]] = [
     {"name": "id", "type": "string"},
@@ -122,6 +127,25 @@ def customers(customer: type[Message], tag: str) -> list[Message]:
         record.address.street = f"street {n}"  # type: ignore[attr-defined]
         made.append(record)
     return made
+
+
+def registry_leader(cluster: LocalCluster) -> str:
+    """The node leading ``__schemas``, the partition whose Raft group holds the registry's table: it serves
+    every registry call, the others forward theirs to it. Found in the Kafka door's metadata once a
+    registration made sure the topic exists (it is created on first use)."""
+    client = SchemaRegistryClient({"url": cluster.servers[0]})
+    client.register_schema("registry-leader-probe", Schema('"string"', "AVRO"))
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def led() -> str | None:
+        partition = admin.list_topics(SCHEMAS_TOPIC, timeout=10).topics[SCHEMAS_TOPIC].partitions.get(0)
+        return f"n{partition.leader}" if partition is not None and partition.leader >= 0 else None
+
+    return str(wait_for(led, f"a leader of {SCHEMAS_TOPIC}/0", LEADER_TIMEOUT_S))
+
+
+def other_node(cluster: LocalCluster, node: str) -> str:
+    return next(other for other in sorted(cluster.urls) if other != node)
 
 
 def create_topics(cluster: LocalCluster, *topics: str) -> None:

@@ -42,8 +42,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -336,7 +339,38 @@ def requests_answered(url: str) -> int:
     return total
 
 
+CLEAR_PASSES = 4  # a subject referenced by another goes once the other has gone: one pass per level
+
+
+def _registry_call(url: str, method: str, path: str) -> tuple[int, Any]:
+    request = urllib.request.Request(url + path, method=method, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, json.loads(error.read() or b"null")
+
+
+def clear_registry(url: str) -> None:
+    """Every subject of the registry deleted for good (soft, then permanently; one that another still
+    references at the next pass): a suite is run against a registry of its own, as its authors run it
+    (confluent-kafka-go's TestClient compares ``GET /subjects`` with the subjects it registered)."""
+    for _ in range(CLEAR_PASSES):
+        status, subjects = _registry_call(url, "GET", "/subjects?deleted=true")
+        if status != 200:
+            raise RuntimeError(f"GET /subjects?deleted=true answered {status}: {subjects}")
+        if not subjects:
+            return
+        for subject in subjects:
+            path = "/subjects/" + urllib.parse.quote(subject, safe="")
+            _registry_call(url, "DELETE", path)  # 40404 when it was soft-deleted already
+            _registry_call(url, "DELETE", path + "?permanent=true")  # 42206 while another references it
+    raise RuntimeError(f"subjects left after {CLEAR_PASSES} passes of deletes: {subjects}")
+
+
 def run_judged(suite: GoSuite | NodeSuite, url: str, directory: pathlib.Path) -> tuple[SuiteRun, list[str]]:
+    clear_registry(url)
     before = requests_answered(url)
     run = suite.run(url, directory)
     seen = requests_answered(url) - before

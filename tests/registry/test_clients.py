@@ -1,10 +1,11 @@
 """Other authors' registry clients, as their users call them, against the registry every node serves:
 confluent-kafka's ``SchemaRegistryClient`` and ``AsyncSchemaRegistryClient`` with its Avro, JSON Schema
 and Protobuf serializers and deserializers producing and consuming through the Kafka door, and
-python-schema-registry-client (sync and async). Each test registers through one node, kill -9s that node,
-reads every record back and registers a new version through another, starts the node again and finds there
-the ids it gave and the one given while it was down: ids are unique and stable across a node's kill and
-restart, and any node answers for them."""
+python-schema-registry-client (sync and async). Each test registers through the node leading the registry's
+partition (``__schemas``), kill -9s that node, reads every record back and registers a new version through
+another (the registry has moved to a new leader), starts the node again and finds there the ids it gave and
+the one given while it was down: ids are unique and stable across a leader's kill and restart, and any node
+answers for them."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def subject(topic: str) -> str:
 
 
 def test_confluent_sync_client_and_serializers_across_a_kill(running_cluster: LocalCluster) -> None:
-    cluster, writer, survivor = running_cluster, "n2", "n3"
+    cluster = running_cluster
+    writer = records.registry_leader(cluster)  # takes the registrations; its kill moves the registry
+    survivor = records.other_node(cluster, writer)
     topics = {kind: f"sync-{kind}" for kind in KINDS}
     records.create_topics(cluster, *topics.values())
     customer = records.customer_class()
@@ -95,7 +98,9 @@ def test_confluent_sync_client_and_serializers_across_a_kill(running_cluster: Lo
 
 
 async def test_confluent_async_client_and_serializers_across_a_kill(running_cluster: LocalCluster) -> None:
-    cluster, writer, survivor = running_cluster, "n3", "n1"
+    cluster = running_cluster
+    writer = records.registry_leader(cluster)  # takes the registrations; its kill moves the registry
+    survivor = records.other_node(cluster, writer)
     topics = {kind: f"async-{kind}" for kind in KINDS}
     records.create_topics(cluster, *topics.values())
     customer = records.customer_class()
@@ -183,7 +188,9 @@ async def read_async(cluster: LocalCluster, topic: str, deserializer: Any) -> li
 async def test_python_schema_registry_client_sync_and_async_across_a_kill(
     running_cluster: LocalCluster,
 ) -> None:
-    cluster, writer, survivor = running_cluster, "n1", "n2"
+    cluster = running_cluster
+    writer = records.registry_leader(cluster)  # takes the registrations; its kill moves the registry
+    survivor = records.other_node(cluster, writer)
     avro_topic, json_topic = "python-client-avro", "python-client-json"
     records.create_topics(cluster, avro_topic, json_topic)
     avro = python_schema.AvroSchema(json.loads(records.AVRO))
