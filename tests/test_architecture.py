@@ -455,6 +455,8 @@ FRONT_DOOR_MAY_USE = {
     "partitions.transactions.errors",
     "partitions.registry.service",  # the schema registry's protocol and answers
     "partitions.registry.schema_types",  # a schema's references, the schema type names
+    "partitions.registry.framing",  # Confluent's wire format of a key or value (the HTTP schema formats)
+    "partitions.registry.schema_cache",  # registered schemas by id, parsed once per node
     "partitions.registry.table",  # the compatibility levels and modes (the registry's words)
     "partitions.controller.state",  # TopicMetadata, merge_configs
     "partitions.topic_configs",  # a topic's configs as DescribeConfigs describes them (pure)

@@ -1,0 +1,83 @@
+"""Registered schemas by id, parsed once per node, for what reads and writes framed records (``framing``):
+the HTTP door's schema formats, and the broker's record check.
+
+An id's schema never changes (the registry never gives an id twice, and a schema deleted and registered
+again keeps it), so a node keeps what it parsed (``SchemaCache``, the ``SCHEMAS_MAX`` used last) and asks the
+registry only for an id it has not seen. The schema's references are resolved as the registry does: each
+named subject's version, transitively. Lookups are given as calls of ``RegistryService`` (the node's
+cluster-wide one, served by the ``__schemas`` leader), so this module asks nothing of a network itself.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from partitions.errors import RegistryError
+from partitions.registry.schema_types import InvalidSchema, ParsedSchema, Reference
+from partitions.registry.service import SchemaView
+from partitions.registry.types import TYPES
+
+SCHEMAS_MAX = 1024  # parsed schemas a node keeps
+REFERENCES_MAX = 1000  # schemas one schema may reach through its references (the registry's bound)
+
+ById = Callable[[int], Awaitable[SchemaView]]  # RegistryService.schema(id, "")
+ByVersion = Callable[[str, int], Awaitable[SchemaView]]  # RegistryService.subject_version(s, v, True)
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """A registered schema: its id, its view as the registry answers it, and the schema parsed."""
+
+    id: int
+    view: SchemaView
+    parsed: ParsedSchema
+
+
+class SchemaCache:
+    def __init__(self, by_id: ById, by_version: ByVersion, size_max: int = SCHEMAS_MAX) -> None:
+        self._by_id = by_id
+        self._by_version = by_version
+        self._size_max = size_max
+        self._held: OrderedDict[int, Registered] = OrderedDict()
+
+    def held(self, schema_id: int) -> Registered | None:
+        """The schema of ``schema_id`` when this node parsed it already (no call)."""
+        found = self._held.get(schema_id)
+        if found is not None:
+            self._held.move_to_end(schema_id)
+        return found
+
+    async def registered(self, schema_id: int) -> Registered:
+        """The schema of ``schema_id``, parsed; ``RegistryError`` 40403 when no schema has it."""
+        found = self.held(schema_id)
+        if found is not None:
+            return found
+        view = await self._by_id(schema_id)
+        found = Registered(schema_id, view, await self.parse(view))
+        self._held[schema_id] = found
+        while len(self._held) > self._size_max:
+            self._held.popitem(last=False)
+        return found
+
+    async def parse(self, view: SchemaView) -> ParsedSchema:
+        """A registered schema parsed with its references resolved through the registry."""
+        kind = TYPES.get(view.schema_type)
+        if kind is None:
+            raise RegistryError(42201, f"Invalid schema type {view.schema_type}")
+        resolved: dict[str, str] = {}
+        pending: list[Reference] = list(view.references)
+        while pending:
+            reference = pending.pop()
+            if reference.name in resolved:
+                continue
+            if len(resolved) >= REFERENCES_MAX:
+                raise RegistryError(42201, f"Invalid schema: more than {REFERENCES_MAX} references")
+            held = await self._by_version(reference.subject, reference.version)
+            resolved[reference.name] = held.schema
+            pending += held.references
+        try:
+            return kind.parse(view.schema, resolved)
+        except InvalidSchema as exc:
+            raise RegistryError(42201, f"Invalid schema of id {view.id}: {exc}") from None
