@@ -20,6 +20,7 @@ from partitions.registry.protobuf_elements import (
     Extensions,
     F,
     Field,
+    Group,
     Message,
     OneOf,
     Option,
@@ -157,8 +158,17 @@ class Converter:
             for o in descriptor.oneof_decl
         ]
         map_entries: set[str] = set()
+        groups: list[Group] = []
         for fd in descriptor.field:
-            if fd.HasField("oneof_index") and not fd.proto3_optional:
+            group = self.group(fd, descriptor, scope)
+            if group is not None:  # Wire's element of a text's group; its message is no nested type
+                map_entries.add(group.name)
+                if fd.HasField("oneof_index"):
+                    group.label = None
+                    oneofs[fd.oneof_index].groups.append(group)
+                else:
+                    groups.append(group)
+            elif fd.HasField("oneof_index") and not fd.proto3_optional:
                 oneofs[fd.oneof_index].fields.append(self.field(fd, scope, in_oneof=True))
             else:
                 field_element = self.field(fd, scope, in_oneof=False)
@@ -182,13 +192,29 @@ class Converter:
         return Message(
             name=descriptor.name,
             fields=fields,
-            oneofs=[o for o in oneofs if o.fields],
+            oneofs=[o for o in oneofs if o.fields or o.groups],
             nested=nested,
             options=self.options(descriptor.options, MESSAGE_OPTIONS, ("message", *scope)),
             reserveds=reserveds,
             extensions=extensions,
             extends=self.extends(descriptor.extension, scope),
+            groups=groups,
         )
+
+    def group(
+        self,
+        fd: descriptor_pb2.FieldDescriptorProto,
+        message: descriptor_pb2.DescriptorProto,
+        scope: tuple[str, ...],
+    ) -> Group | None:
+        written = self.written_field(scope, fd.name)
+        if fd.type != F.TYPE_GROUP or written is None or not written.group:
+            return None
+        body = next((m for m in message.nested_type if m.name == written.type), None)
+        if body is None:
+            return None
+        fields = [self.field(f, (*scope, body.name), in_oneof=False) for f in body.field]
+        return Group(written.label, body.name, fd.number, fields)
 
     def field(self, fd: descriptor_pb2.FieldDescriptorProto, scope: tuple[str, ...], in_oneof: bool) -> Field:
         written = self.written_field(scope, fd.name)

@@ -64,10 +64,21 @@ class Field:
 
 
 @dataclass(slots=True)
+class Group:
+    """A proto2 group as Wire keeps it from a text: its own element, not a field and a nested message."""
+
+    label: str | None
+    name: str
+    tag: int
+    fields: list[Field]
+
+
+@dataclass(slots=True)
 class OneOf:
     name: str
     fields: list[Field]
     options: list[Option] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -112,6 +123,7 @@ class Message:
     reserveds: list[Reserved] = field(default_factory=list)
     extensions: list[Extensions] = field(default_factory=list)
     extends: list[Extend] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
 
     @property
     def is_map_entry(self) -> bool:

@@ -27,6 +27,7 @@ from partitions.registry.protobuf_elements import (
     Extend,
     Extensions,
     Field,
+    Group,
     Message,
     OneOf,
     Option,
@@ -57,7 +58,7 @@ def escape(text: str) -> str:
 
 def _indented(lines: str) -> str:
     parts = lines.split("\n")
-    if len(parts) > 1 and parts[-1] == "":
+    while len(parts) > 1 and parts[-1] == "":  # Java's split drops every trailing empty string
         parts.pop()
     return "".join(f"  {line}\n" for line in parts)
 
@@ -230,12 +231,15 @@ class Printer:
             oneofs = message.oneofs
             if self.normalize:
                 oneofs = [
-                    OneOf(o.name, sorted(o.fields, key=lambda f: f.tag), o.options)
+                    OneOf(o.name, sorted(o.fields, key=lambda f: f.tag), o.options, o.groups)
                     for o in oneofs
                     if o.fields
                 ]
                 oneofs.sort(key=lambda o: o.fields[0].tag)
             out += [_indented(self.oneof(oneof)) for oneof in oneofs]
+        if message.groups:
+            out.append("\n")
+            out += [_indented(self.group(group)) for group in self.sorted_groups(message.groups)]
         if message.extensions and not self.ignore_extensions:
             out.append("\n")
             extensions = message.extensions
@@ -274,6 +278,23 @@ class Printer:
         if oneof.fields:
             out.append("\n")
             out += [_indented(self.field(field)) for field in oneof.fields]
+        if oneof.groups:
+            out.append("\n")
+            out += [_indented(self.group(group)) for group in self.sorted_groups(oneof.groups)]
+        out.append("}\n")
+        return "".join(out)
+
+    def sorted_groups(self, groups: list[Group]) -> list[Group]:
+        return sorted(groups, key=lambda g: g.tag) if self.normalize else groups
+
+    def group(self, group: Group) -> str:
+        out = [
+            (f"{group.label} " if group.label is not None else "") + f"group {group.name} = {group.tag} {{"
+        ]
+        if group.fields:
+            out.append("\n")
+            fields = sorted(group.fields, key=lambda f: f.tag) if self.normalize else group.fields
+            out += [_indented(self.field(field)) for field in fields]
         out.append("}\n")
         return "".join(out)
 

@@ -54,6 +54,7 @@ class WrittenField:
     extendee: str | None  # for an extension, the extended message as written
     options: list[Option]  # as written, without default and json_name
     default: str | None
+    group: bool = False  # a proto2 group: ``type`` is its name
 
 
 @dataclass(slots=True)
@@ -289,7 +290,9 @@ class _Walk:
         if self.peek() == "group":
             self.take()
             name = self.take()
-            self.written.fields[(scope, name.lower())] = WrittenField(label, name, extendee, [], None)
+            self.written.fields[(scope, name.lower())] = WrittenField(
+                label, name, extendee, [], None, group=True
+            )
             while self.peek() not in ("{", ""):
                 self.take()
             self.message((*scope, name))

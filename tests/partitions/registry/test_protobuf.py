@@ -255,6 +255,35 @@ def test_an_any_holds_a_message_of_the_schema() -> None:
         schema.encode({"body": {"@type": "type.googleapis.com/ev.Unknown"}})
 
 
+def test_a_texts_groups_print_as_wire_keeps_them_and_a_descriptors_as_confluent_converts_them() -> None:
+    text = (
+        'syntax = "proto2";\nmessage Response {\n'
+        "  repeated group Result = 1 {\n    required string url = 1;\n  }\n"
+        "  optional int32 total = 2;\n  oneof pick {\n    string name = 3;\n"
+        "    group Choice = 4 {\n      optional int32 n = 1;\n    }\n  }\n}\n"
+    )
+    schema = PROTOBUF_TYPE.parse(text, {})
+    assert schema.canonical() == (
+        'syntax = "proto2";\n\nmessage Response {\n  optional int32 total = 2;\n\n'
+        "  oneof pick {\n    string name = 3;\n  \n"
+        "    group Choice = 4 {\n      optional int32 n = 1;\n    }\n  }\n\n"
+        "  repeated group Result = 1 {\n    required string url = 1;\n  }\n}\n"
+    )
+    assert PROTOBUF_TYPE.parse(schema.canonical(), {}).canonical() == schema.canonical()
+    assert schema.decode(schema.encode({"result": [{"url": "u"}], "total": 2})[1]) == {
+        "result": [{"url": "u"}],
+        "total": 2,
+    }
+    # given as a descriptor, a group is its message and a field of it (Confluent's toProtoFile skips groups)
+    assert (
+        "  repeated .Response.Result result = 1;\n"
+        in PROTOBUF_TYPE.parse(schema.serialized(), {}).canonical()
+    )
+    # and Confluent's diff, which compares fields and oneofs, does not see a text's groups
+    fewer = PROTOBUF_TYPE.parse(text.replace("    required string url = 1;\n", ""), {})
+    assert fewer.backward_incompatibilities(schema) == []
+
+
 def test_an_import_may_have_the_name_the_schema_compiles_under() -> None:
     resolved = {"schema.proto": 'syntax = "proto3";\nmessage Base {\n  int32 id = 1;\n}\n'}
     schema = PROTOBUF_TYPE.parse(
