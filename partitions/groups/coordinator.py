@@ -36,8 +36,14 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from partitions.errors import UnknownTopic
-from partitions.features import CLASSIC_GROUP_METADATA, CONSUMER_GROUP, SHARE_GROUPS, Features
+from partitions.errors import FeatureNotFinalized, UnknownTopic
+from partitions.features import (
+    CLASSIC_GROUP_METADATA,
+    CONSUMER_GROUP,
+    SCHEMA_CONSUMERS,
+    SHARE_GROUPS,
+    Features,
+)
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
@@ -68,6 +74,7 @@ from partitions.groups.group_model import (
     DEFAULT_INSTANCE,
     EMPTY_GROUP_RETENTION_MS,
     GROUP_MEMBERS_MAX,
+    SCHEMA_FORMATS,
     ClassicMember,
     Group,
     InstanceConfig,
@@ -284,6 +291,10 @@ class GroupCoordinator:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
         member = Member.created(instance_id, config, self._wall(), client_host)
+        gate = SCHEMA_CONSUMERS  # a node of 0.1.0 could not apply the Join of such an instance
+        if member.format in SCHEMA_FORMATS and self._features is not None and not self._features.allows(gate):
+            what = f"a consumer instance of format {member.format}"
+            raise FeatureNotFinalized(what, gate.feature, gate.level)
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)

@@ -13,7 +13,8 @@ from partitions.groups.consumer_group import ConsumerGroup
 from partitions.groups.errors import InvalidConsumerConfig
 from partitions.groups.share_group import ShareMember
 
-FORMATS = ("json", "binary")
+SCHEMA_FORMATS = ("avro", "jsonschema", "protobuf")  # records framed under a registered schema, as JSON
+FORMATS = ("json", "binary", *SCHEMA_FORMATS)
 OFFSET_RESETS = ("earliest", "latest")
 SESSION_TIMEOUT_MS_MIN = 1_000
 SESSION_TIMEOUT_MS_MAX = 300_000
@@ -77,7 +78,7 @@ class InstanceConfig:
     """What a consumer instance is created with (Confluent's instance configs, and the group's assignor
     should its creation make the group); its member checks the rest (``Member``)."""
 
-    format: str = "json"  # "json" | "binary": how its records are rendered
+    format: str = "json"  # one of FORMATS: how its records are rendered
     offset_reset: str = "latest"  # "earliest" | "latest": where to start a partition with no committed offset
     session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT
     assignor: str = "range"
@@ -94,7 +95,7 @@ DEFAULT_INSTANCE = InstanceConfig()
 @dataclass(frozen=True, slots=True)
 class Member:
     instance_id: str
-    format: str  # "json" | "binary": how its records are rendered
+    format: str  # one of FORMATS: how its records are rendered
     offset_reset: str  # "earliest" | "latest": where to start a partition with no committed offset
     session_timeout_ms: int
     joined_ms: int

@@ -11,6 +11,7 @@ import asyncio
 import msgpack
 import pytest
 
+from partitions.errors import FeatureNotFinalized
 from partitions.features import RAFTLOG_VERSION, Features
 from partitions.groups.classic import ClassicGroups
 from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupState, Joined
@@ -18,7 +19,7 @@ from partitions.groups.consumer_group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
 from partitions.groups.group_commands import GroupCommand, encode
-from partitions.groups.group_model import CLASSIC_MEMBER_BYTES_MAX
+from partitions.groups.group_model import CLASSIC_MEMBER_BYTES_MAX, InstanceConfig
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from raftlog.consensus.errors import NotLeader, OutcomeUnknown
 
@@ -441,3 +442,26 @@ async def test_a_consumer_protocol_member_is_refused_until_the_level_is_finalize
     finalized[RAFTLOG_VERSION] = 2
     answer = await coordinator.consumer.heartbeat("g", joining)
     assert answer.member_epoch == 1 and shared.tables[0].groups["g"].consumer is not None
+
+
+async def test_a_schema_format_instance_is_refused_until_the_level_is_finalized() -> None:
+    """An HTTP consumer instance of format avro, jsonschema or protobuf is a Join release 0.1.0 cannot
+    apply (its formats are json and binary): refused, writing nothing, while raftlog.version is 1, then
+    created; a json instance is created at either level."""
+    finalized: dict[str, int] = {}
+    shared = Replicated()
+    coordinator = GroupCoordinator(NodeLog(shared, "n1"), features=Features(lambda: finalized))
+    for schema_format in ("avro", "jsonschema", "protobuf"):
+        with pytest.raises(
+            FeatureNotFinalized, match=f"format {schema_format} needs feature raftlog.version"
+        ):
+            await coordinator.create_instance("g", f"i-{schema_format}", InstanceConfig(format=schema_format))
+    assert "g" not in shared.tables[0].groups
+    await coordinator.create_instance("g", "plain", InstanceConfig(format="json"))
+    finalized[RAFTLOG_VERSION] = 2
+    member = await coordinator.create_instance("g", "typed", InstanceConfig(format="protobuf"))
+    assert member.format == "protobuf"
+    assert {m.instance_id: m.format for m in shared.tables[0].groups["g"].members.values()} == {
+        "plain": "json",
+        "typed": "protobuf",
+    }
