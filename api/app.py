@@ -52,6 +52,7 @@ from api import (
     state,
     topics,
     transactions,
+    typed_records,
     users,
 )
 from api.access import (
@@ -103,6 +104,7 @@ from raftlog_contract import (
     LEADER_HEADER,
     PLAIN_JSON,
     RECORD_BATCH,
+    SCHEMA_FORMATS,
     delete_records_path,
     partition_path,
     topic_path,
@@ -210,6 +212,8 @@ async def openapi(request: web.Request) -> web.Response:
 
 _TOPIC = topic_path.template  # the clients' builders of these paths and the routes: one declaration
 _PARTITION = partition_path.template
+# Confluent's schema formats: records as JSON under a schema by text or id (api.typed_records)
+_SCHEMA_BODIES = tuple((media, "SchemaProduceRequest") for media in SCHEMA_FORMATS.values())
 _FETCH_QUERY = (
     Param("offset", "integer", "first offset to return", required=True, minimum=0),
     Param(
@@ -252,6 +256,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", _TOPIC, records.produce_to_topic, "produce", "Produce records (key -> murmur2 partition)",
         "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
+        body_alternatives=_SCHEMA_BODIES,
         errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
         quota=PRODUCER_BYTE_RATE,
     ),
@@ -268,7 +273,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
-        ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None),),
+        ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None), *_SCHEMA_BODIES),
         errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
         quota=PRODUCER_BYTE_RATE,
     ),
@@ -291,7 +296,7 @@ ROUTES: tuple[Operation, ...] = (
         quota=CONSUMER_BYTE_RATE,
         ok_type=JSON_V2, ok_alternatives=(
             (BINARY_V2, "FetchResponse"), (COLUMNAR_JSON, "ColumnarPage"), (COLUMNAR_MSGPACK, None),
-            (RECORD_BATCH, None),
+            (RECORD_BATCH, None), *((media, "FetchResponse") for media in SCHEMA_FORMATS.values()),
         ),
         access=needs(topic(READ)),
     ),
@@ -680,6 +685,7 @@ def build_app(
         _request_bytes(http_limits, super_users),
     )
     app[records.ROUND_ROBIN] = RoundRobin()
+    app[typed_records.SCHEMAS] = typed_records.schema_cache(node)  # parsed schemas by id, kept by the node
     app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one
     app.on_response_prepare.append(_server_header)
     app.on_cleanup.append(_stop_json_work)

@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api import access, answers, negotiation, state
+from api import access, answers, negotiation, state, typed_records
 from api.access import DELETE, DESCRIBE, GROUP, READ, needs
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
@@ -36,6 +36,7 @@ from api.schemas import (
     require_int,
     require_object,
 )
+from api.typed_records import SCHEMA_TYPES
 from partitions.consumers.protocol import ConsumerRecords, GroupService, MemberPartition
 from partitions.errors import UnknownPartition
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
@@ -64,11 +65,13 @@ from raftlog_contract import (
     JSON_V2,
     KAFKA_V2,
     PLAIN_JSON,
+    SCHEMA_FORMATS,
     group_path,
     instance_path,
 )
 
-EMBEDDED_TYPES = {"json": JSON_V2, "binary": BINARY_V2}  # an instance's format -> its records' media type
+# an instance's format -> its records' media type
+EMBEDDED_TYPES = {"json": JSON_V2, "binary": BINARY_V2, **SCHEMA_FORMATS}
 RECORDS_TIMEOUT_MS_MAX = 60_000
 RECORDS_MAX_BYTES_DEFAULT = 1024 * 1024
 RECORDS_MAX_BYTES_MAX = 64 * 1024 * 1024
@@ -227,7 +230,8 @@ def _config_bool(body: Mapping[str, Any], key: str, default: bool) -> bool:
 
 async def create_instance(request: web.Request) -> web.Response:
     """Confluent's body, every field optional, numbers and booleans also as strings: ``name`` (``id``
-    overrides it), ``format`` (binary | json; binary by default, as Confluent), ``auto.offset.reset``,
+    overrides it), ``format`` (binary | json | avro | jsonschema | protobuf, any case; binary by default, as
+    Confluent), ``auto.offset.reset``,
     ``auto.commit.enable``, ``fetch.min.bytes``, ``consumer.request.timeout.ms``; and Kafka's
     ``auto.commit.interval.ms``, ``session.timeout.ms``, ``partition.assignment.strategy`` (``range`` |
     ``round_robin``). A field it does not know, or a value out of range: 422/42204 naming it."""
@@ -377,6 +381,9 @@ async def records(request: web.Request) -> web.StreamResponse:
         if asked is None and media != PLAIN_JSON:  # */*, none: the type of the instance's own format
             media = EMBEDDED_TYPES[fetched.format]
         headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": media}
+        if fetched.format in SCHEMA_TYPES:
+            rows = iter([await _schema_rows(request, fetched)])
+            return await answers.streamed(request, hold, size, answers.json_array(rows, False), headers)
         rows = _rows(fetched)
         return await answers.streamed(
             request, hold, size, answers.json_array(rows, size > RENDER_INLINE_BYTES_MAX), headers
@@ -384,6 +391,24 @@ async def records(request: web.Request) -> web.StreamResponse:
     except BaseException:
         hold.give_back()
         raise
+
+
+async def _schema_rows(request: web.Request, fetched: ConsumerRecords) -> list[str]:
+    """The rows of a schema format's instance (``api.typed_records``). A partition whose records stop at
+    one that does not decode has its position set back to that record, so its next read starts there, as
+    Confluent's consumer's poll fails at it; when no record came before one, the read is that failure."""
+    parts = [
+        (part.tp.topic, part.tp.partition, records)
+        for part in fetched.parts
+        for records in [[r for batch in by_batch(part.data, part.offset, part.aborted) for r in batch]]
+    ]
+    rendered = await typed_records.render(request.app[typed_records.SCHEMAS], fetched.format, parts)
+    if rendered.undecodable:
+        back = {TopicPartition(u.topic, u.partition): u.offset for u in rendered.undecodable}
+        await _groups(request).call(GroupService.seek, _group(request), _instance(request), back)
+        if not rendered.rows:
+            raise rendered.undecodable[0].error()
+    return rendered.rows
 
 
 def _rows(fetched: ConsumerRecords) -> Iterator[list[str]]:
@@ -507,6 +532,7 @@ async def delete_group(request: web.Request) -> web.Response:
 _GROUP = group_path.template  # as the clients build them (raftlog_contract)
 _INSTANCE = instance_path.template
 _CONSUMER_TYPES = (KAFKA_V2, "application/json")
+_SCHEMA_ANSWERS = tuple((media, "FetchResponse") for media in SCHEMA_FORMATS.values())
 _SEEK = needs(access.group(READ), in_handler="DESCRIBE topic: each topic of the body (Kafka's ListOffsets)")
 
 ROUTES: tuple[Operation, ...] = (
@@ -574,7 +600,8 @@ ROUTES: tuple[Operation, ...] = (
             ),
         ),
         ok_schema="FetchResponse", errors=(404, 406, 409, 429), long_poll=True, quota=CONSUMER_BYTE_RATE,
-        ok_type=BINARY_V2, ok_alternatives=((JSON_V2, "FetchResponse"),),
+        ok_type=BINARY_V2,
+        ok_alternatives=((JSON_V2, "FetchResponse"), *_SCHEMA_ANSWERS),
         access=needs(access.group(READ), in_handler="READ topic: each topic subscribed and assigned"),
     ),
     Operation(

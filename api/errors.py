@@ -73,6 +73,34 @@ class RequestTimeout(ApiError):
     template = "request body not received within {timeout_s:g} s"
 
 
+class KeySchemaMissing(ApiError):
+    """A schema format's produce with a key and neither ``key_schema`` nor ``key_schema_id`` (Confluent
+    REST Proxy's 42201); nothing was written."""
+
+
+class ValueSchemaMissing(ApiError):
+    """A schema format's produce with a value and no value schema (Confluent's 42202)."""
+
+
+class RecordConversionFailed(ApiError):
+    """A produced key or value that is not data of its schema (Confluent's 42203); nothing was written."""
+
+
+class InvalidEmbeddedSchema(ApiError):
+    """A produce's schema text that is not a schema of its format (Confluent's 42205)."""
+
+
+class SchemaSerializationFailed(ApiError):
+    """A produce's schema the registry refused, or an id it does not hold under the topic's subject
+    (Confluent's 42207); nothing was written."""
+
+
+class RecordNotDeserializable(ApiError):
+    """A record a schema format's reader cannot decode: not in Confluent's wire format, an unknown id, a
+    schema of another type, or data its schema does not read (Confluent's 500/50002, as its consumer's poll
+    fails at it); the read answers the records before it, none after."""
+
+
 class Unauthorized(ApiError):
     """An admin call without the configured ``Authorization: Bearer <token>``; with ``--require-auth``, a
     client call without a user's password or token (or the admin token)."""
@@ -212,6 +240,13 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (UnsupportedMediaType, HttpError(415, 41501)),
     (storage.OffsetOutOfRange, HttpError(416, OFFSET_OUT_OF_RANGE)),
     (storage.InvalidRecord, HttpError(422, 42201)),
+    # Confluent REST Proxy's codes of its schema formats (avro, jsonschema, protobuf)
+    (KeySchemaMissing, HttpError(422, 42201)),
+    (ValueSchemaMissing, HttpError(422, 42202)),
+    (RecordConversionFailed, HttpError(422, 42203)),
+    (InvalidEmbeddedSchema, HttpError(422, 42205)),
+    (SchemaSerializationFailed, HttpError(422, 42207)),
+    (RecordNotDeserializable, HttpError(500, 50002)),
     (broker.InvalidCommand, HttpError(422, 42201)),
     # Kafka's current_leader_epoch named an older or newer term (the Kafka door's; no HTTP route names one)
     (broker.LeaderEpochMismatch, HttpError(409, 40917)),

@@ -236,8 +236,37 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             ["records"],
         )
     ),
+    # a schema format's (application/vnd.kafka.avro.v2+json, .jsonschema., .protobuf.): key and value as
+    # JSON data of their schema, named by text (registered under {topic}-key / {topic}-value) or by id
+    "SchemaProduceRecord": _closed(
+        _obj(
+            {
+                "key": _ANY,
+                "value": {**_ANY, "description": "left out: null (a tombstone)"},
+                "partition": PARTITION_NUMBER,
+                "headers": _HEADERS,
+                "timestamp": {**_NATURAL, "description": "ms since the epoch (CreateTime); default: now"},
+            }
+        )
+    ),
+    "SchemaProduceRequest": _closed(
+        _obj(
+            {
+                "records": {"type": "array", "items": ref("SchemaProduceRecord"), "minItems": 1},
+                "key_schema": STR,
+                "key_schema_id": _NATURAL,
+                "value_schema": STR,
+                "value_schema_id": _NATURAL,
+                "producer_id": _NATURAL,
+                "sequence": _NATURAL,
+            },
+            ["records"],
+        )
+    ),
     "ProduceResponse": _obj(
         {
+            "key_schema_id": _nullable({**_INT, "description": "a schema format's: the key's schema id"}),
+            "value_schema_id": _nullable({**_INT, "description": "a schema format's: the value's schema id"}),
             "offsets": {
                 "type": "array",
                 "items": _obj(
@@ -248,7 +277,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "error": _nullable(STR),
                     }
                 ),
-            }
+            },
         }
     ),
     "BatchProduced": _obj(
@@ -268,7 +297,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "key": _ANY,
             "value": _ANY,
             "headers": {"type": "array", "items": _obj({"key": STR, "value": _HEADER_VALUE})},
-            "format": {"type": "string", "enum": ["json", "binary"]},
+            "format": {"type": "string", "enum": ["json", "binary", "avro", "jsonschema", "protobuf"]},
         }
     ),
     "FetchResponse": {"type": "array", "items": ref("FetchedRecord")},
@@ -462,7 +491,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             {
                 "name": _nullable(STR),
                 "id": _nullable({**STR, "description": "Confluent's older name field; overrides name"}),
-                "format": {"type": "string", "enum": ["binary", "json"], "default": "binary"},
+                "format": {
+                    "type": "string",
+                    "enum": ["binary", "json", "avro", "jsonschema", "protobuf"],
+                    "default": "binary",
+                },
                 "auto.offset.reset": {"type": "string", "enum": ["earliest", "latest"]},
                 "auto.commit.enable": _BOOL_CONFIG,
                 "auto.commit.interval.ms": _int_config(0, AUTO_COMMIT_INTERVAL_MS_MAX),

@@ -10,13 +10,14 @@ at a time as the client reads them, off the event loop when they are large.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from api import access, answers, errors, state
+from api import access, answers, errors, state, typed_records
 from api.access import READ
 from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.errors import BadRequest
@@ -33,6 +34,7 @@ from api.schemas import (
     ProduceRequest,
     batch_produced_answer,
     check_group,
+    dump_json,
     is_record_batch,
     parse_commit_offsets,
     parse_delete_records,
@@ -126,7 +128,15 @@ def encode_json_produce(
     ``partition`` (the path's), else each record in its own, its key's, or for records without either
     the partition of its producer id and sequence, or ``keyless`` (the round robin's turn). Runs in the
     JSON worker process when the body is large (``api.json_work``)."""
-    parsed = parse_produce(parse_json(body), flavour, partition)
+    return encode_produce(
+        parse_produce(parse_json(body), flavour, partition), partition, partitions, keyless, now_ms
+    )
+
+
+def encode_produce(
+    parsed: ProduceRequest, partition: int | None, partitions: int, keyless: int, now_ms: int
+) -> EncodedProduce:
+    """Checked records grouped by partition (as ``encode_json_produce`` says), one batch each."""
     if partition is not None:
         groups = {partition: list(range(len(parsed.records)))}
     else:
@@ -183,10 +193,18 @@ async def produce_to_partition(request: web.Request) -> web.Response:
         state.served_by(request, served.node)
         answer = batch_produced_answer(partition, result.base_offset, count)
         return web.Response(body=answer, content_type="application/json")
-    flavour = request_flavour(request.content_type)
+    schema_format = typed_records.media_format(request.content_type)
     now_ms = state.state(request).clock_ms()
-    work = state.state(request).json_work
-    encoded = await work.run(encode_json_produce, await state.body(request), flavour, partition, 1, 0, now_ms)
+    if schema_format is not None:  # records framed under a registered schema (api.typed_records)
+        typed, key_id, value_id = await typed_records.produce_request(
+            request, schema_format, topic, partition
+        )
+        encoded = encode_produce(typed, partition, 1, 0, now_ms)
+    else:
+        flavour = request_flavour(request.content_type)
+        work = state.state(request).json_work
+        body = await state.body(request)
+        encoded = await work.run(encode_json_produce, body, flavour, partition, 1, 0, now_ms)
     _, batch = encoded.batches[partition]
     served = await cluster.data.run(
         DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms, _producer(request)
@@ -194,6 +212,8 @@ async def produce_to_partition(request: web.Request) -> web.Response:
     _check_produced(served.value.base_offset, served.value.end_offset, encoded.count)
     state.served_by(request, served.node)
     answer = produce_answer(partition, served.value.base_offset, encoded.count)
+    if schema_format is not None:
+        answer = dump_json(typed_records.with_schema_ids(json.loads(answer), key_id, value_id))
     return web.Response(body=answer, content_type="application/json")
 
 
@@ -204,13 +224,20 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     node = state.node(request)
     settings = state.state(request).settings
     _refuse_internal(request.match_info["topic"])
-    flavour = request_flavour(request.content_type)
-    body = await state.body(request)
+    schema_format = typed_records.media_format(request.content_type)
+    flavour = request_flavour(request.content_type) if schema_format is None else Flavour.JSON
     meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])
     keyless = request.app[ROUND_ROBIN].take(meta.partitions)
     now_ms = state.state(request).clock_ms()
-    work = state.state(request).json_work
-    encoded = await work.run(encode_json_produce, body, flavour, None, meta.partitions, keyless, now_ms)
+    schema_ids: tuple[int | None, int | None] | None = None
+    if schema_format is not None:  # records framed under a registered schema (api.typed_records)
+        typed, *ids = await typed_records.produce_request(request, schema_format, meta.name, None)
+        schema_ids = (ids[0], ids[1])
+        encoded = encode_produce(typed, None, meta.partitions, keyless, now_ms)
+    else:
+        body = await state.body(request)
+        work = state.state(request).json_work
+        encoded = await work.run(encode_json_produce, body, flavour, None, meta.partitions, keyless, now_ms)
     if encoded.unknown_partition is not None:
         raise UnknownPartition(meta.name, encoded.unknown_partition)
     groups = {partition: indexes for partition, (indexes, _) in encoded.batches.items()}
@@ -245,6 +272,8 @@ async def produce_to_topic(request: web.Request) -> web.Response:
                 entries[i] = produce_entry(partition, base_offset + position)
     check(all(e is not None for e in entries), "a produced record has no answer")
     state.served_by(request, ",".join(sorted(leaders)))
+    if schema_ids is not None:
+        return web.json_response(typed_records.with_schema_ids({"offsets": entries}, *schema_ids))
     return web.json_response({"offsets": entries})
 
 
@@ -303,6 +332,14 @@ async def fetch(request: web.Request) -> web.StreamResponse:
         size = len(fetched.data)
         if media == RECORD_BATCH:
             return await answers.streamed(request, hold, size, answers.of_bytes(fetched.data), headers, size)
+        schema_format = typed_records.media_format(media)
+        if schema_format is not None:  # decoded with the schemas their headers name (api.typed_records)
+            parts = [(topic, partition, decode(fetched.data, offset, fetched.aborted))]
+            rendered = await typed_records.render(request.app[typed_records.SCHEMAS], schema_format, parts)
+            if rendered.undecodable and not rendered.rows:  # as Confluent's consumer: no record past it
+                raise rendered.undecodable[0].error()
+            body = answers.json_array(iter([rendered.rows]), False)
+            return await answers.streamed(request, hold, size, body, headers)
         encoding = columnar_encoding(media)
         if encoding is None:
             rows = _rows(topic, partition, offset, fetched, record_flavour(media))

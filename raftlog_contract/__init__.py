@@ -15,6 +15,11 @@ import urllib.parse
 
 JSON_V2 = "application/vnd.kafka.json.v2+json"  # records whose key and value are any JSON
 BINARY_V2 = "application/vnd.kafka.binary.v2+json"  # records whose key, value and header values are base64
+# records whose key and value are JSON, stored framed in Confluent's wire format under a registered schema
+AVRO_V2 = "application/vnd.kafka.avro.v2+json"
+JSONSCHEMA_V2 = "application/vnd.kafka.jsonschema.v2+json"
+PROTOBUF_V2 = "application/vnd.kafka.protobuf.v2+json"
+SCHEMA_FORMATS = {"avro": AVRO_V2, "jsonschema": JSONSCHEMA_V2, "protobuf": PROTOBUF_V2}  # format -> type
 PLAIN_JSON = "application/json"  # JSON records, and every admin body
 KAFKA_V2 = "application/vnd.kafka.v2+json"  # Confluent's content type of consumer-instance requests
 RECORD_BATCH = "application/vnd.raftlog.batch.v2"  # one Kafka RecordBatch v2, as stored (ADR 0007, 0011)

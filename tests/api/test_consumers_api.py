@@ -128,7 +128,7 @@ async def test_offset_reset_and_seeks(cluster: FakeCluster, n1: Node, n2: Node) 
 async def test_bad_requests_and_unknown_instances(cluster: FakeCluster, n1: Node, n2: Node) -> None:
     bad_configs: list[dict[str, Any]] = [
         {"auto.commit.enable": "sometimes"},
-        {"format": "avro"},
+        {"format": "xml"},  # avro, jsonschema and protobuf are schema formats (api.typed_records)
         {"colour": "red"},
         {"auto.offset.reset": "bad-config"},
         {"fetch.min.bytes": "many"},
