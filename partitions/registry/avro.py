@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partitions.registry import avro_compat, avro_datum, avro_model, avro_normalize, avro_schema
-from partitions.registry.schema_types import AVRO, InvalidSchema, ParsedSchema, Resolved
+from partitions.registry.schema_types import AVRO, InvalidSchema, ParsedSchema, Resolved, SchemaType
 
 
 class AvroSchema:
@@ -103,4 +103,4 @@ class AvroType:
         return AvroSchema(root, dict(resolved), reference_names)
 
 
-AVRO_TYPE = AvroType()
+AVRO_TYPE: SchemaType = AvroType()
