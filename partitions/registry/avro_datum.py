@@ -12,8 +12,8 @@ payloads needs: it takes a negative union or enum index as Python's ``list[-1]``
 read as data), cannot say which branch of ``["int", "long"]`` it read, and has no bound on an array of
 values of no bytes (``null``, a record without fields, ``fixed`` of size 0: a block count alone could make
 it build billions; ``_Reader`` counts them against ``ZERO_BYTE_VALUES_MAX``, as Avro's Java reader bounds
-them since AVRO-4241). Reading a 64-byte record to JSON here took 51 us where fastavro's reading and the
-conversion took 76 (test_avro.py's ``test_decode_cost``).
+them since AVRO-4241). Nor is it slower: a record read to JSON here costs less than fastavro's reading of
+it followed by the conversion to JSON.
 """
 
 from __future__ import annotations

@@ -264,6 +264,7 @@ VALUE = {"i": 1, "s": "é", "e": "B", "u": {"E": "A"}, "a": ["\u00ff"], "f": "ab
         (bytes.fromhex("02 04c3a9 02 04 02"), r"the record ends early \(at byte 7, 1 more wanted\)"),
         (bytes.fromhex("02 04c3a9 02 06 00 00 6162"), "union index 3 of 3 branches"),
         (bytes.fromhex("02 04c3a9 04 00 00 00 6162"), "enum index 2 of 2 symbols"),
+        (bytes.fromhex("02 04c3a9 01 00 00 6162"), "enum index -1 of 2 symbols"),  # fastavro: symbols[-1]
         (bytes.fromhex("02 04c3ff 02 00 00 6162"), "a string that is not UTF-8"),
         (
             bytes.fromhex("02 04c3a9 02 00 7f 6162"),
