@@ -231,6 +231,9 @@ class Context:
         return all(difference.type in COMPATIBLE_CHANGES for difference in self.differences)
 
     def add_rebased(self, differences: list[Difference]) -> None:
+        """Differences found relative to a pair of subschemas, added at this context's path."""
+        if not differences:
+            return
         if not self.path:
             self.differences.extend(differences)
             return

@@ -14,6 +14,8 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from partitions.registry.json_schema import JSON_TYPE, ParsedJsonSchema
 from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, java_hash_order
@@ -122,6 +124,7 @@ def _trade_schema(asset_id_type: str = "string") -> dict[str, Any]:
         "Repo",
         "Equity",
         "Index",
+        "CommodityLeg",
     ]
     union = {"oneOf": [{"$ref": f"#/definitions/{name}"} for name in types]}
     definitions: dict[str, Any] = {
@@ -359,3 +362,102 @@ def test_confluent_kafka_s_json_serde_and_this_type_read_each_other_s_records() 
         serializer({"items": ["pen"]}, context)
     with pytest.raises(InvalidRecord, match="'id' is a required property"):
         schema.encode({"items": ["pen"]})
+
+
+_NAMES = st.sampled_from(["a", "b", "$id", "x y"])
+_TYPES = st.sampled_from(["string", "object", "array", "number", "integer", "null", "boolean"])
+_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["a", "b"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=2), st.dictionaries(_NAMES, inner, max_size=2)),
+    max_leaves=4,
+)
+
+
+def _schema_keywords(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    counts = st.integers(0, 3)
+    keywords: dict[str, st.SearchStrategy[Any]] = {
+        "type": st.one_of(_TYPES, st.lists(_TYPES, min_size=1, max_size=3, unique=True)),
+        "properties": st.dictionaries(_NAMES, children, max_size=3),
+        "required": st.lists(_NAMES, min_size=1, max_size=2, unique=True),
+        "additionalProperties": st.one_of(st.booleans(), children),
+        "patternProperties": st.dictionaries(st.sampled_from(["^a", "b"]), children, max_size=2),
+        "dependencies": st.dictionaries(
+            _NAMES, st.one_of(st.lists(_NAMES, max_size=2, unique=True), children)
+        ),
+        "items": st.one_of(children, st.lists(children, min_size=1, max_size=2)),
+        "prefixItems": st.lists(children, min_size=1, max_size=2),
+        "additionalItems": st.one_of(st.booleans(), children),
+        "unevaluatedProperties": children,
+        "unevaluatedItems": children,
+        "contains": children,
+        "minContains": counts,
+        "enum": st.lists(_VALUES, min_size=1, max_size=3),
+        "const": _VALUES,
+        "allOf": st.lists(children, min_size=1, max_size=3),
+        "anyOf": st.lists(children, min_size=1, max_size=3),
+        "oneOf": st.lists(children, min_size=1, max_size=3),
+        "not": children,
+        "if": children,
+        "then": children,
+        "$ref": st.sampled_from(["#", "#/definitions/a", "#/$defs/a"]),
+        "minimum": st.integers(-3, 3),
+        "multipleOf": st.sampled_from([1, 0.5, 3]),
+        "maxLength": counts,
+        "pattern": st.sampled_from(["^a", ".*"]),
+        "minItems": counts,
+        "uniqueItems": st.booleans(),
+        "maxProperties": counts,
+        "title": st.sampled_from(["t", "u"]),
+        "default": _VALUES,
+        "connect.type": st.just("bytes"),
+    }
+    chosen = st.lists(st.sampled_from(sorted(keywords)), max_size=4, unique=True)
+    return chosen.flatmap(lambda names: st.fixed_dictionaries({name: keywords[name] for name in names}))
+
+
+_SCHEMAS = st.recursive(
+    st.one_of(st.booleans(), st.fixed_dictionaries({"type": _TYPES})), _schema_keywords, max_leaves=8
+)
+_DRAFTS = st.sampled_from(
+    [
+        None,
+        "http://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    ]
+)
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> Any:
+    draft, schema, definition = draw(_DRAFTS), draw(_SCHEMAS), draw(_SCHEMAS)
+    if not isinstance(schema, dict):
+        return schema
+    return {**schema, "definitions": {"a": definition}, "$defs": {"a": definition}} | (
+        {"$schema": draft} if draft else {}
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_documents(), _documents(), _VALUES)
+def test_any_schema_is_refused_with_a_reason_or_handled_whole(earlier: Any, later: Any, value: Any) -> None:
+    # Every schema of every draft: refused as InvalidSchema, or its canonical text parses to itself, it is
+    # compared either way with another, and a value is a record of it or an InvalidRecord.
+    try:
+        first, second = parse(earlier), parse(later)
+    except InvalidSchema:
+        return
+    assert parse(first.canonical()).canonical() == first.canonical()
+    assert parse(first.normalized()).normalized() == first.normalized()
+    assert isinstance(
+        second.backward_incompatibilities(first) + first.backward_incompatibilities(second), list
+    )
+    try:
+        _, payload = first.encode(value)
+    except InvalidRecord:
+        with pytest.raises(InvalidRecord):
+            first.decode(json.dumps(value).encode())
+    else:
+        assert first.decode(payload) == value
