@@ -12,6 +12,7 @@ truncation of cycles and its fixpoint over the pairs found incompatible.
 from __future__ import annotations
 
 import sys
+import threading
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -36,15 +37,36 @@ _CONNECT_TYPE = "connect.type"
 _RECURSION_LIMIT = 50_000
 
 
+class _DeepRecursion:
+    """The interpreter's recursion limit raised while any thread compares, restored by the last."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._comparing = 0
+        self._saved = 0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._comparing == 0:
+                self._saved = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(self._saved, _RECURSION_LIMIT))
+            self._comparing += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._lock:
+            self._comparing -= 1
+            if self._comparing == 0:
+                sys.setrecursionlimit(self._saved)
+
+
+_DEEP_RECURSION = _DeepRecursion()
+
+
 def compare(original: Node, update: Node) -> list[Difference]:
     """Every difference between ``original`` and ``update``, in Confluent's order (SchemaDiff.compare);
     ``RecursionError`` for schemas nested beyond ``_RECURSION_LIMIT`` frames."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
-    try:
+    with _DEEP_RECURSION:
         return _fixpoint(original, update)
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def _fixpoint(original: Node, update: Node) -> list[Difference]:
