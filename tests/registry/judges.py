@@ -179,6 +179,8 @@ def parse_test2json(lines: Iterable[str]) -> dict[str, Outcome]:
         try:
             event = json.loads(line)
         except ValueError:
+            event = None
+        if not isinstance(event, dict):
             output.setdefault(current, []).append(line + "\n")
             continue
         test = str(event.get("Test") or "")

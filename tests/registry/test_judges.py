@@ -94,11 +94,11 @@ def test_go_events_give_each_top_level_tests_outcome_and_a_failures_output() -> 
         {"Action": "run", "Test": "TestHung"},
         {"Action": "output", "Test": "TestHung", "Output": "=== RUN   TestHung\n"},
     ]
-    lines = [json.dumps(event) for event in events] + ["panic: test timed out after 4m30s"]
+    lines = [json.dumps(event) for event in events] + ["panic: test timed out after 4m30s", "2"]
     results = judges.parse_test2json(lines)
     failure = "=== RUN   TestClient\n    x.go:9: schema0-key: 404\n"
     assert results["TestClient"] == judges.Outcome("failed", failure)
     assert results["TestOther"] == judges.Outcome("passed")
     assert results["TestHung"].status == "failed"
-    assert "panic: test timed out" in results["TestHung"].message
+    assert results["TestHung"].message.endswith("panic: test timed out after 4m30s\n2\n")
     assert set(results) == {"TestClient", "TestOther", "TestHung"}
