@@ -36,9 +36,13 @@ from raftlog_contract import (
     COLUMNAR_MSGPACK,
     PLAIN_JSON,
     RECORD_BATCH,
+    REGISTRY_V1,
     offsets_path,
     partition_path,
     records_path,
+    schema_id_path,
+    subject_version_path,
+    subject_versions_path,
     topic_path,
 )
 
@@ -292,6 +296,38 @@ class BlockingClient:
         )
         produced = json.loads(answer.body)
         return int(produced["base_offset"]), int(produced["count"])
+
+    # -- the schema registry (Confluent's API, served by every node) -------------------------------------
+
+    def _registry(self, method: str, path: str, body: Any = None, repeatable: bool = True) -> Any:
+        payload = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        headers = {"Accept": REGISTRY_V1}
+        if payload is not None:
+            headers["Content-Type"] = REGISTRY_V1
+        answer = self.request(method, path, payload, headers, repeatable=repeatable)
+        return json.loads(answer.body)
+
+    def subject_version(self, subject: str, version: int | str = "latest") -> dict[str, Any]:
+        """A subject's version (a number or ``latest``) as the registry answers it: ``subject``,
+        ``version``, ``id``, ``schema``, ``schemaType`` (absent for Avro), ``references``."""
+        answer: dict[str, Any] = self._registry("GET", subject_version_path(subject, version))
+        return answer
+
+    def schema_by_id(self, schema_id: int) -> dict[str, Any]:
+        """The schema registered with ``schema_id``: ``schema``, ``schemaType`` (absent for Avro),
+        ``references``."""
+        answer: dict[str, Any] = self._registry("GET", schema_id_path(schema_id))
+        return answer
+
+    def register_schema(
+        self, subject: str, schema: str, schema_type: str = "AVRO", references: Sequence[Any] = ()
+    ) -> int:
+        """Register ``schema`` under ``subject`` (or find it there): its id. Registering the same schema
+        again answers the same id, so the call is repeated after an unknown outcome."""
+        body: dict[str, Any] = {"schema": schema, "schemaType": schema_type}
+        if references:
+            body["references"] = list(references)
+        return int(self._registry("POST", subject_versions_path(subject), body)["id"])
 
 
 def _from_b64(data: str | None) -> bytes | None:

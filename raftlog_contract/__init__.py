@@ -164,3 +164,9 @@ user_path = PathTemplate("/v1/users/{user}")
 # POST makes one of the user's API tokens (answered once), GET lists them (never their text)
 user_tokens_path = PathTemplate("/v1/users/{user}/tokens")
 user_token_path = PathTemplate("/v1/users/{user}/tokens/{token_id}")  # DELETE revokes one of them
+# the schema registry (Confluent's API, on every node's HTTP listener): a subject's versions (POST registers
+# a schema), one version (a number or "latest"), and a schema by its id
+subject_versions_path = PathTemplate("/subjects/{subject}/versions")
+subject_version_path = PathTemplate("/subjects/{subject}/versions/{version}")
+schema_id_path = PathTemplate("/schemas/ids/{id}")
+REGISTRY_V1 = "application/vnd.schemaregistry.v1+json"  # the registry's answers and bodies

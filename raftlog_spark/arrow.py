@@ -16,6 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -65,8 +66,25 @@ def _timestamp_types(types: list[int]) -> pa.Array:
     return pa.array(types, pa.int32())
 
 
-def record_batch(topic: str, partition: int, page: Page, count: int) -> pa.RecordBatch:
-    """The first ``count`` records of ``page`` as a batch of the source's schema."""
+def typed(value_type: DataType) -> tuple[StructType, pa.Schema]:
+    """The source's schema with the value column of ``value_type`` (nullable: a tombstone is null), and
+    its Arrow schema."""
+    schema = StructType(
+        [StructField("value", value_type, True) if f.name == "value" else f for f in SCHEMA.fields]
+    )
+    return schema, to_arrow_schema(schema, timezone="UTC")
+
+
+def record_batch(
+    topic: str,
+    partition: int,
+    page: Page,
+    count: int,
+    values: pa.Array | None = None,
+    schema: pa.Schema = ARROW_SCHEMA,
+) -> pa.RecordBatch:
+    """The first ``count`` records of ``page`` as a batch of the source's schema; ``values``: the value
+    column already typed (``schema``'s), else the values' bytes."""
     if count < len(page.offsets):
         page = Page(*(getattr(page, column.name)[:count] for column in fields(page)))
     millis = pa.array(page.timestamps_ms, pa.int64())
@@ -74,7 +92,7 @@ def record_batch(topic: str, partition: int, page: Page, count: int) -> pa.Recor
     return pa.RecordBatch.from_arrays(
         [
             pa.array(page.keys, pa.binary()),
-            pa.array(page.values, pa.binary()),
+            pa.array(page.values, pa.binary()) if values is None else values,
             pa.repeat(pa.scalar(topic, pa.string()), count),  # 3 ns a row; a list of the name costs 110
             pa.repeat(pa.scalar(partition, pa.int32()), count),
             pa.array(page.offsets, pa.int64()),
@@ -82,5 +100,5 @@ def record_batch(topic: str, partition: int, page: Page, count: int) -> pa.Recor
             _timestamp_types(page.timestamp_types),
             _headers(page.headers),
         ],
-        schema=ARROW_SCHEMA,
+        schema=schema,
     )

@@ -4,10 +4,10 @@ their CA, within their request timeout."""
 from __future__ import annotations
 
 from raftlog_client.blocking import BlockingClient
-from raftlog_spark.options import ReadOptions, WriteOptions
+from raftlog_spark.options import Reach, ReadOptions, WriteOptions
 
 
-def connect(options: ReadOptions | WriteOptions, first: int = 0) -> BlockingClient:
+def connect(options: ReadOptions | WriteOptions | Reach, first: int = 0) -> BlockingClient:
     """``first``: the server tried first (modulo their number), so tasks spread over the nodes."""
     access = options.access
     return BlockingClient(

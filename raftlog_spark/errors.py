@@ -26,6 +26,12 @@ class BadRow(RaftlogSparkError, ValueError):
     """A row the sink cannot write (no topic, a negative partition or timestamp, a null header key)."""
 
 
+class BadRecord(RaftlogSparkError, ValueError):
+    """A record's value that is not what ``valueFormat`` says (not in Confluent's wire format, or not
+    decoding with the schema its id names), or a row's value the sink cannot encode; the message names
+    the topic, partition and offset (or the row's topic)."""
+
+
 class DataLoss(RaftlogSparkError):
     """Records the query should read are gone (retention deleted them, or the topic shrank). Raised only
     with ``failOnDataLoss=true`` (the default); ``false`` skips to what is still there."""

@@ -31,6 +31,10 @@ MAX_TRIGGER_DELAY_MS_DEFAULT = 15 * 60 * 1000  # Spark's Kafka source: "15m"
 _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 ACCESS_OPTIONS = ("ca", "user", "password", "userToken")  # how the servers are reached: see parse_access
+VALUE_OPTIONS = ("valueFormat", "valueSubject")  # typed values under the registry's schemas: parse_value
+ValueFormat = Literal["binary", "avro"]
+# Confluent's other schema formats, refused by name rather than read as bytes
+VALUE_FORMATS_NOT_BUILT = ("json", "jsonschema", "protobuf")
 # Every option the format reads; any other is refused by name (Spark's Kafka options this format does
 # not have would otherwise be ignored, and a query read other data than asked for, without an error).
 READ_OPTIONS = frozenset(
@@ -40,14 +44,14 @@ READ_OPTIONS = frozenset(
         "startingTimestamp", "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
         "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
         "maxTriggerDelay", "minPartitions", "failOnDataLoss", "fetchMaxBytes", "fetchFormat",
-        "requestTimeoutMs", "includeHeaders", *ACCESS_OPTIONS,
+        "requestTimeoutMs", "includeHeaders", *VALUE_OPTIONS, *ACCESS_OPTIONS,
     )
 )  # fmt: skip
 WRITE_OPTIONS = frozenset(
     name.lower()
     for name in (
         "servers", "topic", "batchRecords", "batchBytes", "compression", "requestTimeoutMs", "includeHeaders",
-        *ACCESS_OPTIONS,
+        *VALUE_OPTIONS, *ACCESS_OPTIONS,
     )
 )  # fmt: skip
 SPARK_OPTIONS = frozenset({"path", "checkpointlocation"})  # Spark's own, handed to every source too
@@ -249,6 +253,67 @@ def parse_access(options: Mapping[str, str], servers: tuple[str, ...]) -> Access
 
 
 @dataclass(frozen=True, slots=True)
+class ValueSpec:
+    """What the value column is: ``binary`` (the record's bytes, the default) or ``avro``: typed by the
+    registry's Avro schema of ``subject`` (``valueSubject``, else Confluent's TopicNameStrategy:
+    ``{topic}-value``), values in Confluent's wire format."""
+
+    format: ValueFormat
+    subject: str | None  # avro only
+
+
+def parse_value(options: Mapping[str, str], topics: list[str], topics_option: str) -> ValueSpec:
+    """``valueFormat`` and ``valueSubject``; the default subject needs exactly one topic."""
+    raw = (_get(options, "valueFormat") or "binary").strip().lower()
+    subject = _get(options, "valueSubject")
+    if raw in VALUE_FORMATS_NOT_BUILT:
+        raise OptionError(
+            "valueFormat",
+            f"{raw!r}: {'Protobuf' if raw == 'protobuf' else 'JSON Schema'} values are not built; 'avro' "
+            "or 'binary' (decode the bytes yourself)",
+        )
+    if raw not in ("binary", "avro"):
+        raise OptionError("valueFormat", f"{raw!r} is neither 'binary' nor 'avro'")
+    if raw == "binary":
+        if subject is not None:
+            raise OptionError("valueSubject", "only with valueFormat 'avro'")
+        return ValueSpec("binary", None)
+    if subject is not None:
+        if not subject.strip():
+            raise OptionError("valueSubject", "empty")
+        return ValueSpec("avro", subject.strip())
+    if len(topics) != 1:
+        raise OptionError(
+            "valueFormat",
+            f"'avro' types the value by the subject '{{topic}}-value' of one topic; {topics_option} names "
+            f"{len(topics)}: give one, or the subject in 'valueSubject'",
+        )
+    return ValueSpec("avro", f"{topics[0]}-value")
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """How the servers are reached, alone (what ``connect`` needs of any options)."""
+
+    servers: tuple[str, ...]
+    access: Access
+    request_timeout_ms: int
+
+
+def parse_reach(options: Mapping[str, str]) -> Reach:
+    servers = parse_servers(options)
+    timeout_ms = _int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
+    return Reach(servers, parse_access(options, servers), timeout_ms or REQUEST_TIMEOUT_MS_DEFAULT)
+
+
+def read_value(options: Mapping[str, str]) -> ValueSpec:
+    """The value spec of a read (batch or streaming: a source's ``schema()`` does not know which)."""
+    check_known(options, READ_OPTIONS, "reading")
+    topics = sorted(parse_subscription(options))
+    return parse_value(options, topics, "subscribe" if _get(options, "subscribe") is not None else "assign")
+
+
+@dataclass(frozen=True, slots=True)
 class ReadOptions:
     servers: tuple[str, ...]
     access: Access
@@ -271,6 +336,7 @@ class ReadOptions:
     ending_timestamps: int | Timestamps | None  # batch only; a partition with no record that late: its end
     ending_timestamps_option: str
     starting_none_late_enough: NoneLateEnough  # startingOffsetsByTimestampStrategy
+    value: ValueSpec = field(default_factory=lambda: ValueSpec("binary", None))
 
 
 def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptions:
@@ -348,6 +414,7 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
         ending_timestamps=ending_timestamps,
         ending_timestamps_option=ending_timestamps_option,
         starting_none_late_enough="latest" if none_late_enough == "latest" else "error",
+        value=read_value(options),
     )
 
 
@@ -360,6 +427,7 @@ class WriteOptions:
     batch_bytes: int
     compression: Compression
     request_timeout_ms: int
+    value: ValueSpec = field(default_factory=lambda: ValueSpec("binary", None))
 
 
 def _codec(options: Mapping[str, str]) -> Compression:
@@ -386,4 +454,5 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         compression=_codec(options),
         request_timeout_ms=_int(options, "requestTimeoutMs", REQUEST_TIMEOUT_MS_DEFAULT, 100, 3_600_000)
         or REQUEST_TIMEOUT_MS_DEFAULT,
+        value=parse_value(options, [] if topic is None else [topic.strip()], "the option 'topic'"),
     )

@@ -24,9 +24,10 @@ from pyspark.sql.streaming.datasource import (
 
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.errors import OffsetOutOfRange
-from raftlog_spark.arrow import record_batch
+from raftlog_spark.arrow import record_batch, typed
+from raftlog_spark.avro_records import Registered, ValueDecoder, by_id, column_type
 from raftlog_spark.connect import connect
-from raftlog_spark.errors import DataLoss, RaftlogSparkError
+from raftlog_spark.errors import BadRecord, DataLoss, RaftlogSparkError
 from raftlog_spark.offsets import (
     EARLIEST,
     LATEST,
@@ -90,14 +91,40 @@ def by_timestamp(options: ReadOptions, bounds: Mapping[TopicPartition, Bounds], 
     return at_timestamps(timestamps, found, bounds, option, none_late_enough)
 
 
-def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBatch]:
+class TypedValues:
+    """The value column of ``valueFormat`` 'avro': each record's value decoded with the schema its id
+    names, resolved to the query's ``reader`` schema (the subject's latest when the query was planned)."""
+
+    def __init__(self, client: BlockingClient, reader: Registered, subject: str) -> None:
+        self.decoder = ValueDecoder(reader, lambda schema_id: by_id(client, schema_id))
+        self.arrow_schema = typed(column_type(reader, subject))[1]
+        self.arrow_type = self.arrow_schema.field("value").type
+
+    def column(self, part: OffsetRange, values: list[bytes | None], offsets: list[int]) -> pa.Array:
+        decode = self.decoder.decode
+        rows = []
+        for i, value in enumerate(values):
+            try:
+                rows.append(decode(value))
+            except BadRecord as exc:
+                raise BadRecord(f"{part.topic}-{part.partition} offset {offsets[i]}: {exc}") from exc
+        return pa.array(rows, self.arrow_type)
+
+
+def read_range(
+    options: ReadOptions, part: OffsetRange, value_schema: Registered | None = None
+) -> Iterator[pa.RecordBatch]:
     """Every record of ``part`` once, in offset order, as Arrow batches. Offsets retention deleted raise
     ``DataLoss``, or are skipped with ``failOnDataLoss=false``. Offsets planned but not (yet) there, as
-    right after a leader change, are waited for up to ``requestTimeoutMs``, then treated the same way."""
+    right after a leader change, are waited for up to ``requestTimeoutMs``, then treated the same way.
+    ``value_schema``: with ``valueFormat`` 'avro', the reader schema the values are typed by."""
     where = f"{part.topic}-{part.partition}"
     offset = part.start
     stalled_since: float | None = None
     with connect(options, first=part.partition) as client:
+        values = None
+        if value_schema is not None:
+            values = TypedValues(client, value_schema, options.value.subject or "")
         while offset < part.end:
             try:
                 page = client.fetch_page(
@@ -138,14 +165,18 @@ def read_range(options: ReadOptions, part: OffsetRange) -> Iterator[pa.RecordBat
             # a compacted topic's offsets have gaps (the records compaction removed): the page's first
             # record may lie past the offset asked, and the range ends with its last record below the end
             count = bisect.bisect_left(page.offsets, part.end)
-            if count:
+            if count and values is not None:
+                column = values.column(part, page.values[:count], page.offsets)
+                yield record_batch(part.topic, part.partition, page, count, column, values.arrow_schema)
+            elif count:
                 yield record_batch(part.topic, part.partition, page, count)
             offset = page.offsets[count - 1] + 1 if count == len(page.offsets) else part.end
 
 
 class BatchReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], value_schema: Registered | None = None) -> None:
         self.options = parse_read_options(options, streaming=False)
+        self.value_schema = value_schema  # valueFormat 'avro': the reader schema (source.value_schema)
 
     def partitions(self) -> list[InputPartition]:
         bounds = partition_bounds(self.options)
@@ -161,14 +192,15 @@ class BatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange):
             raise TypeError(f"expected an OffsetRange, got {partition!r}")
-        return read_range(self.options, partition)
+        return read_range(self.options, partition, self.value_schema)
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are Kafka's JSON ``{"topic": {"partition": next offset to read}}``."""
 
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], value_schema: Registered | None = None) -> None:
         self.options = parse_read_options(options, streaming=True)
+        self.value_schema = value_schema  # fixed when the query starts; later versions resolve to it
         self._available_now: Offsets | None = None  # the end fixed by Trigger.AvailableNow
         self._last_trigger_s: float | None = None  # when the last micro-batch was let go (monotonic)
 
@@ -236,7 +268,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange):
             raise TypeError(f"expected an OffsetRange, got {partition!r}")
-        return read_range(self.options, partition)
+        return read_range(self.options, partition, self.value_schema)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         """Progress lives in Spark's checkpoint (as with Kafka); nothing to tell the cluster."""

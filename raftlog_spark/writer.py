@@ -24,6 +24,7 @@ non-deterministic shuffle.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -54,8 +55,10 @@ from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.errors import RequestFailed
 from raftlog_contract import RECORD_TOO_LARGE, SEQUENCE_TOO_OLD
+from raftlog_spark.avro_records import ValueEncoder
+from raftlog_spark.avro_types import avro_schema
 from raftlog_spark.connect import connect
-from raftlog_spark.errors import BadRow, RaftlogSparkError, SchemaError
+from raftlog_spark.errors import BadRecord, BadRow, RaftlogSparkError, SchemaError
 from raftlog_spark.options import WriteOptions, parse_write_options
 
 SEQUENCE_MAX = 2**31 - 1  # Kafka's base sequence is an int32: records per producer and partition
@@ -80,7 +83,7 @@ def check_schema(schema: StructType, options: WriteOptions) -> None:
     fields: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
     if "value" not in fields:
         raise SchemaError(f"the DataFrame needs a 'value' column (string or binary); it has {sorted(fields)}")
-    for name in ("value", "key"):
+    for name in ("value", "key") if options.value.format == "binary" else ("key",):
         if name in fields and not isinstance(fields[name], _TEXT_OR_BYTES):
             raise SchemaError(f"column '{name}' must be string or binary, not {fields[name].simpleString()}")
     if "topic" in fields and not isinstance(fields["topic"], StringType):
@@ -173,9 +176,10 @@ class TaskWriter:
     it starts at the producer id modulo the partitions, so tasks spread). The same rows in the same order
     give the same batches with the same sequences: a retried task's batches are recognised."""
 
-    def __init__(self, options: WriteOptions, producer: int) -> None:
+    def __init__(self, options: WriteOptions, producer: int, values: TypedValue | None = None) -> None:
         self.options = options
         self.producer = producer
+        self.encoder = None if values is None else values.encoder()
         self.topics: dict[str, _Topic] = {}
         self.pending: dict[tuple[str, int], _Pending] = {}
         self.records = 0
@@ -215,7 +219,15 @@ class TaskWriter:
             if not topic:
                 raise BadRow("a row has a null or empty 'topic' and the option 'topic' is not set")
             layout = self._topic(client, topic)
-            value = None if values[i] is None else _bytes(values[i])  # None: a tombstone
+            if values[i] is None:
+                value = None  # a tombstone
+            elif self.encoder is not None:
+                try:
+                    value = self.encoder.encode(values[i])
+                except BadRecord as exc:
+                    raise BadRecord(f"a row of topic {topic!r}: {exc}") from exc
+            else:
+                value = _bytes(values[i])
             key = None if keys[i] is None else _bytes(keys[i])
             size = 24 + (0 if value is None else len(value)) + (0 if key is None else len(key))
             chosen = None if partitions is None else partitions[i]
@@ -299,10 +311,35 @@ class TaskWriter:
 # -- Spark's writer classes ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TypedValue:
+    """``valueFormat`` 'avro': the value column's Avro schema, registered under the value subject where
+    Spark plans the write (the registry answers the id it has when the schema is there already, and
+    refuses one its compatibility level does not allow); tasks encode with it."""
+
+    schema_id: int
+    schema: Any
+    kind: DataType
+
+    def encoder(self) -> ValueEncoder:
+        return ValueEncoder(self.schema_id, self.schema, self.kind)
+
+
+def register_value(options: WriteOptions, schema: StructType) -> TypedValue | None:
+    if options.value.format != "avro" or options.value.subject is None:
+        return None
+    kind = next(f.dataType for f in schema.fields if f.name == "value")
+    avro = avro_schema(kind)
+    with connect(options) as client:
+        schema_id = client.register_schema(options.value.subject, json.dumps(avro))
+    return TypedValue(schema_id, avro, kind)
+
+
 class BatchWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options = parse_write_options(options)
         check_schema(schema, self.options)
+        self.values = register_value(self.options, schema)
         self.job = uuid.uuid4().hex  # made once, where Spark plans the write; pickled to every task
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
@@ -310,7 +347,7 @@ class BatchWriter(DataSourceArrowWriter):
         if context is None:
             raise RaftlogSparkError("write() must run in a Spark task")
         producer = producer_id("batch", self.job, context.partitionId())
-        return TaskWriter(self.options, producer).write(iterator)
+        return TaskWriter(self.options, producer, self.values).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Every record is already committed by the cluster when its task ends: nothing to finish."""
@@ -324,6 +361,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options = parse_write_options(options)
         check_schema(schema, self.options)
+        self.values = register_value(self.options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
         context = TaskContext.get()
@@ -334,7 +372,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
         if not query or batch is None:
             raise RaftlogSparkError("the streaming sink runs without a query id or batch id from Spark")
         producer = producer_id("stream", query, int(batch), context.partitionId())
-        return TaskWriter(self.options, producer).write(iterator)
+        return TaskWriter(self.options, producer, self.values).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Records are committed by the cluster as each task writes them: nothing to finish."""

@@ -58,6 +58,9 @@ SAMPLE_ARGUMENTS: dict[str, str | int] = {
     "user": "alice",
     "token_id": "0123456789abcdef",
     "transactional_id": "payments-1",
+    "subject": "orders-value",
+    "version": "latest",
+    "id": 7,
 }
 
 
