@@ -203,17 +203,24 @@ def test_refusals_write_nothing_and_undecodable_records_stop_a_read(running_clus
     cluster = running_cluster
     url = cluster.servers[1]
     topic = "http-refusals"
-    records.create_topics(cluster, topic)
+    records.create_topics(cluster, topic, f"{topic}-json", f"{topic}-proto")
     good = {"value_schema": USER_AVRO, "records": [{"value": {"name": "a"}}]}
     assert call(f"{url}/topics/{topic}", "POST", json.dumps(good), content_type=AVRO_V2)[0] == 200
-    schema_id = call(f"{url}/topics/{topic}", "POST", json.dumps(good), content_type=AVRO_V2)[1][
-        "value_schema_id"
-    ]
+    # the same schema by id, to the partition's route: the same id, nothing registered again
+    schema_id = call(f"{url}/subjects/{topic}-value/versions/1", "GET")[1]["id"]
+    by_id = {"value_schema_id": schema_id, "records": [{"value": {"name": "a"}}]}
+    status, answer, _ = call(
+        f"{url}/topics/{topic}/partitions/0", "POST", json.dumps(by_id), content_type=AVRO_V2
+    )
+    assert status == 200 and answer["value_schema_id"] == schema_id and answer["offsets"][0]["offset"] == 1
+    assert call(f"{url}/subjects/{topic}-value/versions", "GET")[1] == [1]
     before = end_offset(url, topic)
     assert before == 2
 
-    def refused(body: dict[str, Any], media: str = AVRO_V2, path: str = "") -> tuple[int, int]:
-        status, answer, _ = call(f"{url}/topics/{topic}{path}", "POST", json.dumps(body), content_type=media)
+    def refused(
+        body: dict[str, Any], media: str = AVRO_V2, path: str = "", into: str = topic
+    ) -> tuple[int, int]:
+        status, answer, _ = call(f"{url}/topics/{into}{path}", "POST", json.dumps(body), content_type=media)
         return status, answer["error_code"]
 
     # a record its schema refuses, after one it takes: nothing of the request written (Confluent's 42203)
@@ -242,6 +249,15 @@ def test_refusals_write_nothing_and_undecodable_records_stop_a_read(running_clus
         42207,
     )
     assert end_offset(url, topic) == before
+    # the other formats' data their schemas refuse (topics whose subjects hold no Avro schema): a JSON
+    # Schema's document, a field the Protobuf message does not have
+    strict = '{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}'
+    json_body = {"value_schema": strict, "records": [{"value": {"n": "x"}}]}
+    assert refused(json_body, JSONSCHEMA_V2, into=f"{topic}-json") == (422, 42203)
+    message = 'syntax = "proto3"; message M { int32 n = 1; }'
+    proto_body = {"value_schema": message, "records": [{"value": {"m": 1}}]}
+    assert refused(proto_body, PROTOBUF_V2, into=f"{topic}-proto") == (422, 42203)
+    assert end_offset(url, f"{topic}-json") == end_offset(url, f"{topic}-proto") == 0
 
     # a record not in Confluent's wire format (a JSON-format record) after the two good ones: a read answers
     # the records before it, a read starting at it fails naming it, as Confluent's consumer's poll
