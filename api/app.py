@@ -214,6 +214,7 @@ _TOPIC = topic_path.template  # the clients' builders of these paths and the rou
 _PARTITION = partition_path.template
 # Confluent's schema formats: records as JSON under a schema by text or id (api.typed_records)
 _SCHEMA_BODIES = tuple((media, "SchemaProduceRequest") for media in SCHEMA_FORMATS.values())
+_PRODUCE_NEEDS = needs(topic(WRITE), in_handler=typed_records.SUBJECT_NEEDS)
 _FETCH_QUERY = (
     Param("offset", "integer", "first offset to return", required=True, minimum=0),
     Param(
@@ -257,7 +258,7 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _TOPIC, records.produce_to_topic, "produce", "Produce records (key -> murmur2 partition)",
         "client", body="ProduceRequest", body_types=RECORD_TYPES, ok_schema="ProduceResponse",
         body_alternatives=_SCHEMA_BODIES,
-        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
+        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=_PRODUCE_NEEDS,
         quota=PRODUCER_BYTE_RATE,
     ),
     Operation(
@@ -274,7 +275,7 @@ ROUTES: tuple[Operation, ...] = (
         "POST", _PARTITION, records.produce_to_partition, "produceToPartition",
         "Produce records to one partition", "client", body="ProduceRequest", body_types=RECORD_TYPES,
         ok_schema="PartitionProduceResponse", body_alternatives=((RECORD_BATCH, None), *_SCHEMA_BODIES),
-        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=needs(topic(WRITE)),
+        errors=(404, 413, 415, 422, 429, 504, 507), write=True, access=_PRODUCE_NEEDS,
         quota=PRODUCER_BYTE_RATE,
     ),
     Operation(

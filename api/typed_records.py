@@ -32,7 +32,8 @@ from typing import Any
 import pybase64
 from aiohttp import web
 
-from api import state
+from api import access, state
+from api.access import READ, WRITE
 from api.errors import (
     BadRequest,
     InvalidEmbeddedSchema,
@@ -66,6 +67,9 @@ FORMAT_OF_MEDIA = {media: name for name, media in SCHEMA_FORMATS.items()}
 ENCODE_INLINE_RECORDS_MAX = 100  # a produce of more records is encoded on a thread
 RENDER_INLINE_RECORDS_MAX = 100  # a read of more records is decoded and rendered on a thread
 SCHEMAS = web.AppKey("raftlog_schemas", SchemaCache)
+# what a schema format's produce asks of the caller's ACLs beyond WRITE on the topic (as its own calls of
+# the registry would: lookupSchema, registerSchema)
+SUBJECT_NEEDS = "a schema format's: READ subject {topic}-key / {topic}-value, WRITE it to register a schema"
 _SCHEMA_FIELDS = frozenset({"key_schema", "key_schema_id", "value_schema", "value_schema_id"})
 
 
@@ -141,10 +145,8 @@ async def produce_request(
     ids (None: none given)."""
     body = parse_schema_produce(await state.json_of(request, await state.body(request)), partition)
     schema_type = SCHEMA_TYPES[media_format_name]
-    cache = request.app[SCHEMAS]
-    registry = state.node(request).cluster.registry
-    key = await _schema(registry, cache, schema_type, topic, True, body.key_schema, body.key_schema_id)
-    value = await _schema(registry, cache, schema_type, topic, False, body.value_schema, body.value_schema_id)
+    key = await _schema(request, schema_type, topic, True, body.key_schema, body.key_schema_id)
+    value = await _schema(request, schema_type, topic, False, body.value_schema, body.value_schema_id)
     if len(body.keys) > ENCODE_INLINE_RECORDS_MAX:
         parsed = await asyncio.to_thread(encode_records, body, key, value)
     else:
@@ -153,20 +155,18 @@ async def produce_request(
 
 
 async def _schema(
-    registry: Any,
-    cache: SchemaCache,
-    schema_type: str,
-    topic: str,
-    is_key: bool,
-    text: str | None,
-    schema_id: int | None,
+    request: web.Request, schema_type: str, topic: str, is_key: bool, text: str | None, schema_id: int | None
 ) -> Registered | None:
     """The schema a produce names for its keys or values, registered under the topic's subject, as
     Confluent's ``SchemaManagerImpl`` finds it: by id (which the subject must hold), or by text (looked up
-    under the subject, registered when it is not there)."""
+    under the subject, registered when it is not there). With ACLs enforced the caller asks the registry
+    as itself: READ on the subject to find it there, WRITE to register it (``SUBJECT_NEEDS``)."""
     if text is None and schema_id is None:
         return None
     subject = f"{topic}-{'key' if is_key else 'value'}"
+    access.authorize(request, access.SUBJECT, READ, subject)
+    cache = request.app[SCHEMAS]
+    registry = state.node(request).cluster.registry
     if schema_id is not None:
         try:
             registered = await cache.registered(schema_id)
@@ -196,6 +196,7 @@ async def _schema(
     except RegistryError as exc:
         if exc.error_code not in (40401, 40403):  # the subject, or the schema under it, not found
             raise _refused(exc, f"Error when registering schema. subject = {subject}") from None
+        access.authorize(request, access.SUBJECT, WRITE, subject)
         try:
             found = await registry.call(RegistryService.register, subject, schema, False, 0, 0)
         except RegistryError as refused:

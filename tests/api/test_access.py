@@ -20,6 +20,7 @@ from harness import Harness, Node
 from api import auth
 from api.access import Access
 from api.app import ROUTES, build_app
+from api.typed_records import SUBJECT_NEEDS as SCHEMA_SUBJECTS
 from partitions.names import GROUPS_TOPIC
 from partitions.security.users import make_credential
 
@@ -66,10 +67,10 @@ def test_an_access_either_checks_or_says_why_not() -> None:
 KAFKA_MAPPING = {
     ("GET", "/topics"): ["lists only the topics the caller may DESCRIBE"],
     ("GET", "/topics/{topic}"): ["DESCRIBE topic {topic}", "DESCRIBE_CONFIGS topic {topic}"],
-    ("POST", "/topics/{topic}"): ["WRITE topic {topic}"],
+    ("POST", "/topics/{topic}"): ["WRITE topic {topic}", SCHEMA_SUBJECTS],
     ("GET", "/topics/{topic}/partitions"): ["DESCRIBE topic {topic}"],
     ("GET", "/topics/{topic}/partitions/{partition}"): ["DESCRIBE topic {topic}"],
-    ("POST", "/topics/{topic}/partitions/{partition}"): ["WRITE topic {topic}"],
+    ("POST", "/topics/{topic}/partitions/{partition}"): ["WRITE topic {topic}", SCHEMA_SUBJECTS],
     ("GET", "/topics/{topic}/partitions/{partition}/offsets"): ["DESCRIBE topic {topic}"],
     ("GET", "/topics/{topic}/partitions/{partition}/records"): ["READ topic {topic}"],
     ("POST", "/consumers/{group}/offsets"): ["READ group {group}", "READ topic: each topic of the body"],
@@ -326,7 +327,10 @@ async def test_a_consumer_instance_needs_its_group_and_reads_only_topics_it_may_
 async def test_the_openapi_document_says_403_and_what_each_route_checks(a1: Node) -> None:
     document = await (await a1.client.get("/openapi.json")).json()
     produce_doc = document["paths"]["/topics/{topic}/partitions/{partition}"]["post"]
-    assert "403" in produce_doc["responses"] and produce_doc["x-raftlog-acls"] == ["WRITE topic {topic}"]
+    assert "403" in produce_doc["responses"] and produce_doc["x-raftlog-acls"] == [
+        "WRITE topic {topic}",
+        SCHEMA_SUBJECTS,
+    ]
     brokers = document["paths"]["/brokers"]["get"]
     assert "403" not in brokers["responses"] and brokers["x-raftlog-acls"][0].startswith("none: ")
     acls = document["paths"]["/v1/acls"]["post"]
