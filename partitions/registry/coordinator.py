@@ -11,8 +11,12 @@ permitted, 42206 reference exists, 40408/40409 no subject-level config/mode).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Protocol, TypeVar
 
@@ -47,6 +51,8 @@ from partitions.registry.table import (
     Version,
 )
 
+WORKERS = 2  # threads parsing and comparing schemas
+PARSED_KEPT = 256  # schemas kept parsed (a registration compares with its subject's earlier versions)
 REGISTER_TRIES = 8  # a registration raced by another one under the same subject is checked again
 SCHEMA_BYTES_MAX = 1024 * 1024  # one schema's text (Confluent's: a record of its _schemas topic)
 REFERENCES_MAX = 1000  # references of one schema, transitively
@@ -81,6 +87,9 @@ class SchemaRegistry:
         self._features = features.Features(finalized)
         self._limits = limits
         self._make_guid = make_guid
+        self._workers = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="registry")
+        self._parsed: OrderedDict[tuple[str, str, tuple[tuple[str, str], ...]], ParsedSchema] = OrderedDict()
+        self._parsed_lock = threading.Lock()
 
     def _table(self) -> SchemaTable:
         try:
@@ -151,7 +160,7 @@ class SchemaRegistry:
         table = self._table()
         if not table.versions(subject, deleted):
             raise RegistryError(40401, f"Subject '{subject}' not found.")
-        parsed = self._parse(table, schema)
+        parsed = await self._off_loop(self._parse, table, schema)
         wanted = {parsed.canonical()}
         if normalize or table.normalize(subject):
             wanted.add(parsed.normalized())
@@ -171,13 +180,13 @@ class SchemaRegistry:
         self, subject: str, version: int | None, schema: SchemaInput, normalize: bool
     ) -> Compatibility:
         table = self._table()
-        parsed = self._parse(table, schema)
         level = table.compatibility(subject)
         if version is None:
             previous = _checked_against(table, subject, level)
         else:
             previous = [_version(table, subject, version, deleted=False)]
-        messages = self._incompatibilities(table, parsed, previous, level)
+        parsed = await self._off_loop(self._parse, table, schema)
+        messages = await self._off_loop(self._incompatibilities, table, parsed, previous, level)
         return Compatibility(not messages, tuple(messages))
 
     async def config(self, subject: str, default_to_global: bool) -> ConfigView:
@@ -213,7 +222,7 @@ class SchemaRegistry:
                 raise RegistryError(42205, f"Subject {subject} is in read-only mode")
             if (schema_id or version) and mode != "IMPORT":
                 raise RegistryError(42205, f"Subject {subject} is not in import mode")
-            parsed = self._parse(table, schema)
+            parsed = await self._off_loop(self._parse, table, schema)
             text = parsed.normalized() if normalize or table.normalize(subject) else parsed.canonical()
             stored = Schema(parsed.schema_type, text, schema.references, schema.metadata, schema.rule_set)
             known = table.id_of(stored)
@@ -223,7 +232,7 @@ class SchemaRegistry:
             if mode != "IMPORT":
                 level = table.compatibility(subject)
                 checked = _checked_against(table, subject, level)
-                messages = self._incompatibilities(table, parsed, checked, level)
+                messages = await self._off_loop(self._incompatibilities, table, parsed, checked, level)
                 if messages:
                     raise RegistryError(
                         409,
@@ -315,7 +324,29 @@ class SchemaRegistry:
             raise RegistryError(result.error_code, result.message)
         return result
 
+    async def _off_loop(self, work: Callable[..., _T], *args: object) -> _T:
+        """Parsing and comparing schemas (milliseconds each, more for a large one) on the registry's own
+        threads, never the event loop's; at most ``WORKERS`` at once, the rest queued."""
+        return await asyncio.get_running_loop().run_in_executor(self._workers, work, *args)
+
     def _parse(self, table: SchemaTable, schema: SchemaInput) -> ParsedSchema:
+        """The schema parsed with its references (42201 when it is none); the same input parsed once while
+        it stays among the ``PARSED_KEPT`` most recently parsed (any thread)."""
+        resolved = _resolve(table, schema.references)
+        key = (schema.schema_type, schema.schema, tuple(sorted(resolved.items())))
+        with self._parsed_lock:
+            parsed = self._parsed.get(key)
+            if parsed is not None:
+                self._parsed.move_to_end(key)
+                return parsed
+        parsed = self._parse_anew(schema, resolved)
+        with self._parsed_lock:
+            self._parsed[key] = parsed
+            while len(self._parsed) > PARSED_KEPT:
+                self._parsed.popitem(last=False)
+        return parsed
+
+    def _parse_anew(self, schema: SchemaInput, resolved: Resolved) -> ParsedSchema:
         kind = self._types.get(schema.schema_type)
         if kind is None:
             raise RegistryError(42201, f"Invalid schema type {schema.schema_type}")
@@ -327,7 +358,6 @@ class SchemaRegistry:
                     json.loads(text)
                 except ValueError:
                     raise RegistryError(42201, f"Invalid schema: its {field} is not JSON") from None
-        resolved = _resolve(table, schema.references)
         try:
             return kind.parse(schema.schema, resolved)
         except InvalidSchema as exc:
