@@ -22,6 +22,7 @@ PAGES = {
     "topics": "Topics",
     "records": "Records",
     "groups": "Consumer groups",
+    "schemas": "Schema registry",
     "security": "Security",
     "operations": "Operations",
 }

@@ -11,6 +11,8 @@ import * as groups from "./pages/groups.js";
 import * as group from "./pages/group.js";
 import * as security from "./pages/security.js";
 import * as operations from "./pages/operations.js";
+import * as schemas from "./pages/schemas.js";
+import * as subject from "./pages/subject.js";
 
 // #/<name>[/<argument>]: the page module and the nav entry it lights
 const PAGES = {
@@ -18,6 +20,7 @@ const PAGES = {
   topics: [topics, topic],
   records: [records, records],
   groups: [groups, group],
+  schemas: [schemas, subject],
   security: [security, security],
   operations: [operations, operations],
 };
