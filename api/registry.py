@@ -52,6 +52,7 @@ BODY_TYPES = (MEDIA_TYPE, "application/vnd.schemaregistry+json", "application/js
 VERSION_MAX = 2**31 - 1
 REFERENCES_MAX = 1000
 LISTING_LIMIT_MAX = 100_000
+FORMAT_CHARACTERS_MAX = 64
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
@@ -102,6 +103,14 @@ def _schema_id(request: web.Request) -> int:
     if not 0 < number <= VERSION_MAX:
         raise RegistryError(40403, f"Schema {given} not found")
     return number
+
+
+def _format(request: web.Request) -> str:
+    """``?format=``: a schema's text in another form (``ParsedSchema.formatted``); "" for none."""
+    given = request.query.get("format", "")
+    if len(given) > FORMAT_CHARACTERS_MAX:
+        raise BadRequest(f"query parameter format: at most {FORMAT_CHARACTERS_MAX} characters")
+    return given
 
 
 def _natural(request: web.Request, name: str, default: int) -> int:
@@ -245,7 +254,7 @@ async def _schema(request: web.Request) -> SchemaView:
     schema_id = _schema_id(request)
     await _authorize_schema(request, schema_id, str(schema_id))
     view: SchemaView = await _call(
-        request, RegistryService.schema, schema_id, request.query.get("subject", "")
+        request, RegistryService.schema, schema_id, request.query.get("subject", ""), _format(request)
     )
     return view
 
@@ -324,6 +333,7 @@ async def get_version(request: web.Request) -> web.Response:
         _subject(request),
         _version(request),
         _flag(request, "deleted"),
+        _format(request),
     )
     return _json(_schema_json(view, with_subject=True))
 
@@ -335,6 +345,7 @@ async def get_version_schema(request: web.Request) -> web.Response:
         _subject(request),
         _version(request),
         _flag(request, "deleted"),
+        _format(request),
     )
     return web.Response(text=view.schema, content_type="text/plain")
 
@@ -507,6 +518,9 @@ _LISTING = (
 )
 _NORMALIZE = Param("normalize", _BOOL, "normalize the schema first (Confluent's normalize=true)")
 _SUBJECT_Q = Param("subject", "string", "only when this subject holds it")
+_FORMAT = Param(
+    "format", "string", "the text in another form: Avro resolved, Protobuf serialized or ignore_extensions"
+)
 _S = "/subjects/{subject}"
 _V = "/subjects/{subject}/versions/{version}"
 
@@ -574,7 +588,7 @@ ROUTES: tuple[Operation, ...] = (
         schema_by_id,
         "registrySchemaById",
         "A schema by its id",
-        query=(_SUBJECT_Q,),
+        query=(_SUBJECT_Q, _FORMAT),
     ),
     _op(
         "GET",
@@ -582,7 +596,7 @@ ROUTES: tuple[Operation, ...] = (
         schema_text_by_id,
         "registrySchemaTextById",
         "A schema's text by its id",
-        query=(_SUBJECT_Q,),
+        query=(_SUBJECT_Q, _FORMAT),
     ),
     _op("GET", "/schemas/guids/{guid}", schema_by_guid, "registrySchemaByGuid", "A schema by its guid"),
     _op(
@@ -635,7 +649,7 @@ ROUTES: tuple[Operation, ...] = (
         get_version,
         "registryVersion",
         "A subject's version (a number, -1 or latest)",
-        query=(_DELETED,),
+        query=(_DELETED, _FORMAT),
     ),
     _op(
         "GET",
@@ -643,7 +657,7 @@ ROUTES: tuple[Operation, ...] = (
         get_version_schema,
         "registryVersionSchema",
         "A subject's version's schema text",
-        query=(_DELETED,),
+        query=(_DELETED, _FORMAT),
     ),
     _op(
         "GET",

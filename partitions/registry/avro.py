@@ -45,6 +45,9 @@ class AvroSchema:
         ``format=resolved``)."""
         return avro_model.to_string(self.root)
 
+    def formatted(self, format: str) -> str:
+        return self.resolved_text() if format.lower() == "resolved" else self.canonical()
+
     def normalized(self) -> str:
         text = avro_normalize.normalized_text(self.root, self.reference_names)
         return AVRO_TYPE.parse(text, self.references).canonical()

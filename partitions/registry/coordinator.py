@@ -18,6 +18,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from partitions import features
@@ -100,13 +101,13 @@ class SchemaRegistry:
 
     # reads -----------------------------------------------------------------------------------------------
 
-    async def schema(self, schema_id: int, subject: str) -> SchemaView:
+    async def schema(self, schema_id: int, subject: str, format: str = "") -> SchemaView:
         table = self._table()
         registered = table.schemas.get(schema_id)
         holders = {held for held, _ in table.subjects_of(schema_id, deleted=True)}
         if registered is None or (subject and subject not in holders):
             raise RegistryError(40403, f"Schema {schema_id} not found")
-        return _view(registered.id, registered.guid, registered.schema)
+        return await self._formatted(table, _view(registered.id, registered.guid, registered.schema), format)
 
     async def schema_by_guid(self, guid: str) -> SchemaView:
         for registered in self._table().schemas.values():
@@ -147,9 +148,20 @@ class SchemaRegistry:
             raise RegistryError(40401, f"Subject '{subject}' not found.")
         return _page([held.version for held in chosen], listing)
 
-    async def subject_version(self, subject: str, version: int, deleted: bool) -> SchemaView:
+    async def subject_version(
+        self, subject: str, version: int, deleted: bool, format: str = ""
+    ) -> SchemaView:
         table = self._table()
-        return _version_view(table, subject, _version(table, subject, version, deleted))
+        view = _version_view(table, subject, _version(table, subject, version, deleted))
+        return await self._formatted(table, view, format)
+
+    async def _formatted(self, table: SchemaTable, view: SchemaView, format: str) -> SchemaView:
+        """``view`` with its text in ``format`` (``ParsedSchema.formatted``); as it is when none is named."""
+        if not format:
+            return view
+        stored = SchemaInput(view.schema, view.schema_type, view.references)
+        parsed = await self._off_loop(self._parse, table, stored)
+        return replace(view, schema=parsed.formatted(format))
 
     async def referenced_by(self, subject: str, version: int) -> list[int]:
         table = self._table()

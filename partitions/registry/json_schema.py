@@ -162,6 +162,10 @@ class ParsedJsonSchema:
     def schema_type(self) -> str:
         return JSON
 
+    def formatted(self, format: str) -> str:
+        """Confluent's JSON Schema knows no format: the canonical text for any."""
+        return self.canonical()
+
     def canonical(self) -> str:
         return _write(self._exact)
 

@@ -66,6 +66,12 @@ class ParsedSchema(Protocol):
         when a client asks for it or the subject's config says so."""
         ...
 
+    def formatted(self, format: str) -> str:
+        """The text Confluent answers for ``?format=`` (Avro ``resolved``: every type written out;
+        Protobuf ``serialized``: the base64 FileDescriptorProto confluent-kafka's deserializers ask for,
+        ``ignore_extensions``); the canonical text for a format the type does not know, as Confluent."""
+        ...
+
     def backward_incompatibilities(self, previous: ParsedSchema) -> list[str]:
         """Why data written with ``previous`` could not be read with this schema, as Confluent's registry
         words each message (``{errorType:'...', description:'...', additionalInfo:'...'}``); empty when it

@@ -77,8 +77,9 @@ class RegistryService(Protocol):
     """Confluent's schema registry, served by the ``__schemas`` leader."""
 
     @peer("A registered schema by its id")
-    async def schema(self, schema_id: int, subject: str) -> SchemaView:
-        """40403 when no schema has the id (or ``subject``, when given, holds no version of it)."""
+    async def schema(self, schema_id: int, subject: str, format: str = "") -> SchemaView:
+        """40403 when no schema has the id (or ``subject``, when given, holds no version of it); its text
+        in ``format`` when one is named (``ParsedSchema.formatted``)."""
         ...
 
     @peer("A registered schema by its guid")
@@ -97,7 +98,11 @@ class RegistryService(Protocol):
     async def versions(self, subject: str, listing: Listing) -> list[int]: ...
 
     @peer("A subject's version, with its schema")
-    async def subject_version(self, subject: str, version: int, deleted: bool) -> SchemaView: ...
+    async def subject_version(
+        self, subject: str, version: int, deleted: bool, format: str = ""
+    ) -> SchemaView:
+        """Its text in ``format`` when one is named (``ParsedSchema.formatted``)."""
+        ...
 
     @peer("Ids of the schemas referencing a subject's version")
     async def referenced_by(self, subject: str, version: int) -> list[int]: ...
