@@ -57,8 +57,9 @@ from api.schemas import (
 from partitions.errors import RegistryError
 from partitions.registry.framing import NotFramed, frame, message_indexes, unframe
 from partitions.registry.schema_cache import Registered, SchemaCache
-from partitions.registry.schema_types import AVRO, JSON, PROTOBUF, InvalidRecord
+from partitions.registry.schema_types import AVRO, JSON, PROTOBUF, InvalidRecord, InvalidSchema, ParsedSchema
 from partitions.registry.service import RegistryService, SchemaInput
+from raftlog.errors import InvariantViolation
 from raftlog.storage.batch import Record
 from raftlog_contract import SCHEMA_FORMATS
 
@@ -142,66 +143,91 @@ async def produce_request(
     request: web.Request, media_format_name: str, topic: str, partition: int | None
 ) -> tuple[ProduceRequest, int | None, int | None]:
     """The records of a schema format's produce body, encoded and framed, and the key's and value's schema
-    ids (None: none given)."""
+    ids (None: none given). Every record is encoded before the registry is asked to hold a schema, so a
+    request refused for its records (42201, 42202, 42203) registers nothing either."""
     body = parse_schema_produce(await state.json_of(request, await state.body(request)), partition)
     schema_type = SCHEMA_TYPES[media_format_name]
-    key = await _schema(request, schema_type, topic, True, body.key_schema, body.key_schema_id)
-    value = await _schema(request, schema_type, topic, False, body.value_schema, body.value_schema_id)
+    key = await _named(request, schema_type, topic, True, body.key_schema, body.key_schema_id)
+    value = await _named(request, schema_type, topic, False, body.value_schema, body.value_schema_id)
+    key_parsed, value_parsed = (None if n is None else n.parsed for n in (key, value))
     if len(body.keys) > ENCODE_INLINE_RECORDS_MAX:
-        parsed = await asyncio.to_thread(encode_records, body, key, value)
+        payloads = await asyncio.to_thread(encode_records, body, key_parsed, value_parsed)
     else:
-        parsed = encode_records(body, key, value)
-    return parsed, None if key is None else key.id, None if value is None else value.id
+        payloads = encode_records(body, key_parsed, value_parsed)
+    key_id, value_id = await _held(request, key), await _held(request, value)
+    framed = frame_records(body, payloads, key_id, value_id, schema_type == PROTOBUF)
+    return framed, key_id, value_id
 
 
-async def _schema(
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A schema a produce names for its keys or values, parsed: by id (``registered``) or by its text
+    (``text``, not yet known to be held under ``subject``)."""
+
+    subject: str
+    schema_type: str
+    parsed: ParsedSchema
+    text: str | None = None
+    registered: Registered | None = None
+
+
+async def _named(
     request: web.Request, schema_type: str, topic: str, is_key: bool, text: str | None, schema_id: int | None
-) -> Registered | None:
-    """The schema a produce names for its keys or values, registered under the topic's subject, as
-    Confluent's ``SchemaManagerImpl`` finds it: by id (which the subject must hold), or by text (looked up
-    under the subject, registered when it is not there). With ACLs enforced the caller asks the registry
-    as itself: READ on the subject to find it there, WRITE to register it (``SUBJECT_NEEDS``)."""
+) -> Named | None:
+    """The schema a produce names for the topic's subject (``{topic}-key`` / ``{topic}-value``, Confluent's
+    TopicNameStrategy), found by id or parsed from its text; nothing is registered yet. With ACLs enforced
+    the caller asks the registry as itself (``SUBJECT_NEEDS``): READ on the subject first."""
     if text is None and schema_id is None:
         return None
     subject = f"{topic}-{'key' if is_key else 'value'}"
     access.authorize(request, access.SUBJECT, READ, subject)
     cache = request.app[SCHEMAS]
-    registry = state.node(request).cluster.registry
-    if schema_id is not None:
+    if schema_id is None:
         try:
-            registered = await cache.registered(schema_id)
-        except RegistryError as exc:
-            raise _refused(exc, f"Error when fetching schema by id. schemaId = {schema_id}") from None
-        view = registered.view
-        if view.schema_type != schema_type:
-            raise SchemaSerializationFailed(
-                f"Error serializing message. Schema {schema_id} is of type {view.schema_type}, "
-                f"not {schema_type}"
-            )
-        try:
-            await registry.call(
-                RegistryService.lookup,
-                subject,
-                SchemaInput(view.schema, schema_type, view.references),
-                False,
-                False,
-            )
-        except RegistryError as exc:
-            what = f"Error when fetching schema version. subject = {subject}, schemaId = {schema_id}"
-            raise _refused(exc, what) from None
-        return registered
-    schema = SchemaInput(str(text), schema_type)
+            return Named(subject, schema_type, cache.parse_text(schema_type, str(text)), text=str(text))
+        except InvalidSchema as exc:
+            raise InvalidEmbeddedSchema(f"Invalid schema: {exc}") from None
     try:
-        found = await registry.call(RegistryService.lookup, subject, schema, False, False)
+        registered = await cache.registered(schema_id)
+    except RegistryError as exc:
+        raise _refused(exc, f"Error when fetching schema by id. schemaId = {schema_id}") from None
+    if registered.view.schema_type != schema_type:
+        raise SchemaSerializationFailed(
+            f"Error serializing message. Schema {schema_id} is of type {registered.view.schema_type}, "
+            f"not {schema_type}"
+        )
+    return Named(subject, schema_type, registered.parsed, registered=registered)
+
+
+async def _held(request: web.Request, named: Named | None) -> int | None:
+    """The id of the schema ``named`` as its subject holds it, as Confluent's ``SchemaManagerImpl`` finds
+    it: an id must be registered under the subject already; a text is looked up under it and registered
+    when it is not there (WRITE on the subject, with ACLs enforced), so the subject's compatibility
+    applies."""
+    if named is None:
+        return None
+    registry = state.node(request).cluster.registry
+    if named.registered is not None:
+        view = named.registered.view
+        schema = SchemaInput(view.schema, view.schema_type, view.references)
+        try:
+            await registry.call(RegistryService.lookup, named.subject, schema, False, False)
+        except RegistryError as exc:
+            what = f"Error when fetching schema version. subject = {named.subject}, schemaId = {view.id}"
+            raise _refused(exc, what) from None
+        return named.registered.id
+    schema = SchemaInput(str(named.text), named.schema_type)
+    try:
+        found = await registry.call(RegistryService.lookup, named.subject, schema, False, False)
     except RegistryError as exc:
         if exc.error_code not in (40401, 40403):  # the subject, or the schema under it, not found
-            raise _refused(exc, f"Error when registering schema. subject = {subject}") from None
-        access.authorize(request, access.SUBJECT, WRITE, subject)
+            raise _refused(exc, f"Error when registering schema. subject = {named.subject}") from None
+        access.authorize(request, access.SUBJECT, WRITE, named.subject)
         try:
-            found = await registry.call(RegistryService.register, subject, schema, False, 0, 0)
+            found = await registry.call(RegistryService.register, named.subject, schema, False, 0, 0)
         except RegistryError as refused:
-            raise _refused(refused, f"Error when registering schema. subject = {subject}") from None
-    return await cache.registered(found.id)
+            raise _refused(refused, f"Error when registering schema. subject = {named.subject}") from None
+    return int(found.id)
 
 
 def _refused(exc: RegistryError, what: str) -> Exception:
@@ -214,24 +240,24 @@ def _refused(exc: RegistryError, what: str) -> Exception:
     return SchemaSerializationFailed(f"Error serializing message. {what}\n{exc.reason}")
 
 
-def encode_records(body: SchemaProduce, key: Registered | None, value: Registered | None) -> ProduceRequest:
-    """Every record's key and value encoded by its schema and framed (pure); a record that is not data of
-    its schema refuses the whole request (42203), a key or value without a schema too (42201, 42202)."""
-    records = []
-    for i, shell in enumerate(body.shell.records):
-        records.append(
-            ParsedRecord(
-                _encoded(body.keys[i], key, f"records[{i}].key", True),
-                _encoded(body.values[i], value, f"records[{i}].value", False),
-                shell.headers,
-                shell.partition,
-                shell.timestamp_ms,
-            )
+Payload = tuple[tuple[int, ...], bytes]  # Protobuf's message indexes (() for the others), the payload
+
+
+def encode_records(
+    body: SchemaProduce, key: ParsedSchema | None, value: ParsedSchema | None
+) -> list[tuple[Payload | None, Payload | None]]:
+    """Every record's key and value encoded by its schema (pure); a record that is not data of its schema
+    refuses the whole request (42203), a key or value without a schema too (42201, 42202)."""
+    return [
+        (
+            _encoded(body.keys[i], key, f"records[{i}].key", True),
+            _encoded(body.values[i], value, f"records[{i}].value", False),
         )
-    return ProduceRequest(records, body.shell.producer_id, body.shell.sequence)
+        for i in range(len(body.keys))
+    ]
 
 
-def _encoded(data: Any, schema: Registered | None, where: str, is_key: bool) -> bytes | None:
+def _encoded(data: Any, schema: ParsedSchema | None, where: str, is_key: bool) -> Payload | None:
     if data is None:
         return None
     if schema is None:
@@ -239,11 +265,35 @@ def _encoded(data: Any, schema: Registered | None, where: str, is_key: bool) -> 
             raise KeySchemaMissing("Request includes keys but does not include key schema")
         raise ValueSchemaMissing("Request includes values but does not include value schema")
     try:
-        indexes, payload = schema.parsed.encode(data)
+        return schema.encode(data)
     except InvalidRecord as exc:
         raise RecordConversionFailed(f"Conversion of JSON to Object failed: {where}: {exc}") from None
-    protobuf = schema.view.schema_type == PROTOBUF
-    return frame(schema.id, payload, indexes if protobuf else None)
+
+
+def frame_records(
+    body: SchemaProduce,
+    payloads: list[tuple[Payload | None, Payload | None]],
+    key_id: int | None,
+    value_id: int | None,
+    protobuf: bool,
+) -> ProduceRequest:
+    """The records with their keys and values framed under the schema ids (pure)."""
+
+    def framed(payload: Payload | None, schema_id: int | None) -> bytes | None:
+        if payload is None:
+            return None
+        if schema_id is None:
+            raise InvariantViolation("a key or value was encoded by a schema without an id")
+        indexes, data = payload
+        return frame(schema_id, data, indexes if protobuf else None)
+
+    records = [
+        ParsedRecord(
+            framed(key, key_id), framed(value, value_id), shell.headers, shell.partition, shell.timestamp_ms
+        )
+        for shell, (key, value) in zip(body.shell.records, payloads, strict=True)
+    ]
+    return ProduceRequest(records, body.shell.producer_id, body.shell.sequence)
 
 
 def with_schema_ids(answer: dict[str, Any], key_id: int | None, value_id: int | None) -> dict[str, Any]:

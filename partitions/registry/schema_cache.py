@@ -41,6 +41,7 @@ class SchemaCache:
         self._by_version = by_version
         self._size_max = size_max
         self._held: OrderedDict[int, Registered] = OrderedDict()
+        self._texts: OrderedDict[tuple[str, str], ParsedSchema] = OrderedDict()
 
     def held(self, schema_id: int) -> Registered | None:
         """The schema of ``schema_id`` when this node parsed it already (no call)."""
@@ -59,6 +60,23 @@ class SchemaCache:
         self._held[schema_id] = found
         while len(self._held) > self._size_max:
             self._held.popitem(last=False)
+        return found
+
+    def parse_text(self, schema_type: str, text: str) -> ParsedSchema:
+        """A schema's text as a client gives it, without references, parsed (``InvalidSchema`` when it is
+        none); the ``SCHEMAS_MAX`` texts parsed last are kept, so a producer naming its schema by text at
+        every request has it parsed once."""
+        key = (schema_type, text)
+        found = self._texts.get(key)
+        if found is not None:
+            self._texts.move_to_end(key)
+            return found
+        kind = TYPES.get(schema_type)
+        if kind is None:
+            raise InvalidSchema(f"unknown schema type {schema_type}")
+        found = self._texts[key] = kind.parse(text, {})
+        while len(self._texts) > self._size_max:
+            self._texts.popitem(last=False)
         return found
 
     async def parse(self, view: SchemaView) -> ParsedSchema:

@@ -258,6 +258,9 @@ def test_refusals_write_nothing_and_undecodable_records_stop_a_read(running_clus
     proto_body = {"value_schema": message, "records": [{"value": {"m": 1}}]}
     assert refused(proto_body, PROTOBUF_V2, into=f"{topic}-proto") == (422, 42203)
     assert end_offset(url, f"{topic}-json") == end_offset(url, f"{topic}-proto") == 0
+    # ... and their schemas, given by text, were not registered: the records are encoded first
+    for subject in (f"{topic}-json-value", f"{topic}-proto-value"):
+        assert call(f"{url}/subjects/{subject}/versions", "GET")[0] == 404
 
     # a record not in Confluent's wire format (a JSON-format record) after the two good ones: a read answers
     # the records before it, a read starting at it fails naming it, as Confluent's consumer's poll
