@@ -16,18 +16,20 @@ raises ``InvalidRecord`` with the validator's message and the path where it fail
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urljoin
 
 import jsonschema  # type: ignore[import-untyped]
 import jsonschema.exceptions  # type: ignore[import-untyped]
+import jsonschema.validators  # type: ignore[import-untyped]
 import jsonschema_specifications  # type: ignore[import-untyped]
 import referencing.exceptions
 from referencing import Registry, Resource, Specification
 from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012, specification_with
 
+from partitions.registry import patterns
 from partitions.registry.json_schema_diff import compare
 from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, Difference
 from partitions.registry.json_schema_model import Loader, Node
@@ -54,6 +56,35 @@ for _urls, _draft in (
             2020: (2020, jsonschema.Draft202012Validator, DRAFT202012),
         }[_draft]
 _DEFAULT_DRAFT = _DRAFTS["http://json-schema.org/draft-07/schema"]
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``pattern`` keyword, matched with RE2 (``patterns``)."""
+    if validator.is_type(instance, "string") and not patterns.search(pattern, instance):
+        yield jsonschema.exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, named: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``patternProperties`` keyword, matched with RE2 (``patterns``)."""
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in named.items():
+        for key, value in instance.items():
+            if patterns.search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+# each draft's validator with its patterns matched in linear time
+_LINEAR_VALIDATORS: dict[Any, Any] = {
+    kind: jsonschema.validators.extend(kind, {"pattern": _pattern, "patternProperties": _pattern_properties})
+    for kind in (
+        jsonschema.Draft4Validator,
+        jsonschema.Draft6Validator,
+        jsonschema.Draft7Validator,
+        jsonschema.Draft201909Validator,
+        jsonschema.Draft202012Validator,
+    )
+}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -142,7 +173,8 @@ class ParsedJsonSchema:
         exact, plain = _bridged(exact), _bridged(plain)
         registry, _ = _registry(plain, resolved, _loads, specification)
         format_checker = validator_class.FORMAT_CHECKER if draft <= 7 else None  # everit asserts formats
-        self._validator = validator_class(plain, registry=registry, format_checker=format_checker)
+        linear = _LINEAR_VALIDATORS[validator_class]
+        self._validator = linear(plain, registry=registry, format_checker=format_checker)
         exact_registry, documents = _registry(exact, resolved, _loads_exact, specification)
         root = exact_registry.resolver_with_root(specification.create_resource(exact))
         try:
@@ -237,6 +269,12 @@ class JsonSchemaType:
             raise InvalidSchema(f"Invalid JSON schema: #/{path}: {error.message}") from None
         except RecursionError:
             raise InvalidSchema("Invalid JSON schema: it nests too deeply to be checked") from None
+        try:  # a pattern that is no regex at all is refused below, in the words of its keyword's check
+            for pattern in patterns.schema_patterns(plain):
+                if patterns.is_regex(pattern):
+                    patterns.compiled(pattern)
+        except patterns.UnsupportedPattern as error:
+            raise InvalidSchema(f"Invalid JSON schema: {error}") from None
         return ParsedJsonSchema(exact, plain, resolved)
 
 

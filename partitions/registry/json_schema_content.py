@@ -5,9 +5,9 @@ of Confluent's json-schema-provider). A subschema is compared through ``Context.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
+from partitions.registry import patterns
 from partitions.registry.json_schema_difference import (
     Context,
     copied_map_order,
@@ -35,7 +35,7 @@ def _unevaluated(node: Node, keyword: str) -> Node | None:
 def _object_partial(node: Node, name: str) -> Node | None:
     schema: Node | None
     for pattern, schema in node.pattern_properties.items():
-        if re.search(pattern, name):
+        if patterns.search(pattern, name):
             return schema
     schema = node.additional_properties_schema
     if schema is not None:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from referencing import Specification
 from referencing.jsonschema import specification_with
 
+from partitions.registry import patterns
+
 if TYPE_CHECKING:
     from referencing._core import Resolver
 
@@ -91,6 +93,10 @@ def _regex(pattern: str) -> str:
         re.compile(pattern)
     except re.error:
         raise ValueError(f"#/patternProperties: {pattern!r} is not a 'regex'") from None
+    try:
+        patterns.compiled(pattern)
+    except patterns.UnsupportedPattern as exc:
+        raise ValueError(f"#/patternProperties: {exc}") from None
     return pattern
 
 
