@@ -53,6 +53,7 @@ VERSION_MAX = 2**31 - 1
 REFERENCES_MAX = 1000
 LISTING_LIMIT_MAX = 100_000
 FORMAT_CHARACTERS_MAX = 64
+METADATA_PAIRS_MAX = 100
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
@@ -262,7 +263,7 @@ async def _schema(request: web.Request) -> SchemaView:
 async def schema_by_id(request: web.Request) -> web.Response:
     view = await _schema(request)
     answer = _schema_json(view, with_subject=False)
-    del answer["id"]
+    del answer["id"], answer["guid"]  # Confluent's SchemaString: the schema and what describes it
     return _json(answer)
 
 
@@ -348,6 +349,22 @@ async def get_version_schema(request: web.Request) -> web.Response:
         _format(request),
     )
     return web.Response(text=view.schema, content_type="text/plain")
+
+
+async def latest_with_metadata(request: web.Request) -> web.Response:
+    """Confluent's getLatestWithMetadata: ``?key=K&value=V`` pairs (repeated, in order), the subject's
+    latest version whose metadata properties hold them all."""
+    keys, values = request.query.getall("key", []), request.query.getall("value", [])
+    if len(keys) != len(values) or len(keys) > METADATA_PAIRS_MAX:
+        raise BadRequest(f"key and value: as many of each, at most {METADATA_PAIRS_MAX}")
+    view = await _call(
+        request,
+        RegistryService.latest_with_metadata,
+        _subject(request),
+        list(zip(keys, values, strict=True)),
+        _flag(request, "deleted"),
+    )
+    return _json(_schema_json(view, with_subject=True))
 
 
 async def referenced_by(request: web.Request) -> web.Response:
@@ -491,6 +508,7 @@ _ACCESS: dict[str, Access] = {
     "lookupSchema": needs(subject(READ)), "registryDeleteSubject": needs(subject(DELETE)),
     "registryVersions": needs(subject(DESCRIBE)), "registerSchema": needs(subject(WRITE)),
     "registryVersion": needs(subject(READ)), "registryVersionSchema": needs(subject(READ)),
+    "registryLatestWithMetadata": needs(subject(READ)),
     "registryReferencedBy": needs(registry(DESCRIBE)), "registryDeleteVersion": needs(subject(DELETE)),
     "checkCompatibilityWithVersion": needs(subject(READ)), "checkCompatibility": needs(subject(READ)),
     "registryGlobalConfig": needs(registry(DESCRIBE_CONFIGS)),
@@ -533,6 +551,7 @@ _ANSWERS = {
     "lookupSchema": "RegistrySchemaAnswer", "registryDeleteSubject": "RegistryNumbers",
     "registryVersions": "RegistryNumbers", "registerSchema": "RegistrySchemaAnswer",
     "registryVersion": "RegistrySchemaAnswer", "registryReferencedBy": "RegistryNumbers",
+    "registryLatestWithMetadata": "RegistrySchemaAnswer",
     "registryDeleteVersion": "RegistryVersionNumber",
     "checkCompatibilityWithVersion": "RegistryCompatibility", "checkCompatibility": "RegistryCompatibility",
 }  # fmt: skip
@@ -658,6 +677,18 @@ ROUTES: tuple[Operation, ...] = (
         "registryVersionSchema",
         "A subject's version's schema text",
         query=(_DELETED, _FORMAT),
+    ),
+    _op(
+        "GET",
+        f"{_S}/metadata",
+        latest_with_metadata,
+        "registryLatestWithMetadata",
+        "A subject's latest version whose metadata properties hold the key=value pairs given",
+        query=(
+            Param("key", "string", "a property's name (repeated, paired in order with value)"),
+            Param("value", "string", "its value"),
+            _DELETED,
+        ),
     ),
     _op(
         "GET",

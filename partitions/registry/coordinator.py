@@ -163,6 +163,20 @@ class SchemaRegistry:
         parsed = await self._off_loop(self._parse, table, stored)
         return replace(view, schema=parsed.formatted(format))
 
+    async def latest_with_metadata(
+        self, subject: str, properties: list[tuple[str, str]], deleted: bool
+    ) -> SchemaView:
+        table = self._table()
+        versions = table.versions(subject, deleted)
+        if not versions:
+            raise RegistryError(40401, f"Subject '{subject}' not found.")
+        for held in reversed(versions):
+            metadata = table.schemas[held.id].schema.metadata
+            held_properties = json.loads(metadata).get("properties") or {} if metadata else {}
+            if all(held_properties.get(key) == value for key, value in properties):
+                return _version_view(table, subject, held)
+        raise RegistryError(40403, f"Schema with metadata {dict(properties)} not found")
+
     async def referenced_by(self, subject: str, version: int) -> list[int]:
         table = self._table()
         held = _version(table, subject, version, deleted=True)

@@ -104,6 +104,14 @@ class RegistryService(Protocol):
         """Its text in ``format`` when one is named (``ParsedSchema.formatted``)."""
         ...
 
+    @peer("A subject's latest version whose metadata holds given properties")
+    async def latest_with_metadata(
+        self, subject: str, properties: list[tuple[str, str]], deleted: bool
+    ) -> SchemaView:
+        """Confluent's getLatestWithMetadata: the latest version whose metadata's ``properties`` hold
+        every (key, value) given; 40401 no subject, 40403 no such version."""
+        ...
+
     @peer("Ids of the schemas referencing a subject's version")
     async def referenced_by(self, subject: str, version: int) -> list[int]: ...
 

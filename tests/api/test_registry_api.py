@@ -158,3 +158,21 @@ async def test_a_write_entering_another_node_is_answered_by_the_registry_leader(
     through_n2 = await _call(n2, "POST", "/subjects/elsewhere-value/versions", {"schema": V2})
     assert through_n2["id"] == 2
     assert await _call(n2, "GET", "/subjects") == ["elsewhere-value", "first-value"]
+
+
+async def test_the_latest_version_with_metadata_and_a_schema_by_id_as_confluent_answers(n1: Node) -> None:
+    owned = {"schema": V1, "metadata": {"properties": {"owner": "ann", "tier": "gold"}}}
+    await _call(n1, "POST", "/subjects/meta-value/versions", owned)
+    await _call(
+        n1,
+        "POST",
+        "/subjects/meta-value/versions",
+        {"schema": V2, "metadata": {"properties": {"owner": "bob"}}},
+    )
+    found = await _call(n1, "GET", "/subjects/meta-value/metadata?key=owner&value=ann&key=tier&value=gold")
+    assert (found["version"], found["metadata"]) == (1, owned["metadata"])
+    assert (await _call(n1, "GET", "/subjects/meta-value/metadata?key=owner&value=bob"))["version"] == 2
+    await _call(n1, "GET", "/subjects/meta-value/metadata?key=owner&value=eve", status=404, code=40403)
+    await _call(n1, "GET", "/subjects/nobody/metadata?key=owner&value=ann", status=404, code=40401)
+    by_id = await _call(n1, "GET", f"/schemas/ids/{found['id']}?subject=meta-value")
+    assert set(by_id) == {"schema", "metadata"}, "Confluent's SchemaString: the schema and its metadata"
