@@ -387,11 +387,12 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
         client.produce("orders", [{"value": base64.b64encode(b"hello").decode()}], partition=0)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = section_blocks(readme, SPARK)
-    assert [language for language, _, _ in blocks] == ["python", "python", "python", "sh", "sh"], (
+    assert [language for language, _, _ in blocks] == ["python", "python", "python", "python", "sh", "sh"], (
         "the Spark section's blocks changed: walk the new ones here"
     )
-    (_, raftlog_line, raftlog_read), (_, secure_line, secure), (_, kafka_line, kafka_format) = blocks[:3]
-    assert SECURE_CA in secure and SECURE_CA not in raftlog_read + kafka_format, secure_line
+    (_, raftlog_line, raftlog_read), (_, typed_line, typed), (_, secure_line, secure) = blocks[:3]
+    (_, kafka_line, kafka_format) = blocks[3]
+    assert SECURE_CA in secure and SECURE_CA not in raftlog_read + typed + kafka_format, secure_line
 
     # Both examples in one interpreter, so one JVM starts instead of two (each costs tens of seconds on a
     # loaded machine): the format("kafka") one first, as its session must start with the connector's jars;
@@ -400,15 +401,18 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
     # PYSPARK_PYTHON chosen, importing raftlog_spark makes it this one, not the system's python3 (the
     # snippet failed with "No module named 'pyarrow'" as printed when it did not).
     probe = "import sys\nprint('python workers:', spark.sparkContext.pythonExec == sys.executable)\n"
-    script = local_ports(kafka_format + "\n" + raftlog_read, cluster) + "\n" + probe
+    # The typed example (registry, AvroSerializer, valueFormat avro) runs after the read, whose session and
+    # servers it uses, as a reader of the section runs them.
+    script = local_ports(kafka_format + "\n" + raftlog_read + "\n" + typed, cluster) + "\n" + probe
     done = _run([".venv/bin/python", "-"], script, directory, env, SPARK_WAIT_S)
-    where = f"README.md:{kafka_line} then README.md:{raftlog_line}: the Python examples"
+    where = f"README.md:{kafka_line}, README.md:{raftlog_line}, README.md:{typed_line}: the Python examples"
     assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr[-5000:]}"
     assert "|partition|offset|" in done.stdout.replace(" ", ""), f"{where}: no table printed:\n{done.stdout}"
+    assert "|0|1|9.5|" in done.stdout.replace(" ", ""), f"{where}: no typed columns printed:\n{done.stdout}"
     assert "python workers: True" in done.stdout, f"{where}: the workers ran another Python:\n{done.stdout}"
     assert client.partition_count("copy") >= 1  # the kafka format's write made it (auto-create, as on Kafka)
 
-    (_, first_line, block) = blocks[3]
+    (_, first_line, block) = blocks[4]
     pipeline: subprocess.Popen[str] | None = None
     log = directory / "word-count.log"
     try:
