@@ -16,7 +16,7 @@ from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.negotiation import choose
 from api.openapi import document
 from raftlog.storage.batch import Record, TimestampType
-from raftlog_contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, JSON_V2, RECORD_BATCH
+from raftlog_contract import BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, JSON_V2, RECORD_BATCH, SCHEMA_FORMATS
 
 RECORDS = [
     {"value": base64.b64encode(b"\x00\xffraw").decode(), "key": base64.b64encode(b"k1").decode()},
@@ -137,4 +137,14 @@ def test_openapi_documents_the_columnar_media_types() -> None:
         "get"
     ]
     content = fetch["responses"]["200"]["content"]
-    assert set(content) == {JSON_V2, BINARY_V2, COLUMNAR_JSON, COLUMNAR_MSGPACK, RECORD_BATCH}
+    schema_formats = set(
+        SCHEMA_FORMATS.values()
+    )  # Confluent's Avro, JSON Schema, Protobuf (api.typed_records)
+    assert set(content) == {
+        JSON_V2,
+        BINARY_V2,
+        COLUMNAR_JSON,
+        COLUMNAR_MSGPACK,
+        RECORD_BATCH,
+        *schema_formats,
+    }

@@ -231,7 +231,7 @@ async def test_bad_settings_are_refused_before_anything_is_replicated(
     coordinator: GroupCoordinator, log: MemoryLog
 ) -> None:
     for config in (
-        {"format": "avro"},
+        {"format": "xml"},  # avro, jsonschema, protobuf: schema formats
         {"offset_reset": "none"},
         {"session_timeout_ms": 10},
         {"assignor": "x"},
