@@ -23,7 +23,7 @@ ALTER_CONFIGS on the topic; reassignments, leader elections, quorum voters, SCRA
 the cluster, their descriptions DESCRIBE; groups DESCRIBE or DELETE on the group (ListGroups: those the
 caller may DESCRIBE, every one with DESCRIBE cluster), transactions DESCRIBE on the transactional id.
 
-The schema registry's routes ask what Redpanda's registry asks (``api/registry.py`` declares each, and
+The schema registry's routes ask what Redpanda's registry asks (``api/registry_routes.py`` declares each, and
 docs/security.md says where it departs): a subject's reads READ or DESCRIBE on the subject, a registration
 WRITE, deletes DELETE, its config and mode DESCRIBE_CONFIGS / ALTER_CONFIGS; the global config and mode
 the same on the registry (``schema-registry``); a schema by id READ on some subject holding it; the

@@ -47,7 +47,7 @@ from api import (
     negotiation,
     prometheus,
     records,
-    registry,
+    registry_routes,
     share_groups,
     state,
     topics,
@@ -375,7 +375,7 @@ ROUTES: tuple[Operation, ...] = (
     ),
     *consumers.ROUTES,  # consumer groups: instances, subscriptions, records, fenced commits, lag
     *share_groups.ROUTES,  # share groups (KIP-932): members acquire and acknowledge records
-    *registry.ROUTES,  # the schema registry, as Confluent's clients call it
+    *registry_routes.ROUTES,  # the schema registry, as Confluent's clients call it
     *internal.ROUTES,  # node-to-node: the server side of peer calls
 )  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""The component schemas of the schema registry's routes (``api.registry``), beside
+"""The component schemas of the schema registry's routes (``api.registry_routes``), beside
 ``api.openapi_schemas``: Confluent's request bodies (a field it does not know is ignored, as Confluent's
 registry ignores it)."""
 

@@ -40,6 +40,7 @@ REDPANDA_MAPPING = {
     ("GET", "/subjects/{subject}/versions/{version}"): ["READ subject {subject}"],
     ("GET", "/subjects/{subject}/versions/{version}/schema"): ["READ subject {subject}"],
     ("GET", "/subjects/{subject}/versions/{version}/referencedby"): ["DESCRIBE registry"],
+    ("GET", "/subjects/{subject}/metadata"): ["READ subject {subject}"],
     ("DELETE", "/subjects/{subject}/versions/{version}"): ["DELETE subject {subject}"],
     ("POST", "/compatibility/subjects/{subject}/versions/{version}"): ["READ subject {subject}"],
     ("POST", "/compatibility/subjects/{subject}/versions"): ["READ subject {subject}"],
@@ -135,8 +136,9 @@ async def test_read_granted_on_a_prefix_reads_those_subjects_and_writes_none(a1:
     assert status == 200 and by_id["schema"] == '"string"'
     hidden = await get(a1, f"/schemas/ids/{ids['logs-value']}")
     assert hidden[0] == 403 and hidden[1]["resource"] == f"<any holding schema {ids['logs-value']}>"
-    assert (await get(a1, f"/schemas/guids/{by_id['guid']}"))[0] == 200
-    logs_guid = (await get(a1, f"/schemas/ids/{ids['logs-value']}", ROOT))[1]["guid"]
+    orders_guid = (await get(a1, "/subjects/orders-value/versions/latest"))[1]["guid"]
+    assert (await get(a1, f"/schemas/guids/{orders_guid}"))[0] == 200
+    logs_guid = (await get(a1, "/subjects/logs-value/versions/latest", ROOT))[1]["guid"]
     assert (await get(a1, f"/schemas/guids/{logs_guid}"))[0] == 403
     assert (await get(a1, "/schemas/guids/no-such-guid"))[0] == 403
     assert (await get(a1, "/schemas/ids/999"))[0] == 403
