@@ -22,6 +22,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from waiting import wait_for
 
+from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 
 V2 = "application/vnd.kafka.v2+json"
@@ -306,3 +307,32 @@ def test_refusals_write_nothing_and_undecodable_records_stop_a_read(running_clus
     # the stored bytes of the HTTP-produced records are Confluent's frame: magic 0, the id, Avro's bytes
     binary = fetch(url, topic, "application/vnd.kafka.binary.v2+json")[1]
     assert base64.b64decode(binary[0]["value"]) == bytes([0]) + schema_id.to_bytes(4, "big") + b"\x02a"
+
+
+def test_schema_format_records_pass_the_brokers_schema_validation(running_cluster: LocalCluster) -> None:
+    """A topic whose leader checks every value against its registered schema
+    (``confluent.value.schema.validation``) takes what the schema formats produce over HTTP, in each
+    format, and refuses a JSON-format value (no Confluent header) with nothing written."""
+    cluster = running_cluster
+    url = cluster.servers[2]
+    bodies = {
+        AVRO_V2: {"value_schema": USER_AVRO, "records": [{"value": {"name": "v"}}]},
+        JSONSCHEMA_V2: {"value_schema": '{"type": "object"}', "records": [{"value": {"name": "v"}}]},
+        PROTOBUF_V2: {
+            "value_schema": 'syntax = "proto3"; message U { string name = 1; }',
+            "records": [{"value": {"name": "v"}}],
+        },
+    }
+    for media, body in bodies.items():
+        topic = f"validated-{media.split('.')[2]}"
+        with BlockingClient(cluster.servers, timeout_ms=15_000) as client:
+            client.create_topic(topic, 1, 3, {"confluent.value.schema.validation": "true"})
+        status, answer, _ = call(f"{url}/topics/{topic}", "POST", json.dumps(body), content_type=media)
+        assert status == 200 and answer["offsets"][0]["error_code"] is None, answer
+        status, answer, _ = call(
+            f"{url}/topics/{topic}", "POST", '{"records": [{"value": 1}]}', content_type=JSON_V2
+        )
+        assert (status, answer["error_code"]) == (422, 42201), answer  # the broker's INVALID_RECORD
+        assert end_offset(url, topic) == 1
+        status, rows = fetch(url, topic, media)
+        assert status == 200 and [row["value"] for row in rows] == [{"name": "v"}], rows
