@@ -74,6 +74,7 @@ from api.errors import (
     MethodNotAllowed,
     NotAcceptable,
     NotReady,
+    RecordNotDeserializable,
     RequestTimeout,
     RequestTooLarge,
     RouteNotFound,
@@ -402,7 +403,9 @@ def _error_response(request: web.Request, error: RaftlogError) -> web.Response:
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_ms / 1000)))
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = ", ".join(error.allowed)
-    if mapped.status >= 500 and not mapped.retriable:
+    # a record a schema format's reader cannot decode is the client's data, not a bug: its 500 (Confluent's
+    # answer) is logged as the retriable ones are, at most a line per 10 s, however often a reader asks
+    if mapped.status >= 500 and not mapped.retriable and not isinstance(error, RecordNotDeserializable):
         log.error("%s %s failed: %s", request.method, request.path, error, exc_info=error)
     elif mapped.status >= 500:
         count = state.state(request).retriable_log.record(mapped.error_code, time.monotonic())
