@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql.types import (
@@ -22,14 +22,18 @@ from pyspark.sql.types import (
     LongType,
     MapType,
     StringType,
+    StructField,
     StructType,
     TimestampType,
 )
 from spark_cluster import SparkTestCluster
 
+from raftlog_client.errors import RequestFailed
 from raftlog_spark.avro_types import avro_schema, spark_type
 from raftlog_spark.errors import OptionError, SchemaError
 from raftlog_spark.options import parse_read_options, parse_write_options
+from raftlog_spark.source import value_schema
+from raftlog_spark.writer import register_value
 
 pytestmark = pytest.mark.spark
 
@@ -181,7 +185,7 @@ def test_value_options_are_parsed_once_and_refused_naming_what_is_not_built() ->
     assert (read.value.format, read.value.subject) == ("avro", "orders-value")  # TopicNameStrategy
     named = {"servers": SERVERS, "subscribe": "a,b", "valueFormat": "avro", "valueSubject": "shared"}
     assert parse_read_options(named, True).value.subject == "shared"
-    with pytest.raises(OptionError, match="'valueFormat'.*names 2"):
+    with pytest.raises(OptionError, match=r"'valueFormat'.*names 2"):
         parse_read_options({"servers": SERVERS, "subscribe": "a,b", "valueFormat": "avro"}, False)
     for name, word in (("protobuf", "Protobuf"), ("jsonschema", "JSON Schema"), ("json", "JSON Schema")):
         with pytest.raises(OptionError, match=f"'{name}': {word} values are not built"):
@@ -205,9 +209,43 @@ def test_avro_types_map_as_spark_maps_them_and_back() -> None:
     with pytest.raises(SchemaError, match=r"value.x: the Avro union .* member0"):
         spark_type({"type": "record", "name": "R", "fields": [{"name": "x", "type": ["int", "string"]}]})
     recursive = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}
-    with pytest.raises(SchemaError, match="value.next: the Avro record Node contains itself"):
+    with pytest.raises(SchemaError, match=r"value\.next: the Avro record Node contains itself"):
         spark_type(recursive)
     # Spark's type to Avro and back is the same type
     written = avro_schema(kind)
     assert spark_type(written)[0] == kind
     assert written["fields"][-1] == {"name": "qty", "type": ["null", "int"], "default": None}
+
+
+# -- the registry without a session: what the driver asks before Spark runs anything -------------------
+
+
+def test_a_subject_of_another_schema_type_is_refused_naming_it(raftlog_cluster: SparkTestCluster) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    registry = SchemaRegistryClient({"url": raftlog_cluster.urls[0]})
+    registry.register_schema(f"{topic}-value", Schema(json.dumps({"type": "object"}), "JSON"))
+    options = {"servers": raftlog_cluster.servers, "subscribe": topic, "valueFormat": "avro"}
+    with pytest.raises(SchemaError, match=f"subject '{topic}-value' is a JSON schema: valueFormat 'avro'"):
+        value_schema(options)
+
+
+def test_the_sink_registers_its_schema_and_the_registry_refuses_an_incompatible_one(
+    raftlog_cluster: SparkTestCluster,
+) -> None:
+    topic = raftlog_cluster.create_topic(1)
+    options = parse_write_options({"servers": raftlog_cluster.servers, "topic": topic, "valueFormat": "avro"})
+    first = StructType([StructField("value", StructType([StructField("id", LongType(), False)]), True)])
+    registered = register_value(options, first)
+    assert registered is not None and register_value(options, first) == registered  # the same id again
+    registry = SchemaRegistryClient({"url": raftlog_cluster.urls[2]})
+    assert registry.get_latest_version(f"{topic}-value").schema_id == registered.schema_id
+    # a nullable column added: ["null", type] with default null, which BACKWARD (the default) accepts
+    fields = [*first["value"].dataType, StructField("n", StringType())]
+    grown = StructType([StructField("value", StructType(fields), True)])
+    assert register_value(options, grown) is not None
+    assert registry.get_versions(f"{topic}-value") == [1, 2]
+    # a required column added has no default: the registry's 409, before any task runs
+    required = StructType([StructField("value", StructType([StructField("x", StringType(), False)]), True)])
+    with pytest.raises(RequestFailed) as refused:
+        register_value(options, required)
+    assert refused.value.status == 409
