@@ -184,7 +184,7 @@ async def _named(
     cache = request.app[SCHEMAS]
     if schema_id is None:
         try:
-            return Named(subject, schema_type, cache.parse_text(schema_type, str(text)), text=str(text))
+            return Named(subject, schema_type, await cache.parse_text(schema_type, str(text)), text=str(text))
         except InvalidSchema as exc:
             raise InvalidEmbeddedSchema(f"Invalid schema: {exc}") from None
     try:

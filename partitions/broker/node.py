@@ -72,6 +72,7 @@ from partitions.peers.client import (
 from partitions.peers.cluster import Cluster
 from partitions.peers.presence import Presence
 from partitions.registry.coordinator import SchemaRegistry
+from partitions.registry.schema_cache import SchemaCache
 from partitions.registry.service import RegistryService, SchemaView
 from partitions.registry.store import ReplicatedSchemaLog
 from partitions.registry.types import TYPES
@@ -371,7 +372,7 @@ class Node:
             self.raft.run,
             inflated_bytes_max=config.inflated_batch_bytes_max,
             features=self.features,
-            schemas=SchemaChecks(self._schema_of, self._schema_usage, self._schema_version, TYPES),
+            schemas=SchemaChecks(SchemaCache(self._schema_of, self._schema_version), self._schema_usage),
         )
         self.partition_admin = PartitionAdmin(
             config.node_id,

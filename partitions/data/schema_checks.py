@@ -10,39 +10,30 @@ TopicNameStrategy, the only strategy built), and its payload must decode under t
 (``ParsedSchema.decode``). Otherwise the whole batch is refused (``InvalidRecord``: Kafka's INVALID_RECORD,
 HTTP 422), nothing written, the first bad record named.
 
-An id's schema never changes, so what the registry answers of it is kept (``CACHED_SCHEMAS_MAX`` ids, the
-least recently used forgotten first); whether an id is registered under a subject is asked again until
-it is (a registration may come after the first refusal), and once it is, kept too.
+An id's schema never changes, so it is parsed once per node (``registry.schema_cache``); whether an id is
+registered under a subject is asked again until it is (a registration may come after the first refusal),
+and once it is, kept (``SUBJECTS_KEPT`` ids).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from partitions.errors import RegistryError
 from partitions.registry.framing import NotFramed, message_indexes, unframe
-from partitions.registry.schema_types import PROTOBUF, InvalidSchema, ParsedSchema, SchemaType
+from partitions.registry.schema_cache import SchemaCache
+from partitions.registry.schema_types import PROTOBUF, ParsedSchema
 from partitions.registry.schema_types import InvalidRecord as SchemaInvalidRecord
-from partitions.registry.service import SchemaView
 from raftlog.storage.batch import Record
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidRecord
 
-CACHED_SCHEMAS_MAX = 1000
+SUBJECTS_KEPT = 1000  # ids whose subjects are kept (an id registered under a subject stays so)
 TOPIC_NAME_STRATEGY = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
 
-SchemaLookup = Callable[[int], Awaitable[SchemaView]]  # an id's schema, from the registry (RegistryError)
 UsageLookup = Callable[[int], Awaitable[list[tuple[str, int]]]]  # the live (subject, version) pairs of an id
-VersionLookup = Callable[[str, int], Awaitable[SchemaView]]  # a subject's version (a reference's schema)
-REFERENCES_MAX = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class _Known:
-    parsed: ParsedSchema
-    subjects: frozenset[str]  # those it was found registered under
 
 
 def checks_asked(config: LogConfig) -> tuple[bool, bool]:
@@ -51,20 +42,13 @@ def checks_asked(config: LogConfig) -> tuple[bool, bool]:
 
 
 class SchemaChecks:
-    """``check`` a batch's records; event loop (lookups) plus a decode function run where the caller says."""
+    """``prepare`` a batch's check on the event loop (its schemas, parsed once per node by a
+    ``SchemaCache``), then ``Plan.decode_all`` its records on any thread."""
 
-    def __init__(
-        self,
-        schema_of: SchemaLookup,
-        usage_of: UsageLookup,
-        version_of: VersionLookup,
-        types: Mapping[str, SchemaType],
-    ) -> None:
-        self._schema_of = schema_of
+    def __init__(self, schemas: SchemaCache, usage_of: UsageLookup) -> None:
+        self._schemas = schemas
         self._usage_of = usage_of
-        self._version_of = version_of
-        self._types = types
-        self._known: OrderedDict[int, _Known] = OrderedDict()
+        self._subjects: OrderedDict[int, frozenset[str]] = OrderedDict()  # id -> subjects found holding it
 
     async def prepare(self, topic: str, records: Iterable[Record], config: LogConfig) -> Plan | None:
         """What decoding the batch's checked parts needs (their schemas), looked up on the event loop;
@@ -85,51 +69,33 @@ class SchemaChecks:
                 except NotFramed as exc:
                     raise InvalidRecord(_refusal(topic, offset_delta, part, str(exc))) from None
                 if (schema_id, subject) not in plan.schemas:
-                    known = await self._known_under(schema_id, subject, topic, offset_delta, part)
-                    plan.schemas[(schema_id, subject)] = known.parsed
+                    parsed = await self._parsed_under(schema_id, subject, topic, offset_delta, part)
+                    plan.schemas[(schema_id, subject)] = parsed
         return plan
 
-    async def _known_under(self, schema_id: int, subject: str, topic: str, at: int, part: str) -> _Known:
-        known = self._known.get(schema_id)
-        if known is None:
-            try:
-                view = await self._schema_of(schema_id)
-            except RegistryError as exc:
-                if exc.error_code == 40403:
-                    raise InvalidRecord(
-                        _refusal(topic, at, part, f"schema id {schema_id} is unknown")
-                    ) from None
-                raise
-            try:
-                parsed = self._types[view.schema_type].parse(view.schema, await self._resolved(view))
-            except (InvalidSchema, RegistryError) as exc:
-                why = f"schema id {schema_id} cannot be read: {exc}"
-                raise InvalidRecord(_refusal(topic, at, part, why)) from None
-            known = _Known(parsed, frozenset())
-        if subject not in known.subjects:
-            subjects = frozenset(s for s, _ in await self._usage_of(schema_id))
-            known = _Known(known.parsed, subjects)
-        self._known[schema_id] = known
-        self._known.move_to_end(schema_id)
-        while len(self._known) > CACHED_SCHEMAS_MAX:
-            self._known.popitem(last=False)
-        if subject not in known.subjects:
-            raise InvalidRecord(
-                _refusal(topic, at, part, f"schema id {schema_id} is not registered under subject {subject}")
+    async def _parsed_under(
+        self, schema_id: int, subject: str, topic: str, at: int, part: str
+    ) -> ParsedSchema:
+        try:
+            registered = await self._schemas.registered(schema_id)
+        except RegistryError as exc:
+            why = (
+                f"schema id {schema_id} is unknown"
+                if exc.error_code == 40403
+                else f"schema id {schema_id}: {exc}"
             )
-        return known
-
-    async def _resolved(self, view: SchemaView) -> dict[str, str]:
-        """The texts of the schemas ``view`` references, transitively, by reference name."""
-        resolved: dict[str, str] = {}
-        pending = list(view.references)
-        while pending and len(resolved) < REFERENCES_MAX:
-            reference = pending.pop()
-            if reference.name not in resolved:
-                referenced = await self._version_of(reference.subject, reference.version)
-                resolved[reference.name] = referenced.schema
-                pending += referenced.references
-        return resolved
+            raise InvalidRecord(_refusal(topic, at, part, why)) from None
+        subjects = self._subjects.get(schema_id, frozenset())
+        if subject not in subjects:  # asked again until it is (a registration may follow a refusal)
+            subjects = frozenset(s for s, _ in await self._usage_of(schema_id))
+        self._subjects[schema_id] = subjects
+        self._subjects.move_to_end(schema_id)
+        while len(self._subjects) > SUBJECTS_KEPT:
+            self._subjects.popitem(last=False)
+        if subject not in subjects:
+            why = f"schema id {schema_id} is not registered under subject {subject}"
+            raise InvalidRecord(_refusal(topic, at, part, why))
+        return registered.parsed
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,16 +10,19 @@ cluster-wide one, served by the ``__schemas`` leader), so this module asks nothi
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from partitions.errors import RegistryError
-from partitions.registry.schema_types import InvalidSchema, ParsedSchema, Reference
+from partitions.registry.schema_types import InvalidSchema, ParsedSchema, Reference, SchemaType
 from partitions.registry.service import SchemaView
 from partitions.registry.types import TYPES
 
 SCHEMAS_MAX = 1024  # parsed schemas a node keeps
+PARSE_THREADS = 2
 REFERENCES_MAX = 1000  # schemas one schema may reach through its references (the registry's bound)
 
 ById = Callable[[int], Awaitable[SchemaView]]  # RegistryService.schema(id, "")
@@ -36,10 +39,14 @@ class Registered:
 
 
 class SchemaCache:
+    """Event-loop only; a schema is parsed on the cache's own threads (a 1 MiB schema takes up to a
+    second, and a node's event loop must never be held by a client's schema)."""
+
     def __init__(self, by_id: ById, by_version: ByVersion, size_max: int = SCHEMAS_MAX) -> None:
         self._by_id = by_id
         self._by_version = by_version
         self._size_max = size_max
+        self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._held: OrderedDict[int, Registered] = OrderedDict()
         self._texts: OrderedDict[tuple[str, str], ParsedSchema] = OrderedDict()
 
@@ -62,7 +69,14 @@ class SchemaCache:
             self._held.popitem(last=False)
         return found
 
-    def parse_text(self, schema_type: str, text: str) -> ParsedSchema:
+    async def _parsed(self, kind: SchemaType, text: str, resolved: Mapping[str, str]) -> ParsedSchema:
+        if self._workers is None:
+            self._workers = concurrent.futures.ThreadPoolExecutor(
+                PARSE_THREADS, thread_name_prefix="schema-parse"
+            )
+        return await asyncio.get_running_loop().run_in_executor(self._workers, kind.parse, text, resolved)
+
+    async def parse_text(self, schema_type: str, text: str) -> ParsedSchema:
         """A schema's text as a client gives it, without references, parsed (``InvalidSchema`` when it is
         none); the ``SCHEMAS_MAX`` texts parsed last are kept, so a producer naming its schema by text at
         every request has it parsed once."""
@@ -74,7 +88,7 @@ class SchemaCache:
         kind = TYPES.get(schema_type)
         if kind is None:
             raise InvalidSchema(f"unknown schema type {schema_type}")
-        found = self._texts[key] = kind.parse(text, {})
+        found = self._texts[key] = await self._parsed(kind, text, {})
         while len(self._texts) > self._size_max:
             self._texts.popitem(last=False)
         return found
@@ -96,6 +110,6 @@ class SchemaCache:
             resolved[reference.name] = held.schema
             pending += held.references
         try:
-            return kind.parse(view.schema, resolved)
+            return await self._parsed(kind, view.schema, resolved)
         except InvalidSchema as exc:
             raise RegistryError(42201, f"Invalid schema of id {view.id}: {exc}") from None
