@@ -36,5 +36,5 @@ def test_a_property_name_is_matched_in_linear_time_by_records_and_by_compatibili
 @pytest.mark.parametrize("pattern", ["(?=a)b", "(a)\\1", "(?<!x)y"])
 def test_a_pattern_re2_cannot_express_is_refused_at_registration(pattern: str) -> None:
     for schema in ({"type": "string", "pattern": pattern}, {"patternProperties": {pattern: {}}}):
-        with pytest.raises(InvalidSchema, match="not supported.*RE2"):
+        with pytest.raises(InvalidSchema, match=r"not supported.*RE2"):
             JSON_TYPE.parse(json.dumps(schema), {})
