@@ -20,8 +20,9 @@ from partitions.registry.service import (
     SchemaInput,
     SchemaView,
 )
+from raftlog_contract import REGISTRY_V1
 
-MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+MEDIA_TYPE = REGISTRY_V1  # declared once, in raftlog_contract
 BODY_TYPES = (MEDIA_TYPE, "application/vnd.schemaregistry+json", "application/json")
 VERSION_MAX = 2**31 - 1
 REFERENCES_MAX = 1000
