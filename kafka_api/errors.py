@@ -95,6 +95,8 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.FeatureUpdateRefused, ErrorCode.invalid_update_version),  # UpdateFeatures' refusal
     (broker.FeatureNotFinalized, ErrorCode.unsupported_version),  # as Kafka before its metadata.version
     (broker.InvalidQuota, ErrorCode.invalid_request),
+    # the Kafka door asks the schema registry only to check a produced record against its schema
+    (broker.RegistryError, ErrorCode.invalid_record),
     (broker.InvalidConfigRequest, ErrorCode.invalid_request),
     (broker.InvalidResourceConfig, ErrorCode.invalid_config),
     (broker.QuotaExceeded, ErrorCode.throttling_quota_exceeded),  # the HTTP door's; Kafka's throttles

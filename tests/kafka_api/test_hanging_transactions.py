@@ -157,7 +157,7 @@ async def test_a_hanging_transaction_is_found_and_aborted_with_kafkas_tool(kafka
     batch = transactional_batch(UNKNOWN_PRODUCER, [b"poison", b"poison"])
     await replica.group.propose(commands.encode_parts(commands.Produce(batch)), 10_000)
     await produce(node.data, "stuck", 0, [ProducerRecord(b"committed")])
-    offsets = node.data.offsets_now("stuck", 0)
+    offsets = await until(lambda: node.data.offsets_now("stuck", 0), what="the partition's offsets")
     assert (offsets.last_stable_offset, offsets.high_watermark) == (0, 3)  # read_committed sees nothing
 
     [listed] = await cli(kafka_node.http, "transactions", "open", "--topic", "stuck")
@@ -177,7 +177,7 @@ async def test_a_hanging_transaction_is_found_and_aborted_with_kafkas_tool(kafka
     await transactions_tool(
         kafka_node.bootstrap, "abort", "--topic", "stuck", "--partition", "0", "--start-offset", "0"
     )
-    offsets = node.data.offsets_now("stuck", 0)
+    offsets = await until(lambda: node.data.offsets_now("stuck", 0), what="the partition's offsets")
     assert offsets.last_stable_offset == offsets.high_watermark == 4  # the ABORT marker took offset 3
     fetched = await node.data.fetch_stable("stuck", 0, 0, 1 << 20, 0)
     assert fetched.aborted == ((UNKNOWN_PRODUCER, 0),)  # a read_committed reader drops the poison only
