@@ -215,6 +215,10 @@ class ParsedJsonSchema:
             differences = self.differences(previous)
         except RecursionError:
             return ["Unexpected exception during compatibility check: the schemas nest too deeply to compare"]
+        except (IndexError, KeyError, TypeError, ValueError) as failure:
+            # as Confluent's checker answers an exception: incompatible, saying so (a registration is then
+            # refused 409, never a 500); found by the property run of random schemas
+            return [f"Unexpected exception during compatibility check: {failure!r}"]
         return [
             difference.message() for difference in differences if difference.type not in COMPATIBLE_CHANGES
         ]
@@ -244,6 +248,11 @@ class ParsedJsonSchema:
             error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
         except (referencing.exceptions.Unresolvable, RecursionError) as failure:
             raise InvalidRecord(f"the record could not be validated: {failure}") from None
+        except (TypeError, KeyError, AttributeError) as failure:
+            # jsonschema's own keywords fail on a few schemas its metaschema lets through (draft 2019-09's
+            # unevaluatedItems beside a boolean items: len(True)); a clear refusal, never a crash of the
+            # node checking the record
+            raise InvalidRecord(f"the schema cannot check this record (jsonschema: {failure!r})") from None
         if error is not None:
             path = "/".join(str(part) for part in error.absolute_path)
             raise InvalidRecord(f"#/{path}: {error.message}")

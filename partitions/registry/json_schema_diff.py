@@ -88,6 +88,8 @@ def _fixpoint(original: Node, update: Node) -> list[Difference]:
 def _referred(node: Node) -> Node:
     seen = 0
     while node.kind == "reference":
+        if not node.cell:
+            raise ValueError("a $ref that was never resolved")
         node = node.cell[0]
         seen += 1
         if seen > 64:

@@ -461,3 +461,20 @@ def test_any_schema_is_refused_with_a_reason_or_handled_whole(earlier: Any, late
             first.decode(json.dumps(value).encode())
     else:
         assert first.decode(payload) == value
+
+
+def test_a_record_jsonschema_itself_fails_to_check_is_refused_not_a_crash() -> None:
+    """Draft 2019-09's unevaluatedItems beside a boolean items makes jsonschema's own keyword raise
+    TypeError (found by the property run above on a loaded machine): the record is refused, saying so."""
+    schema = JSON_TYPE.parse(
+        json.dumps(
+            {
+                "$schema": "https://json-schema.org/draft/2019-09/schema",
+                "items": True,
+                "unevaluatedItems": False,
+            }
+        ),
+        {},
+    )
+    with pytest.raises(InvalidRecord, match="cannot check this record"):
+        schema.encode([1, 2])
