@@ -30,6 +30,7 @@ from referencing import Registry, Resource, Specification
 from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012, specification_with
 
 from partitions.registry import patterns
+from partitions.registry.avro_json import string as jackson_string  # Jackson's escapes, one copy
 from partitions.registry.json_schema_diff import compare
 from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, Difference
 from partitions.registry.json_schema_model import Loader, Node
@@ -311,22 +312,6 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _string(text: str) -> str:
-    """A JSON string as Jackson writes it: only quotes, backslashes and control characters escaped."""
-    out = []
-    for character in text:
-        if character in _ESCAPES:
-            out.append(_ESCAPES[character])
-        elif character < " ":
-            out.append(f"\\u{ord(character):04X}")
-        else:
-            out.append(character)
-    return '"' + "".join(out) + '"'
-
-
 def _write(value: Any) -> str:
     """Compact JSON as Confluent's Jackson writes a schema."""
     if value is None:
@@ -336,7 +321,7 @@ def _write(value: Any) -> str:
     if value is False:
         return "false"
     if isinstance(value, str):
-        return _string(value)
+        return jackson_string(value)
     if isinstance(value, Decimal):
         return str(abs(value) if value.is_zero() else value)  # Java's BigDecimal: no negative zero
     if isinstance(value, int):
@@ -344,5 +329,5 @@ def _write(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(_write(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(_string(key) + ":" + _write(item) for key, item in value.items()) + "}"
+        return "{" + ",".join(jackson_string(key) + ":" + _write(item) for key, item in value.items()) + "}"
     raise TypeError(f"not a JSON value: {value!r}")
