@@ -79,12 +79,9 @@ def schema_cache(node: Any) -> SchemaCache:
     node's cluster is built after the app)."""
 
     async def by_id(schema_id: int) -> Any:
-        return await node.cluster.registry.call(RegistryService.schema, schema_id, "")
+        return await node.cluster.registry.call(RegistryService.schema, schema_id, "", "", True)
 
-    async def by_version(subject: str, version: int) -> Any:
-        return await node.cluster.registry.call(RegistryService.subject_version, subject, version, True)
-
-    return SchemaCache(by_id, by_version)
+    return SchemaCache(by_id)
 
 
 def media_format(content_type: str) -> str | None:

@@ -372,7 +372,7 @@ class Node:
             self.raft.run,
             inflated_bytes_max=config.inflated_batch_bytes_max,
             features=self.features,
-            schemas=SchemaChecks(SchemaCache(self._schema_of, self._schema_version), self._schema_usage),
+            schemas=SchemaChecks(SchemaCache(self._schema_of), self._schema_usage),
         )
         self.partition_admin = PartitionAdmin(
             config.node_id,
@@ -421,13 +421,10 @@ class Node:
         self.operator = Operator(self.frontend, self.voters, self.routing, self.cluster.peer)
 
     async def _schema_of(self, schema_id: int) -> SchemaView:
-        return await self.cluster.registry.call(RegistryService.schema, schema_id, "")
+        return await self.cluster.registry.call(RegistryService.schema, schema_id, "", "", True)
 
     async def _schema_usage(self, schema_id: int) -> list[tuple[str, int]]:
         return await self.cluster.registry.call(RegistryService.schema_usage, schema_id, False)
-
-    async def _schema_version(self, subject: str, version: int) -> SchemaView:
-        return await self.cluster.registry.call(RegistryService.subject_version, subject, version, False)
 
     def _group_configs(self, group: str) -> Mapping[str, str]:
         """A group's configs as the controller replicated them (``partitions.resource_configs``)."""

@@ -101,13 +101,20 @@ class SchemaRegistry:
 
     # reads -----------------------------------------------------------------------------------------------
 
-    async def schema(self, schema_id: int, subject: str, format: str = "") -> SchemaView:
+    async def schema(
+        self, schema_id: int, subject: str, format: str = "", with_references: bool = False
+    ) -> SchemaView:
         table = self._table()
         registered = table.schemas.get(schema_id)
         holders = {held for held, _ in table.subjects_of(schema_id, deleted=True)}
         if registered is None or (subject and subject not in holders):
             raise RegistryError(40403, f"Schema {schema_id} not found")
-        return await self._formatted(table, _view(registered.id, registered.guid, registered.schema), format)
+        view = _view(registered.id, registered.guid, registered.schema)
+        if with_references:
+            view = replace(
+                view, resolved=tuple(sorted(_resolve(table, registered.schema.references).items()))
+            )
+        return await self._formatted(table, view, format)
 
     async def schema_by_guid(self, guid: str) -> SchemaView:
         for registered in self._table().schemas.values():

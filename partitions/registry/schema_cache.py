@@ -3,9 +3,10 @@ the HTTP door's schema formats, and the broker's record check.
 
 An id's schema never changes (the registry never gives an id twice, and a schema deleted and registered
 again keeps it), so a node keeps what it parsed (``SchemaCache``, the ``SCHEMAS_MAX`` used last) and asks the
-registry only for an id it has not seen. The schema's references are resolved as the registry does: each
-named subject's version, transitively. Lookups are given as calls of ``RegistryService`` (the node's
-cluster-wide one, served by the ``__schemas`` leader), so this module asks nothing of a network itself.
+registry only for an id it has not seen, with the texts of what its references reach, resolved by the
+registry itself (``RegistryService.schema`` ``with_references``: one call, one resolution rule). The
+lookup is given as a call of the node's cluster-wide ``RegistryService`` (served by the ``__schemas``
+leader), so this module asks nothing of a network itself.
 """
 
 from __future__ import annotations
@@ -17,16 +18,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from partitions.errors import RegistryError
-from partitions.registry.schema_types import InvalidSchema, ParsedSchema, Reference, SchemaType
+from partitions.registry.schema_types import InvalidSchema, ParsedSchema, SchemaType
 from partitions.registry.service import SchemaView
 from partitions.registry.types import TYPES
 
 SCHEMAS_MAX = 1024  # parsed schemas a node keeps
 PARSE_THREADS = 2
-REFERENCES_MAX = 1000  # schemas one schema may reach through its references (the registry's bound)
 
-ById = Callable[[int], Awaitable[SchemaView]]  # RegistryService.schema(id, "")
-ByVersion = Callable[[str, int], Awaitable[SchemaView]]  # RegistryService.subject_version(s, v, True)
+ById = Callable[[int], Awaitable[SchemaView]]  # RegistryService.schema(id, "", with_references=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +41,8 @@ class SchemaCache:
     """Event-loop only; a schema is parsed on the cache's own threads (a 1 MiB schema takes up to a
     second, and a node's event loop must never be held by a client's schema)."""
 
-    def __init__(self, by_id: ById, by_version: ByVersion, size_max: int = SCHEMAS_MAX) -> None:
+    def __init__(self, by_id: ById, size_max: int = SCHEMAS_MAX) -> None:
         self._by_id = by_id
-        self._by_version = by_version
         self._size_max = size_max
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._held: OrderedDict[int, Registered] = OrderedDict()
@@ -94,21 +92,12 @@ class SchemaCache:
         return found
 
     async def parse(self, view: SchemaView) -> ParsedSchema:
-        """A registered schema parsed with its references resolved through the registry."""
+        """A registered schema parsed with its references, as the registry resolved them (``view`` asked
+        ``with_references``)."""
         kind = TYPES.get(view.schema_type)
         if kind is None:
             raise RegistryError(42201, f"Invalid schema type {view.schema_type}")
-        resolved: dict[str, str] = {}
-        pending: list[Reference] = list(view.references)
-        while pending:
-            reference = pending.pop()
-            if reference.name in resolved:
-                continue
-            if len(resolved) >= REFERENCES_MAX:
-                raise RegistryError(42201, f"Invalid schema: more than {REFERENCES_MAX} references")
-            held = await self._by_version(reference.subject, reference.version)
-            resolved[reference.name] = held.schema
-            pending += held.references
+        resolved = dict(view.resolved)
         try:
             return await self._parsed(kind, view.schema, resolved)
         except InvalidSchema as exc:

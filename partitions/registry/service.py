@@ -45,6 +45,9 @@ class SchemaView:
     subject: str = ""
     version: int = 0
     deleted: bool = False
+    # asked for (``RegistryService.schema``'s ``with_references``): every schema its references reach,
+    # transitively, by reference name, as the registry resolves them to parse it
+    resolved: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +80,12 @@ class RegistryService(Protocol):
     """Confluent's schema registry, served by the ``__schemas`` leader."""
 
     @peer("A registered schema by its id")
-    async def schema(self, schema_id: int, subject: str, format: str = "") -> SchemaView:
+    async def schema(
+        self, schema_id: int, subject: str, format: str = "", with_references: bool = False
+    ) -> SchemaView:
         """40403 when no schema has the id (or ``subject``, when given, holds no version of it); its text
-        in ``format`` when one is named (``ParsedSchema.formatted``)."""
+        in ``format`` when one is named (``ParsedSchema.formatted``); ``with_references``: the texts its
+        references reach, in ``resolved`` (what a node needs to parse it, in one call)."""
         ...
 
     @peer("A registered schema by its guid")
