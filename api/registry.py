@@ -156,8 +156,9 @@ async def list_versions(request: web.Request) -> web.Response:
     return respond(await call(request, RegistryService.versions, subject_name(request), listing_of(request)))
 
 
-async def get_version(request: web.Request) -> web.Response:
-    view = await call(
+async def _subject_version(request: web.Request) -> SchemaView:
+    """The subject's version the path names, as the query asks (``deleted``, ``format``)."""
+    view: SchemaView = await call(
         request,
         RegistryService.subject_version,
         subject_name(request),
@@ -165,18 +166,15 @@ async def get_version(request: web.Request) -> web.Response:
         flag(request, "deleted"),
         format_param(request),
     )
-    return respond(schema_json(view, with_subject=True))
+    return view
+
+
+async def get_version(request: web.Request) -> web.Response:
+    return respond(schema_json(await _subject_version(request), with_subject=True))
 
 
 async def get_version_schema(request: web.Request) -> web.Response:
-    view = await call(
-        request,
-        RegistryService.subject_version,
-        subject_name(request),
-        version_param(request),
-        flag(request, "deleted"),
-        format_param(request),
-    )
+    view = await _subject_version(request)
     return web.Response(text=view.schema, content_type="text/plain")
 
 
