@@ -8,12 +8,14 @@ its own virtualenv ``.releases/VERSION/.venv`` whose ``raftlog*`` packages are t
 packages: when the release declares the same dependencies as this checkout, the virtualenv reads them from
 this interpreter's site-packages (nothing downloaded, built in a second); otherwise ``pip install -e`` of
 the worktree fetches them. The C extension (``raftlog.storage._records``) is compiled in the worktree. A
-tree once built is reused: a marker file records what it was built from.
+tree once built is reused: a marker file records what it was built from. Builds of one checkout take turns
+(a lock file under ``.releases/``): two processes asking at once, such as two test workers, get one build.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -74,31 +76,38 @@ def _dependencies(tree: str) -> list[str]:
         return sorted(tomllib.load(f)["project"].get("dependencies", []))
 
 
-def release(version: str, root: str | None = None, say: bool = False) -> Release:
-    """The release ``version``'s code and interpreter, built under ``ROOT/.releases/VERSION`` unless built
-    already (seconds when this checkout's packages serve it; a ``pip install`` otherwise)."""
+def release(version: str, root: str | None = None, say: bool = False, into: str | None = None) -> Release:
+    """The release ``version``'s code and interpreter, built under ``INTO/VERSION`` (``ROOT/.releases``
+    unless told) unless built already (seconds when this checkout's packages serve it; a ``pip install``
+    otherwise). One build at a time per checkout, whoever asks: the others wait, then find it built."""
     root = root or checkout_root()
     commits = released_commits(root)
     if version not in commits:
         raise ReleaseError(f"CHANGELOG.md names no release {version} with its commit (it names: {commits})")
-    commit = _commit(root, commits[version])
-    tree = os.path.join(root, RELEASES_DIR, version)
-    python = os.path.join(tree, ".venv", "bin", "python")
-    marker = os.path.join(tree, _MARKER)
-    built = {"commit": commit, "python": sys.version.split()[0], "base": sys.prefix}
+    os.makedirs(os.path.join(root, RELEASES_DIR), exist_ok=True)
+    with open(os.path.join(root, RELEASES_DIR, ".build.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        commit = _commit(root, commits[version])  # may deepen a shallow clone: one fetch at a time too
+        tree = os.path.join(into or os.path.join(root, RELEASES_DIR), version)
+        python = os.path.join(tree, ".venv", "bin", "python")
+        marker = os.path.join(tree, _MARKER)
+        built = {"commit": commit, "python": sys.version.split()[0], "base": sys.prefix}
+        if not _built(marker, built, python):
+            if say:
+                print(f"building release {version} (commit {commit[:12]}) in {tree}", file=sys.stderr)
+            _worktree(root, tree, commit)
+            _virtualenv(tree, python)
+            with open(marker, "w", encoding="utf-8") as f:
+                json.dump(built, f)
+    return Release(version, commit, tree, python)
+
+
+def _built(marker: str, built: dict[str, str], python: str) -> bool:
     try:
         with open(marker, encoding="utf-8") as f:
-            if json.load(f) == built and os.path.exists(python):
-                return Release(version, commit, tree, python)
+            return json.load(f) == built and os.path.exists(python)
     except (OSError, ValueError):
-        pass
-    if say:
-        print(f"building release {version} (commit {commit[:12]}) in {tree}", file=sys.stderr)
-    _worktree(root, tree, commit)
-    _virtualenv(tree, python)
-    with open(marker, "w", encoding="utf-8") as f:
-        json.dump(built, f)
-    return Release(version, commit, tree, python)
+        return False
 
 
 def _worktree(root: str, tree: str, commit: str) -> None:
