@@ -47,7 +47,7 @@ async def cluster_metrics(request: web.Request) -> web.Response:
                     allow_redirects=False,
                     timeout=aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT_S),
                 ) as answer:
-                    body = await answer.content.read(SCRAPE_BYTES_MAX + 1)
+                    body = await _read_whole(answer.content, SCRAPE_BYTES_MAX + 1)
                     status = answer.status
             except (TimeoutError, aiohttp.ClientError) as exc:
                 return {"node_id": node_id, "metrics": None, "error": f"did not answer: {exc!r}"}
@@ -60,3 +60,17 @@ async def cluster_metrics(request: web.Request) -> web.Response:
 
         scraped = await asyncio.gather(*(scrape(n.node_id, n.http, n.state) for n in nodes))
     return web.json_response({"node_id": node.node_id, "nodes": list(scraped)})
+
+
+async def _read_whole(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """The body to its end, or its first ``limit`` bytes: one ``read(n)`` returns only what has arrived (a
+    node's text past ~128 KiB came cut, and the console's charts lost the histograms at its end)."""
+    parts: list[bytes] = []
+    held = 0
+    while held < limit:
+        part = await content.read(limit - held)
+        if not part:
+            break
+        parts.append(part)
+        held += len(part)
+    return b"".join(parts)
