@@ -370,9 +370,12 @@ def _add_bench(bench: argparse.ArgumentParser) -> None:
 
 def _command_of(argv: Sequence[str]) -> str:
     """The command a command line names (its first word that is not an option), or EVERY_COMMAND for
-    ``completion``, which writes every command's options, and for a line naming none."""
+    ``completion``, which writes every command's options. A line naming none (``raftlog --help``) builds
+    no heavy command's arguments: the list of commands imports neither the server nor the benchmarks."""
     words = [word for word in argv if not word.startswith("-")]
-    return words[0] if words and words[0] != "completion" else EVERY_COMMAND
+    if not words:
+        return ""
+    return words[0] if words[0] != "completion" else EVERY_COMMAND
 
 
 def main(argv: Sequence[str] | None = None) -> int:
