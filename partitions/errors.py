@@ -291,7 +291,7 @@ class ReassignmentInProgress(PartitionError):
 
     def describe(self) -> str:
         return (
-            f"{self.topic}/{self.partition} is already moving to {list(self.target)}; cancel it first or "
+            f"{self.topic}/{self.partition} is already moving to {','.join(self.target)}; cancel it first or "
             "wait until it ends"
         )
 

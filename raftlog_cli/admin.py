@@ -132,10 +132,10 @@ def move_summary(body: dict[str, Any]) -> str:
     where = f"{body['topic']}/{body['partition']}"
     move = body.get("move")
     if move is None:
-        return f"{where}: replicas {body['replicas']}, no move in progress"
+        return f"{where}: replicas {','.join(body['replicas'])}, no move in progress"
     state = "cancelled, returning to" if move["cancelled"] else "moving to"
     joining = f", {move['adding']} joining" if move["adding"] else ""
-    return f"{where}: replicas {move['replicas']}, {state} {move['target']}{joining}"
+    return f"{where}: replicas {','.join(move['replicas'])}, {state} {','.join(move['target'])}{joining}"
 
 
 def partition_summary(body: dict[str, Any]) -> str:

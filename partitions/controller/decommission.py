@@ -74,7 +74,10 @@ def _blocked(
     if move is not None:
         down = [n for n in move.target if n not in replicas and n not in alive]
         if down:
-            return "target_down", f"moving to {list(move.target)}, but {_names(down)} {_is(down)} not alive"
+            return (
+                "target_down",
+                f"moving to {','.join(move.target)}, but {_names(down)} {_is(down)} not alive",
+            )
     else:
         targets = [n for n in alive if n != node and n not in leaving and n not in replicas]
         if not targets:

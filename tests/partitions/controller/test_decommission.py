@@ -44,7 +44,7 @@ def test_a_move_to_a_node_that_died_is_blocked_and_says_so() -> None:
     moves = {("orders", 0): Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n4"), adding="n4")}
     found = blockers("n3", {"orders": [["n1", "n2", "n3"]]}, moves, ["n1", "n2", "n3"], {"n3"})
     assert found == [
-        Blocked("orders", 0, "target_down", "moving to ['n1', 'n2', 'n4'], but n4 is not alive"),
+        Blocked("orders", 0, "target_down", "moving to n1,n2,n4, but n4 is not alive"),
     ]
     assert blockers("n3", {"orders": [["n1", "n2", "n3"]]}, moves, ["n1", "n2", "n3", "n4"], {"n3"}) == []
 
