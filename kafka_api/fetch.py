@@ -30,6 +30,7 @@ listener's budget first, waiting for room, and keeps what it read until the answ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -203,7 +204,10 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: b
         if left > 0 or first:
             # a partition reads no more than the answer has left (at least one batch), as Kafka's
             # ReplicaManager: a partition_max_bytes above a consumer quota's window is not read whole
-            await asyncio.gather(*(read(part, min(part.max_bytes, max(left, 1))) for part in turn))
+            if len(turn) == 1:  # read in this task: a task of its own costs the answer three loop turns
+                await read(turn[0], min(turn[0].max_bytes, max(left, 1)))
+            else:
+                await asyncio.gather(*(read(part, min(part.max_bytes, max(left, 1))) for part in turn))
             left -= sum(len(part.result.data) for part in turn if part.result is not None)
         else:
             await asyncio.gather(*(offsets_only(part) for part in turn))
@@ -217,19 +221,27 @@ def _check_epoch(part: _Part, leader_epoch: int) -> None:
 
 async def _wait_any(door: Door, parts: list[_Part], wait_ms: int, committed: bool) -> None:
     """Until one partition has records past its offset (below its last stable offset, ``committed``), or
-    ``wait_ms``. The waits begin and end a turn of partitions at a time."""
+    ``wait_ms``: the data plane's wait without its read (the caller reads once woken). One partition is
+    waited for in this task (woken in the loop turn its high watermark moves; a task of its own cost
+    three turns more); several, a turn of them at a time, each in a task, until the first has records."""
     data = door.node.local.data
-    reads = data.fetch_stable if committed else data.fetch_batches
+    if len(parts) == 1:
+        p = parts[0]
+        with contextlib.suppress(Exception):  # its error is the caller's read's answer
+            await data.wait_readable(p.topic, p.partition, p.offset, wait_ms, committed)
+        return
     pacer = Pacer()
     waits = []
     try:
         for p in parts:
-            waits.append(asyncio.ensure_future(reads(p.topic, p.partition, p.offset, p.max_bytes, wait_ms)))
+            waits.append(
+                asyncio.ensure_future(data.wait_readable(p.topic, p.partition, p.offset, wait_ms, committed))
+            )
             await pacer.step()
         pending = set(waits)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if any(t.cancelled() or t.exception() is not None or t.result().data for t in done):
+            if any(t.cancelled() or t.exception() is not None or t.result() for t in done):
                 return
     finally:
         for task in waits:

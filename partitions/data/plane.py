@@ -514,6 +514,16 @@ class DataPlane:
         aborted = replica.log.transactions.aborted_between(offset, end)
         return dataclasses.replace(read, aborted=tuple(aborted)) if aborted else read
 
+    async def wait_readable(
+        self, topic: str, partition: int, offset: int, timeout_ms: int, stable: bool = False
+    ) -> bool:
+        """A long poll's wait without its read: whether the partition's leader has a committed record at
+        ``offset`` (below the last stable offset with ``stable``), waiting up to ``timeout_ms`` for one.
+        Raises as ``fetch_batches`` does (OffsetOutOfRange, NotLeader...). A reader that reads once woken
+        (Kafka's Fetch) reads once, not once here and again."""
+        _, _, end = await self._committed_from(topic, partition, offset, timeout_ms, stable)
+        return offset < end
+
     async def _read(
         self, replica: Replica, offset: int, max_bytes: int, high_watermark: int, stable: int | None = None
     ) -> tuple[FetchedBatches, int | None]:

@@ -6,7 +6,8 @@ CPU-bound processes beside the suite) nor, when
 that is short, longer than ``LIVE_WITHIN_S`` (a liveness bound, not a speed claim; relative to the big
 request's time so that it holds on a loaded machine), and the big request itself gets a whole answer,
 as Kafka gives it.
-Also: a classic group's members bound holds against joins sent at once from many connections."""
+Also: a classic group's members bound holds against joins sent at once from many connections, and a
+long poll woken by a produce reads its partition once woken, not once more in its wait."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import datetime
 import struct
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,11 +24,13 @@ from kafka_fixtures import RawKafka, http_client
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 from loop_held import never_held
+from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_api import wire
 from partitions.groups.classic import MEMBERS_MAX
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_contract import METRICS_PATH
 
 LIVE_WITHIN_S = 1.0  # another client's ApiVersions may always wait this long while the big request is served
 HELD_SHARE = 0.75  # ... or this share of the big request's time: a loop held by it makes it wait nearly all
@@ -320,3 +324,59 @@ def test_a_produce_naming_100000_partitions_leaves_the_node_live(node: LocalClus
     assert len(codes) == WIDE_ENTRIES
     assert codes[:PARTITIONS] == [ErrorCode.none] * PARTITIONS  # appended
     assert codes.count(ErrorCode.unknown_topic_or_partition) == WIDE_ENTRIES - PARTITIONS
+
+
+def _fetch_requests(node: LocalCluster) -> float:
+    """The node's count of partition reads for fetches (``raftlog_fetch_requests_total``)."""
+    with urllib.request.urlopen(node.urls["n1"] + METRICS_PATH, timeout=10) as answer:
+        text = answer.read().decode()
+    return next(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "raftlog_fetch_requests_total"
+    )
+
+
+def _fetch_one(partition: int, offset: int, wait: datetime.timedelta) -> Any:
+    cls = wire.request_class(1, 12)
+    part = wire.build(wire.sibling(cls, "FetchPartition"), partition=partition, current_leader_epoch=-1,
+                      fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
+                      partition_max_bytes=FETCH_MAX_BYTES)  # fmt: skip
+    topic = wire.build(wire.sibling(cls, "FetchTopic"), topic=TOPIC, partitions=(part,))
+    return wire.build(cls, cluster_id=None, replica_id=-1, max_wait=wait, min_bytes=1,
+                      max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
+                      topics=(topic,), forgotten_topics_data=(), rack_id="")  # fmt: skip
+
+
+def test_a_long_poll_woken_by_a_produce_reads_its_partition_once_woken(node: LocalCluster) -> None:
+    """A Fetch waiting for a record (max_wait 30 s) is answered the record a produce then appends, and
+    reads its partition twice: before its wait and once woken (its wait read it as well: three reads,
+    the wait's thrown away, a CRC walk and a copy of every record more on each consumer's wake-up)."""
+    partition = PARTITIONS - 1
+    raw, producer = RawKafka(node.kafka["n1"]), RawKafka(node.kafka["n1"])
+    try:
+        raw.sock.settimeout(ANSWER_TIMEOUT_S)
+        end = raw.call(1, 12, _fetch_one(partition, 0, datetime.timedelta(0))).responses[0].partitions[0]
+        end_offset = end.high_watermark
+        before = _fetch_requests(node)
+        raw.send_raw(raw.frame(1, 12, _fetch_one(partition, end_offset, datetime.timedelta(seconds=30))))
+        deadline = time.monotonic() + 60
+        while _fetch_requests(node) == before:  # its first read done: it waits (or is about to)
+            assert time.monotonic() < deadline, "the long poll never read its partition"
+            time.sleep(0.01)
+        cls = wire.request_class(0, 9)
+        part = wire.build(wire.sibling(cls, "PartitionProduceData"), index=partition, records=_batch())
+        data = wire.build(wire.sibling(cls, "TopicProduceData"), name=TOPIC, partition_data=(part,))
+        request = wire.build(cls, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
+                             topic_data=(data,))  # fmt: skip
+        produced = producer.call(0, 9, request).responses[0].partition_responses[0]
+        assert produced.error_code == ErrorCode.none
+        answer = raw.answer(1, 12).responses[0].partitions[0]
+        assert answer.error_code == ErrorCode.none
+        assert answer.high_watermark == end_offset + 1
+        assert answer.records, "the woken long poll answers the new record"
+        assert _fetch_requests(node) - before <= 2
+    finally:
+        raw.close()
+        producer.close()
