@@ -344,6 +344,7 @@ def _add_bench(bench: argparse.ArgumentParser) -> None:
         curve,
         fetches,
         gossip,
+        kafka_tools,
         leaders,
         perf,
         scale,
@@ -362,8 +363,10 @@ def _add_bench(bench: argparse.ArgumentParser) -> None:
         gossip,
         leaders,
         fetches,
-    ):  # each: DESCRIPTION, options, run
-        command = bench_sub.add_parser(module.__name__.rpartition(".")[2], help=module.DESCRIPTION)
+        kafka_tools,
+    ):  # each: DESCRIPTION, options, run; a module's underscores are the command's dashes (kafka-tools)
+        name = module.__name__.rpartition(".")[2].replace("_", "-")
+        command = bench_sub.add_parser(name, help=module.DESCRIPTION)
         module.add_arguments(command)
         command.set_defaults(run=module.run_from_args)
 
