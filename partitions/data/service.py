@@ -339,3 +339,11 @@ class LocalDataService(DataService, Protocol):
         """The first committed record holding the largest timestamp of the partition's log, on its leader
         (Kafka's ListOffsets -3, KIP-734); None when the log has no record."""
         ...
+
+    async def wait_readable(
+        self, topic: str, partition: int, offset: int, timeout_ms: int, stable: bool = False
+    ) -> bool:
+        """A long poll's wait without its read: whether the leader has a committed record at ``offset``
+        (below the last stable offset with ``stable``), waiting up to ``timeout_ms`` for one; raises as
+        ``fetch_batches`` does. The Kafka door waits with it and then reads once."""
+        ...
