@@ -127,7 +127,9 @@ class KafkaTarget:
             self._values = sample_values(layout.record_bytes, layout.batch_records)
         await self.admin.create(layout)
 
-    async def _send(self, producer: Producer | None, partition: int, values: list[bytes]) -> int:
+    async def _send(
+        self, producer: Producer | None, partition: int, values: list[bytes], key: bytes | None = None
+    ) -> int:
         if producer is None or self.layout is None:
             raise RuntimeError("send before connect() and create()")
         loop = asyncio.get_running_loop()
@@ -151,6 +153,9 @@ class KafkaTarget:
         # generator a fifth of its core at 1 KiB.
         topic = self.layout.name
         waiting: list[dict[str, Any]] = [{"value": value} for value in values]
+        if key is not None:
+            for message in waiting:
+                message["key"] = key
         while waiting:
             waiting[-1]["callback"] = delivered  # whatever is sent last reports for the batch
             try:
@@ -168,8 +173,38 @@ class KafkaTarget:
     async def send_batch(self, worker: int, partition: int) -> int:
         return await self._send(self._batch, partition, self._values)
 
-    async def send_one(self, worker: int, partition: int) -> None:
-        await self._send(self._single, partition, self._values[:1])
+    async def send_one(self, worker: int, partition: int, key: bytes | None = None) -> None:
+        await self._send(self._single, partition, self._values[:1], key)
+
+    def follow(self, partition: int, received: Callable[[bytes, float], None]) -> Callable[[], None]:
+        """A consumer of ``partition`` from offset 0 (a new topic's start) on a thread of its own, with
+        librdkafka's defaults for its long poll (``fetch.wait.max.ms`` 500, ``fetch.min.bytes`` 1): each
+        record's key and ``time.perf_counter()`` as its poll returned it go to ``received``, on that
+        thread. Returns what stops it (and waits for its thread)."""
+        if self.layout is None:
+            raise RuntimeError("follow before create()")
+        topic, stop = self.layout.name, threading.Event()
+        settings = {**read_settings(self.bootstrap_servers, self.admin.fetch_bytes), "group.id": "bench-e2e"}
+        consumer = Consumer(settings)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+
+        def read() -> None:
+            try:
+                while not stop.is_set():
+                    message = consumer.poll(POLL_S)
+                    if message is not None and message.error() is None:
+                        received(message.key() or b"", time.perf_counter())
+            finally:
+                consumer.close()
+
+        reader = threading.Thread(target=read, name="bench-e2e-consumer", daemon=True)
+        reader.start()
+
+        def stopped() -> None:
+            stop.set()
+            reader.join(10)
+
+        return stopped
 
     async def consume(self, partition: int, records: int, deadline: float) -> tuple[int, int]:
         if self.layout is None:

@@ -29,7 +29,9 @@ Per system (raftlog first, then each peer of ``--compare``), per record size:
 
 Then single-record produce at ``--single-rate`` requests/s offered on a fixed timetable (open loop:
 latency counts from the scheduled time, or from the send where the request left up to 1 ms before it),
-``--single-seconds`` long. For raftlog started here, also: the
+``--single-seconds`` long. Through Kafka clients (``--client kafka``, so with ``--compare kafka``), then
+end to end (``perf_e2e.py``): single records of ``--e2e-record-size`` at ``--e2e-rate`` a second, each
+timed from its send until a consumer in this process receives it. For raftlog started here, also: the
 idle CPU of the nodes holding ``--idle-partitions`` partitions, and the time a node holding a partition
 of ``--restart-mib`` MiB takes to serve again after a crash (SIGKILL, restart with the same argv).
 
@@ -179,6 +181,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="single-record requests/s offered; 0 skips the phase (1000)")  # fmt: skip
     parser.add_argument("--single-seconds", type=float, default=10.0, help="single-record phase (10)")
     parser.add_argument("--single-record-size", type=int, default=100, help="single-record bytes (100)")
+    parser.add_argument("--e2e-rate", type=float, default=100.0,
+                        help="end to end (Kafka clients): single records a second, each timed from its send"
+                        " until a consumer in this process receives it, for --single-seconds; 0 skips the"
+                        " phase (100)")  # fmt: skip
+    parser.add_argument("--e2e-record-size", type=int, default=1024, help="end-to-end record bytes (1024)")
     parser.add_argument("--compare", type=parse_peers, default=[], metavar="kafka,kafka-fsync,nats,rabbitmq",
                         help="also run the same workload against these peers, then print ratios")  # fmt: skip
     parser.add_argument("--system", choices=SYSTEMS, default="raftlog",
@@ -232,6 +239,8 @@ def problem(args: argparse.Namespace) -> str | None:
         (0 <= args.single_rate <= 100_000, "--single-rate must be in [0, 100000]"),
         (0 < args.single_seconds <= 600, "--single-seconds must be in (0, 600]"),
         (1 <= args.single_record_size <= MiB, "--single-record-size must be in [1, 1 MiB]"),
+        (0 <= args.e2e_rate <= 10_000, "--e2e-rate must be in [0, 10000]"),
+        (1 <= args.e2e_record_size <= MiB, "--e2e-record-size must be in [1, 1 MiB]"),
         (0 <= args.idle_partitions <= 1000, "--idle-partitions must be in [0, 1000]"),
         (0 < args.idle_seconds <= 600, "--idle-seconds must be in (0, 600]"),
         (0 <= args.restart_mib <= 16 * KiB, "--restart-mib must be in [0, 16384]"),
@@ -285,6 +294,7 @@ def workload_of(args: argparse.Namespace) -> Workload:
         seconds=args.duration,
         consume=not args.no_consume,
         single_record_bytes=args.single_record_size,
+        e2e_record_bytes=args.e2e_record_size,
         fetch_bytes=args.fetch_mib * MiB,
         wait_quiet_s=args.wait_quiet,
         settle_s=args.settle_seconds,

@@ -1,7 +1,8 @@
 """The load loops of ``raftlog bench perf``, each against a ``Target`` (raftlog, NATS JetStream, RabbitMQ
 streams or Apache Kafka alike): produce (a closed loop of batches), consume (one reader per partition),
 consumer groups (Kafka clients), single records (an open loop on a timetable), the slow waits raftlog's
-nodes count over the single-record phase, and ``drive``, which runs them in order on fresh partitions.
+nodes count over the single-record phase, and ``drive``, which runs them in order on fresh partitions,
+ending with the end-to-end phase of Kafka clients (``perf_e2e.py``).
 Starting and stopping the systems they run against is ``perf_systems.py``'s."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from raftlog_bench.cluster import slot_time, slots_due
 from raftlog_bench.cpu import CpuMeter, named_threads_cpu_s, wait_quiet
+from raftlog_bench.perf_e2e import Follows, e2e_phase
 from raftlog_bench.perf_report import SLOW_WAIT_S, PhaseResult, Workload
 from raftlog_bench.stats import size_label
 from raftlog_bench.tally import Tally, phase_result, showing
@@ -313,6 +315,16 @@ async def drive(
                     waits = {what: after[what] - before[what] for what in SLOW_WAIT_FAMILIES.values()}
                     single = replace(single, slow_waits=waits)
                 results.append(single)
+            finally:
+                await target.delete()
+        if workload.e2e_rate > 0 and isinstance(target, Follows):
+            layout = Layout(f"{prefix}_e2e", 1, workload.e2e_record_bytes, 1)
+            await target.create(layout)
+            try:
+                await quiet(workload)
+                results.append(
+                    await e2e_phase(target, layout, workload.e2e_rate, workload.single_seconds, pids)
+                )
             finally:
                 await target.delete()
     finally:

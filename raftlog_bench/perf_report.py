@@ -49,12 +49,16 @@ class Workload:
     # --transactions N: instead of the phases above, plain and transactional produce in rounds of N records
     # and read_committed reads of both (perf_transactions.py); 0: the phases above
     transaction_records: int = 0
+    # end to end (Kafka clients): single records at this rate a second, read back by a consumer in the same
+    # process, for single_seconds (perf_e2e.py); 0: no such phase
+    e2e_rate: float = 0.0
+    e2e_record_bytes: int = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class PhaseResult:
     system: str
-    phase: str  # produce | consume | single
+    phase: str  # produce | consume | single | e2e (end to end) | group1, group3
     record_bytes: int
     batch_records: int
     partitions: int
@@ -140,7 +144,8 @@ def ratio(ours: float, theirs: float) -> float | None:
 
 def phase_ratios(phases: Sequence[PhaseResult], peer: str) -> list[tuple[str, int, float | None]]:
     """(phase, record_bytes, raftlog / peer) for every phase both measured: records/s for produce and
-    consume; for single-record produce the peer's p99 over raftlog's (above 1: raftlog is faster)."""
+    consume; for single-record produce and end to end the peer's p99 over raftlog's (above 1: raftlog is
+    faster)."""
     ours = {(p.phase, p.record_bytes): p for p in phases if p.system == "raftlog"}
     rows = []
     for theirs in phases:
@@ -149,7 +154,7 @@ def phase_ratios(phases: Sequence[PhaseResult], peer: str) -> list[tuple[str, in
         mine = ours.get((theirs.phase, theirs.record_bytes))
         if mine is None:
             continue
-        if theirs.phase == "single":
+        if theirs.phase in ("single", "e2e"):
             value = ratio(theirs.latency.p99_ms, mine.latency.p99_ms)
         else:
             value = ratio(mine.records_per_s, theirs.records_per_s)
@@ -307,6 +312,22 @@ KAFKA_THROUGHPUT_GOALS = (("kafka-fsync", 1.0), ("kafka", 0.5))
 KAFKA_CPU_FACTOR = 1.5  # servers' CPU per record at most this times Kafka's, in every phase both measured
 
 
+def _e2e_goals(phases: Sequence[PhaseResult]) -> list[Goal]:
+    """Issue 74's: raftlog's end-to-end p50 and p99 at most Apache Kafka's default's (Kafka's / raftlog's
+    >= 1)."""
+    ours = next((p for p in phases if p.system == "raftlog" and p.phase == "e2e"), None)
+    theirs = next((p for p in phases if p.system == "kafka" and p.phase == "e2e"), None)
+    if ours is None or theirs is None:
+        return []
+    found = []
+    for name in ("p50_ms", "p99_ms"):
+        value = ratio(getattr(theirs.latency, name), getattr(ours.latency, name))
+        if value is not None:
+            label = f"end-to-end {name[:3]}: kafka's / raftlog's >= 1"
+            found.append(Goal(label, value, 1.0, value >= 1.0))
+    return found
+
+
 def goals(report: Report) -> list[Goal]:
     """The performance goals that this report's numbers speak to."""
     found: list[Goal] = []
@@ -321,6 +342,7 @@ def goals(report: Report) -> list[Goal]:
     for phase_name, _, value in phase_ratios(report.phases, "kafka-fsync"):
         if phase_name == "single" and value is not None:  # the peer's p99 over raftlog's
             found.append(Goal("single-record p99: kafka-fsync's / raftlog's >= 1", value, 1.0, value >= 1.0))
+    found += _e2e_goals(report.phases)
     found += _group_goals(report.phases) + _cpu_goals(report.phases) + _transaction_goals(report.phases)
     if report.idle is not None:
         found.append(
@@ -398,6 +420,11 @@ def _workload_line(w: Workload) -> str:
         f"  workload: records {', '.join(size_label(s) for s in w.record_sizes)}, batch {w.batch_records},"
         f" {w.partitions} partitions x 3 replicas, {w.concurrency} batches in flight, {w.seconds:g} s per"
         f" produce phase, acks={w.acks}; single-record at {w.single_rate:g}/s for {w.single_seconds:g} s;"
+        + (
+            f" end to end (e2e) {size_label(w.e2e_record_bytes)} at {w.e2e_rate:g}/s, one consumer;"
+            if w.e2e_rate > 0 and w.client == "kafka"
+            else ""
+        )
         + (
             " raftlog client: Kafka's protocol (confluent-kafka: idempotent, acks=all, linger 5 ms, single"
             " records at linger 0)"
@@ -534,7 +561,8 @@ def format_report(report: Report) -> str:
         + (
             TRANSACTIONS_LATENCY
             if w.transaction_records
-            else "Latency per batch (produce), per request from its scheduled time (single)."
+            else "Latency per batch (produce), per request from its scheduled time (single), from its"
+            " scheduled time to the consumer's receipt (e2e)."
         ),
         "",
         TABLE_HEADER,

@@ -183,7 +183,8 @@ def run_rabbitmq(workload: Workload, parent: str, report: Report) -> None:
 
 def _child_timeout(workload: Workload) -> float:
     per_size = workload.seconds + workload.consume_seconds + 2 * DRAIN_TIMEOUT_S + 30
-    return len(workload.record_sizes) * per_size + workload.single_seconds + DRAIN_TIMEOUT_S + 60
+    e2e = workload.single_seconds + DRAIN_TIMEOUT_S if workload.e2e_rate > 0 else 0
+    return len(workload.record_sizes) * per_size + workload.single_seconds + DRAIN_TIMEOUT_S + 60 + e2e
 
 
 def load_child(handoff: str) -> int:

@@ -214,15 +214,19 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path, client: str) -> N
         sys.executable, "-m", "raftlog_cli", "bench", "perf", "--dir", str(tmp_path),
         "--duration", "1.5", "--record-size", "100", "--batch-size", "100", "--concurrency", "4",
         "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "10", "--json", str(out),
-        "--settle-seconds", "0.5", "--client", client,
+        "--settle-seconds", "0.5", "--client", client, "--e2e-rate", "100",
     ]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=150, check=False)
     print(done.stdout)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     phases = {p["phase"]: p for p in report["phases"]}
-    groups = {"group1", "group3"} if client == "kafka" else set()  # groups: Kafka's clients only
-    assert set(phases) == {"produce", "consume", "single"} | groups
+    kafka_only = {"group1", "group3", "e2e"} if client == "kafka" else set()  # Kafka's clients only
+    groups = kafka_only - {"e2e"}
+    assert set(phases) == {"produce", "consume", "single"} | kafka_only
+    if client == "kafka":  # 100 records a second for --single-seconds, each received by the consumer
+        assert phases["e2e"]["records"] == phases["e2e"]["expected"] == 100
+        assert phases["e2e"]["errors"] == {}
     for group in groups:
         assert phases[group]["records"] == phases[group]["expected"] == phases["produce"]["records"]
     assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
@@ -230,8 +234,9 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path, client: str) -> N
     assert phases["single"]["records"] == phases["single"]["expected"] == 100
     assert set(phases["produce"]["server_cpu_pct"]) == {"n1", "n2", "n3"}
     assert "records/s" in done.stdout
-    assert done.stderr.count("to settle") == 2  # the produce topic and the single-record topic
-    assert done.stderr.count("created and led in") == 2
+    topics = 3 if client == "kafka" else 2  # the produce topic, the single-record one, the end-to-end one
+    assert done.stderr.count("to settle") == topics
+    assert done.stderr.count("created and led in") == topics
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-perf-")]  # cleaned up
 
 
