@@ -6,7 +6,9 @@ Python's JSON parser holds the interpreter for the whole of a parse (about 2 s f
 on a loaded core), so a thread would not free the event loop: a process does. One process per node
 (``WORKERS``), started at the first large body, and at most ``IN_FLIGHT_MAX`` bodies given to it at once;
 later ones wait their turn, their connections still bounded by the door's (``api.http_limits``). A body
-up to ``INLINE_BYTES_MAX`` is worked where it arrived: the hop to the process would cost more.
+up to ``INLINE_BYTES_MAX`` is worked where it arrived: the hop to the process would cost more. (A produce
+body up to ``api.produce_encoding.FAST_INLINE_BYTES_MAX`` is parsed with orjson on the event loop before it
+gets here, since orjson's parse is that much faster.)
 """
 
 from __future__ import annotations

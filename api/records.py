@@ -21,25 +21,26 @@ from api import access, answers, errors, state, typed_records
 from api.access import READ
 from api.columnar import Columnar, columnar_encoding, encode_columnar
 from api.errors import BadRequest
-from api.rendering import record_rows
-from api.routing import (
-    RoundRobin,
-    assign_partitions,
-    group_by_partition,
+from api.produce_encoding import (
+    FAST_INLINE_BYTES_MAX,
+    FAST_INLINE_RECORDS_MAX,
+    EncodedProduce,
+    encode_fast,
+    encode_json_produce,
+    encode_produce,
 )
+from api.rendering import record_rows
+from api.routing import RoundRobin
 from api.schemas import (
     INT64_MAX,
     Flavour,
     OffsetCommit,
-    ProduceRequest,
     batch_produced_answer,
     check_group,
     dump_json,
     is_record_batch,
     parse_commit_offsets,
     parse_delete_records,
-    parse_json,
-    parse_produce,
     produce_answer,
     produce_entry,
     produce_error_entry,
@@ -59,10 +60,8 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import (
     BatchFormatError,
-    ProducerRecord,
     Record,
     batches_end,
-    encode_batch,
     records_by_batch,
     records_from,
 )
@@ -97,57 +96,21 @@ class Failure:
         return web.json_response(self.payload, status=self.status, headers=headers)
 
 
-def _batch(parsed: ProduceRequest, indexes: Sequence[int], now_ms: int) -> bytes:
-    """The JSON records at ``indexes`` as one batch (uncompressed, CreateTime: a record without a timestamp
-    gets this node's clock, ``now_ms``), encoded once, where they entered: the leader checks and stores it
-    as any producer's batch (``DataService.produce_batch``, the topic's codec and timestamp type applied
-    there), with who produced it (``_producer``: the producer id's owner is checked, and an id the caller
-    picked is written as one bound to it, ``partitions.security.producer_ids``). Never transactional."""
-    records = parsed.records
-    producer_records = [
-        ProducerRecord(records[i].value, records[i].key, records[i].headers, records[i].timestamp_ms)
-        for i in indexes
-    ]
-    return encode_batch(0, producer_records, 0, now_ms, parsed.producer_id, parsed.sequence)
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedProduce:
-    """A JSON produce body made into batches (``encode_json_produce``): small, so that it comes back
-    from the JSON worker process cheaply."""
-
-    count: int  # records in the request
-    batches: dict[int, tuple[list[int], bytes]]  # partition: (its records' indexes in the request, batch)
-    unknown_partition: int | None = None  # a record named a partition the topic does not have
-
-
-def encode_json_produce(
-    body: bytes, flavour: Flavour, partition: int | None, partitions: int, keyless: int, now_ms: int
+async def _encoded(
+    request: web.Request, flavour: Flavour, partition: int | None, partitions: int, keyless: int, now_ms: int
 ) -> EncodedProduce:
-    """A JSON produce body parsed, checked and encoded, one batch per partition: every record in
-    ``partition`` (the path's), else each record in its own, its key's, or for records without either
-    the partition of its producer id and sequence, or ``keyless`` (the round robin's turn). Runs in the
-    JSON worker process when the body is large (``api.json_work``)."""
-    return encode_produce(
-        parse_produce(parse_json(body), flavour, partition), partition, partitions, keyless, now_ms
-    )
-
-
-def encode_produce(
-    parsed: ProduceRequest, partition: int | None, partitions: int, keyless: int, now_ms: int
-) -> EncodedProduce:
-    """Checked records grouped by partition (as ``encode_json_produce`` says), one batch each."""
-    if partition is not None:
-        groups = {partition: list(range(len(parsed.records)))}
-    else:
-        for record in parsed.records:
-            if record.partition is not None and record.partition >= partitions:
-                return EncodedProduce(len(parsed.records), {}, record.partition)
-        if parsed.producer_id is not None and parsed.sequence is not None:
-            keyless = (parsed.producer_id + parsed.sequence) % partitions
-        groups = group_by_partition(assign_partitions(parsed.records, partitions, keyless))
-    batches = {p: (indexes, _batch(parsed, indexes, now_ms)) for p, indexes in groups.items()}
-    return EncodedProduce(len(parsed.records), batches)
+    """The request's JSON records as batches (``api.produce_encoding``): on the event loop through orjson
+    when the body is small enough, else (or when orjson does not take it exactly) in the node's JSON worker
+    process, itself working a body up to 64 KiB where it is."""
+    body = await state.body(request)
+    if len(body) <= FAST_INLINE_BYTES_MAX:
+        encoded = encode_fast(
+            body, flavour, partition, partitions, keyless, now_ms, records_max=FAST_INLINE_RECORDS_MAX
+        )
+        if encoded is not None:
+            return encoded
+    work = state.state(request).json_work
+    return await work.run(encode_json_produce, body, flavour, partition, partitions, keyless, now_ms)
 
 
 def _producer(request: web.Request) -> Producer:
@@ -202,9 +165,7 @@ async def produce_to_partition(request: web.Request) -> web.Response:
         encoded = encode_produce(typed, partition, 1, 0, now_ms)
     else:
         flavour = request_flavour(request.content_type)
-        work = state.state(request).json_work
-        body = await state.body(request)
-        encoded = await work.run(encode_json_produce, body, flavour, partition, 1, 0, now_ms)
+        encoded = await _encoded(request, flavour, partition, 1, 0, now_ms)
     _, batch = encoded.batches[partition]
     served = await cluster.data.run(
         DataService.produce_batch, topic, partition, batch, settings.produce_timeout_ms, _producer(request)
@@ -235,9 +196,7 @@ async def produce_to_topic(request: web.Request) -> web.Response:
         schema_ids = (ids[0], ids[1])
         encoded = encode_produce(typed, None, meta.partitions, keyless, now_ms)
     else:
-        body = await state.body(request)
-        work = state.state(request).json_work
-        encoded = await work.run(encode_json_produce, body, flavour, None, meta.partitions, keyless, now_ms)
+        encoded = await _encoded(request, flavour, None, meta.partitions, keyless, now_ms)
     if encoded.unknown_partition is not None:
         raise UnknownPartition(meta.name, encoded.unknown_partition)
     groups = {partition: indexes for partition, (indexes, _) in encoded.batches.items()}

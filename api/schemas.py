@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -250,12 +250,12 @@ def _decode_base64(value: Any, field: str) -> bytes:
         raise InvalidRecord(f"{field}: not valid base64") from None
 
 
-def _encode_field(value: Any, flavour: Flavour, field: str) -> bytes | None:
+def _encode_field(value: Any, flavour: Flavour, field: str, dump: Callable[[Any], bytes]) -> bytes | None:
     if value is None:
         return None
     if flavour is Flavour.BINARY:
         return _decode_base64(value, field)
-    return dump_json(value)
+    return dump(value)
 
 
 def _headers(value: Any, flavour: Flavour, field: str) -> tuple[tuple[str, bytes | None], ...]:
@@ -301,8 +301,17 @@ def _header_at(headers: Any, field: str, index: int, key: Any) -> str:
     return f"{field}.{key}" if isinstance(headers, dict) else f"{field}[{index}].value"
 
 
-def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> ProduceRequest:
-    """Validate a produce body; ``partition`` is the path's partition for the partition endpoint."""
+_new_tuple = tuple.__new__
+
+
+def parse_produce(
+    body: Any, flavour: Flavour, partition: int | None = None, dump: Callable[[Any], bytes] = dump_json
+) -> ProduceRequest:
+    """Validate a produce body; ``partition`` is the path's partition for the partition endpoint. The
+    JSON flavour's keys and values are written as their text by ``dump`` (``dump_json``, or a faster
+    writer of the same text, ``api.produce_encoding``). One pass over the records: each is checked and its
+    key, value and headers made into the bytes the batch holds (``ParsedRecord``, which
+    ``raftlog.storage.batch.encode_batch`` takes as it is)."""
     obj = require_object(body, "body")
     reject_unknown(obj, {"records", "producer_id", "sequence"}, "")
     records = obj.get("records")
@@ -317,16 +326,46 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
     if producer_id is not None:
         require_int(producer_id, "producer_id")
         require_int(sequence, "sequence")
-    parsed = []
+    parsed: list[ParsedRecord] = []
+    append = parsed.append
     binary = flavour is Flavour.BINARY
     headers_count = 0
     for i, item in enumerate(records):
-        if binary and type(item) is dict and len(item) == 1 and type(item.get("value")) is str:
-            # The common shape {"value": "<base64>"}, checked without the general path's per-field work
-            parsed.append(
-                ParsedRecord(None, _decode_base64(item["value"], f"records[{i}].value"), (), partition)
-            )
-            continue
+        # The common shapes, {"value": ...} and {"key": ..., "value": ...} with no headers, partition or
+        # timestamp, checked without the general path's per-field work (and built as a plain tuple)
+        if type(item) is dict and 1 <= len(item) <= 2 and "value" in item:
+            key = item.get("key")
+            if len(item) == 1 or "key" in item:
+                value = item["value"]
+                if binary:
+                    if type(value) is str and (key is None or type(key) is str):
+                        append(
+                            _new_tuple(
+                                ParsedRecord,
+                                (
+                                    None if key is None else _decode_base64(key, f"records[{i}].key"),
+                                    _decode_base64(value, f"records[{i}].value"),
+                                    (),
+                                    partition,
+                                    None,
+                                ),
+                            )
+                        )
+                        continue
+                else:
+                    append(
+                        _new_tuple(
+                            ParsedRecord,
+                            (
+                                None if key is None else dump(key),
+                                None if value is None else dump(value),
+                                (),
+                                partition,
+                                None,
+                            ),
+                        )
+                    )
+                    continue
         where = f"records[{i}]"
         record = require_object(item, where)
         reject_unknown(record, {"key", "value", "partition", "headers", "timestamp"}, where)
@@ -347,10 +386,10 @@ def parse_produce(body: Any, flavour: Flavour, partition: int | None = None) -> 
         headers_count += len(headers)
         if headers_count > HEADERS_PER_REQUEST_MAX:
             raise BadRequest(f"{where}.headers: at most {HEADERS_PER_REQUEST_MAX} headers in one request")
-        parsed.append(
+        append(
             ParsedRecord(
-                key=None if key is None else _encode_field(key, flavour, f"{where}.key"),
-                value=_encode_field(record["value"], flavour, f"{where}.value"),
+                key=None if key is None else _encode_field(key, flavour, f"{where}.key", dump),
+                value=_encode_field(record["value"], flavour, f"{where}.value", dump),
                 headers=headers,
                 partition=partition if partition is not None else chosen,
                 timestamp_ms=timestamp,

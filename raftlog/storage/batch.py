@@ -43,7 +43,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from types import MemberDescriptorType, ModuleType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import crc32c
 
@@ -224,8 +224,22 @@ _HEADER_SETTERS = _slot_setters(
 # -- encoding ------------------------------------------------------------------------------------------
 
 
-def _check_record(record: ProducerRecord, index: int) -> None:
-    if not isinstance(record, ProducerRecord):
+class RecordFields(Protocol):
+    """What the encoder reads of a record: ``ProducerRecord``'s fields, which the HTTP door's checked
+    records (``api.schemas.ParsedRecord``) have too, so they are encoded as they are."""
+
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Header: ...
+    @property
+    def timestamp_ms(self) -> int | None: ...
+
+
+def _check_record(record: RecordFields, index: int) -> None:
+    if not all(hasattr(record, name) for name in ("value", "key", "headers", "timestamp_ms")):
         raise InvalidRecord(f"record {index}: must be a ProducerRecord, got {type(record).__name__}")
     if record.timestamp_ms is not None and not (_is_int64(record.timestamp_ms) and record.timestamp_ms >= 0):
         raise InvalidRecord(
@@ -247,7 +261,7 @@ def _check_record(record: ProducerRecord, index: int) -> None:
 
 def encode_batch(
     base_offset: int,
-    records: Sequence[ProducerRecord],
+    records: Sequence[RecordFields],
     term: int,
     now_ms: int,
     producer_id: int | None = None,
