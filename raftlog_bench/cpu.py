@@ -22,11 +22,28 @@ def cpu_seconds_from_stat(stat: str, ticks_per_s: int) -> float:
 
 
 def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a process and of the processes it started that still run (a node's JSON worker
+    process, ``api.json_work``, parses its large bodies: a node's cost includes them)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return cpu_seconds_from_stat(stat.read(), TICKS)
+            total = cpu_seconds_from_stat(stat.read(), TICKS)
     except (OSError, IndexError, ValueError):
         return None
+    for child in _children(pid):
+        total += process_cpu_s(child) or 0.0
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (every thread's ``children`` list: Linux 3.5 and later)."""
+    found: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as children:
+                found += [int(child) for child in children.read().split()]
+    except (OSError, ValueError):
+        return found
+    return found
 
 
 def own_threads_cpu_s() -> dict[int, tuple[str, float]]:
