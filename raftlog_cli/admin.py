@@ -119,6 +119,18 @@ def features_summary(body: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def every_level_up(features: dict[str, Any]) -> dict[str, int]:
+    """Each feature the cluster may raise, to the highest level every node supports: a node of release
+    0.1.0 names none and supports level 1 of each (``GET /v1/features``)."""
+    nodes = [about.get("features") or {} for about in features["nodes"].values()]
+    raised = {}
+    for feature, finalized in sorted(features["finalized"].items()):
+        common = min((supported.get(feature, 1) for supported in nodes), default=finalized)
+        if common > finalized:
+            raised[feature] = common
+    return raised
+
+
 def _flags(node: dict[str, Any]) -> str:
     flags = [f for f in ("maintenance", "decommissioning") if node.get(f)]
     if node.get("decommissioned"):  # finished: said once, as `node status` says it
@@ -266,20 +278,34 @@ def add_commands(
         run=run(printing(lambda client, args: client.cluster.features(), features_summary))
     )
     features_sub = features_parser.add_subparsers(dest="features_command")
+
+    async def upgrade_features(client: RaftlogClient, args: argparse.Namespace) -> int:
+        if (args.feature is None) != (args.level is None):
+            print("raftlog: --feature and --level go together (neither: every feature)", file=sys.stderr)
+            return 2
+        if args.feature is not None:
+            print_answer(
+                args, await client.cluster.update_feature(args.feature, args.level), features_summary
+            )
+            return 0
+        shown = await client.cluster.features()
+        raised = every_level_up(shown)
+        for feature, level in raised.items():  # the server refuses, naming the nodes, what one cannot read
+            shown = await client.cluster.update_feature(feature, level)
+        print_answer(args, shown, features_summary)
+        if not raised and not args.json:
+            print("every feature is at the highest level every node supports")
+        return 0
+
     upgrade = features_sub.add_parser(
         "upgrade",
         parents=common,
-        help="finalize a feature at a higher level (refused, naming them, while a node does not support it)",
+        help="finalize every feature at the highest level every node supports, or one (--feature, --level); "
+        "refused, naming them, while a node does not support it",
     )
-    upgrade.add_argument("--feature", required=True, help="e.g. raftlog.version")
-    upgrade.add_argument("--level", required=True, type=int, help="the level to finalize")
-    upgrade.set_defaults(
-        run=run(
-            printing(
-                lambda client, args: client.cluster.update_feature(args.feature, args.level), features_summary
-            )
-        )
-    )
+    upgrade.add_argument("--feature", help="one feature, e.g. raftlog.version (default: every feature)")
+    upgrade.add_argument("--level", type=int, help="the level to finalize it at")
+    upgrade.set_defaults(run=run(upgrade_features))
 
     partition_sub = command_group(commands, "partition", "move replicas, transfer leadership")
 

@@ -11,6 +11,7 @@ from fake_node import FakeCluster
 from harness import Harness, Node
 
 from partitions.controller.state import Reassignment
+from raftlog_cli.admin import every_level_up
 from raftlog_cli.cli import main
 
 
@@ -179,3 +180,18 @@ async def test_a_decommission_whose_only_target_died_says_why_nothing_moves(
     code, out, err = await run(capsys, "node", "decommission", "n3", "--wait", "--timeout", "0.3", *auth)
     assert code == 1 and "orders/0: moving to n1,n2,n4, but n4 is not alive" in out
     assert "not done after 0.3 s" in err
+
+
+def test_every_level_up_is_each_feature_at_the_highest_level_every_node_supports() -> None:
+    upgraded = {
+        "finalized": {"raftlog.version": 1, "transaction.version": 1},
+        "nodes": {n: {"features": {"raftlog.version": 2, "transaction.version": 2}} for n in ("n1", "n2")},
+    }
+    assert every_level_up(upgraded) == {"raftlog.version": 2, "transaction.version": 2}
+    # one node still on 0.1.0 (it names no features: level 1 of each): nothing to raise
+    upgraded["nodes"]["n3"] = {"version": None, "features": None}
+    assert every_level_up(upgraded) == {}
+    upgraded["nodes"]["n3"] = {"features": {"raftlog.version": 2, "transaction.version": 1}}
+    assert every_level_up(upgraded) == {"raftlog.version": 2}
+    upgraded["finalized"] = {"raftlog.version": 2, "transaction.version": 1}
+    assert every_level_up(upgraded) == {}

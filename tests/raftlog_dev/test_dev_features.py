@@ -65,6 +65,10 @@ def test_versions_and_the_feature_upgrade_on_a_dev_cluster(tmp_path: pathlib.Pat
         assert unknown.returncode != 0 and "unknown feature" in unknown.stderr, unknown.stderr
         again = cli(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION, "--level", "2")
         assert again.returncode == 0, again.stdout + again.stderr  # already there: nothing to change
+        every = cli(data, "cluster", "features", "upgrade")
+        assert every.returncode == 0 and "every feature is at the highest level" in every.stdout, every.stdout
+        half = cli(data, "cluster", "features", "upgrade", "--feature", RAFTLOG_VERSION)
+        assert half.returncode == 2 and "go together" in half.stderr, half.stdout + half.stderr
         assert features(data)["finalized"] == dict(SUPPORTED)
     finally:
         supervised.close()
