@@ -302,6 +302,11 @@ def build_parser(command: str = EVERY_COMMAND) -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     parser.add_argument("--version", action="version", version=f"raftlog {raftlog.version()}")
+    before = parser.add_argument_group("where the cluster commands connect (before or after the command)")
+    for name in CONNECTION_OPTIONS:
+        before.add_argument(
+            f"--{name}", dest=f"{name}_before", metavar=name.upper(), help=f"see --{name} of a command"
+        )
     commands = parser.add_subparsers(dest="command", required=True)
 
     log_command.add_commands(commands)
@@ -371,6 +376,24 @@ def _add_bench(bench: argparse.ArgumentParser) -> None:
         command.set_defaults(run=module.run_from_args)
 
 
+# a cluster command's connection options, taken before the command too (``raftlog --server URL topic list``)
+CONNECTION_OPTIONS = ("server", "profile", "user", "ca")
+
+
+def _connection_before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """An option given before the command is the command's own, unless given after it as well (the
+    later wins, as for any repeated option); refused before a command that connects nowhere."""
+    for name in CONNECTION_OPTIONS:
+        value = getattr(args, f"{name}_before")
+        delattr(args, f"{name}_before")
+        if value is None:
+            continue
+        if not hasattr(args, name):
+            parser.error(f"--{name} goes with a command that connects to a cluster, not {args.command}")
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def _command_of(argv: Sequence[str]) -> str:
     """The command a command line names (its first word that is not an option), or EVERY_COMMAND for
     ``completion``, which writes every command's options. A line naming none (``raftlog --help``) builds
@@ -385,6 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_of(words))
     args = parser.parse_args(words)
+    _connection_before(parser, args)
     logs.configure(args.verbose)
     try:
         result: int = args.run(args)

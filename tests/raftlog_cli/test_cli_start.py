@@ -56,3 +56,19 @@ def test_completion_sees_every_commands_options(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         cli.build_parser(cli.EVERY_COMMAND).parse_args(["serve", "--help"])
     assert "--http" in capsys.readouterr().out
+
+
+def test_where_to_connect_may_come_before_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    def parsed(argv: list[str]) -> object:
+        parser = cli.build_parser(cli._command_of(argv))
+        args = parser.parse_args(argv)
+        cli._connection_before(parser, args)
+        return args
+
+    before = parsed(["--server", "http://a:1", "--profile", "p", "topic", "list"])
+    assert (before.server, before.profile, before.user) == ("http://a:1", "p", None)  # type: ignore[attr-defined]
+    both = parsed(["--server", "http://a:1", "topic", "list", "--server", "http://b:1"])
+    assert both.server == "http://b:1"  # type: ignore[attr-defined]  # the later wins, as a repeated option
+    with pytest.raises(SystemExit) as refused:
+        parsed(["--server", "http://a:1", "completion", "bash"])
+    assert refused.value.code == 2 and "--server goes with a command that connects" in capsys.readouterr().err
