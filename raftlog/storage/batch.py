@@ -463,13 +463,11 @@ def recompress(batch: bytes | memoryview, header: BatchHeader, compression: Comp
 
 def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
     """Parse the fixed header at ``position``. Checks framing, not the CRC."""
-    if len(buf) - position < HEADER_SIZE:
-        raise BatchFormatError(f"need {HEADER_SIZE} header bytes, have {len(buf) - position}")
     (
         base_offset,
         length,
         epoch,
-        magic,
+        _,
         crc,
         attributes,
         last_offset_delta,
@@ -479,17 +477,7 @@ def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
         producer_epoch,
         sequence,
         count,
-    ) = _HEADER.unpack_from(buf, position)
-    if magic != MAGIC:
-        raise BatchFormatError(f"magic {magic}: only Kafka's RecordBatch v2 (magic 2) is stored")
-    if length < MIN_LENGTH:
-        raise BatchFormatError(f"batch_length {length} shorter than a header")
-    if not 0 <= count <= last_offset_delta + 1:
-        raise BatchFormatError(f"records_count {count} with last_offset_delta {last_offset_delta}")
-    if not 0 <= base_offset <= MAX_OFFSET - last_offset_delta - 1:
-        raise BatchFormatError(f"base_offset {base_offset} out of range")
-    if attributes & _COMPRESSION_MASK > Compression.ZSTD:
-        raise BatchFormatError(f"unknown compression codec {attributes & _COMPRESSION_MASK}")
+    ) = _framed_fields(buf, position)
     has_producer = producer_id != _NO_PRODUCER
     header = _new_object(BatchHeader)  # every slot set below; see _slot_setters
     for setter, value in zip(
@@ -512,6 +500,41 @@ def decode_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
     ):
         setter(header, value)
     return header
+
+
+def _framed_fields(buf: bytes | memoryview, position: int) -> tuple[Any, ...]:
+    """The header's fields at ``position``, its framing checked (the one place it is: ``decode_header``
+    and ``frame_at`` both read through here)."""
+    if len(buf) - position < HEADER_SIZE:
+        raise BatchFormatError(f"need {HEADER_SIZE} header bytes, have {len(buf) - position}")
+    fields = _HEADER.unpack_from(buf, position)
+    base_offset, length, _, magic, _, attributes, last_offset_delta = fields[:7]
+    count = fields[12]
+    if magic != MAGIC:
+        raise BatchFormatError(f"magic {magic}: only Kafka's RecordBatch v2 (magic 2) is stored")
+    if length < MIN_LENGTH:
+        raise BatchFormatError(f"batch_length {length} shorter than a header")
+    if not 0 <= count <= last_offset_delta + 1:
+        raise BatchFormatError(f"records_count {count} with last_offset_delta {last_offset_delta}")
+    if not 0 <= base_offset <= MAX_OFFSET - last_offset_delta - 1:
+        raise BatchFormatError(f"base_offset {base_offset} out of range")
+    if attributes & _COMPRESSION_MASK > Compression.ZSTD:
+        raise BatchFormatError(f"unknown compression codec {attributes & _COMPRESSION_MASK}")
+    return fields
+
+
+def frame_at(buf: bytes | memoryview, position: int = 0) -> tuple[int, int, int, int]:
+    """What walking stored batches needs of the header at ``position``, framing checked as
+    ``decode_header`` checks it, without building a ``BatchHeader``: (size_bytes, base_offset,
+    end_offset, crc). A fetch walks every batch it sends (dozens per MiB) this way."""
+    fields = _framed_fields(buf, position)
+    base_offset = fields[0]
+    return _LENGTH_END + fields[1], base_offset, base_offset + fields[6] + 1, fields[4]
+
+
+def crc_ok_at(buf: bytes | memoryview, position: int, size_bytes: int, crc: int) -> bool:
+    """``crc_ok`` for the batch of ``size_bytes`` at ``position`` of ``buf`` (its header's ``crc``)."""
+    return crc32c.crc32c(memoryview(buf)[position + _CRC_START : position + size_bytes]) == crc
 
 
 def is_compressed(batch: bytes | memoryview) -> bool:
@@ -749,6 +772,59 @@ def records_by_batch(
 ) -> Iterator[list[Record]]:
     """``records_from``'s records a batch at a time (none for a batch that holds none), so that a large
     answer is decoded and rendered in parts, never all its records at once."""
+    for batch, header in _readable_batches(data, aborted):
+        decoded = decode_records(batch, header)
+        if decoded and decoded[0].offset >= offset:
+            yield list(decoded)
+        else:
+            yield [r for r in decoded if r.offset >= offset]
+
+
+class BatchRows(NamedTuple):
+    """A batch's records from an offset on as plain rows ``(timestamp_ms, key, value, headers)`` (made in
+    C, no ``Record`` each), with their offsets and the batch's timestamp type."""
+
+    offsets: Sequence[int]
+    timestamp_type: TimestampType
+    rows: list[Any]
+
+
+def rows_by_batch(
+    data: bytes | memoryview, offset: int, aborted: Sequence[tuple[int, int]] | None = None
+) -> Iterator[BatchRows]:
+    """``records_by_batch``'s records as ``BatchRows``, for readers that write each record's fields (the
+    HTTP door's JSON answers): the same batches, the same records, read by the C reader's rows."""
+    for batch, header in _readable_batches(data, aborted):
+        kind = header.timestamp_type
+        if header.record_count != header.span:  # compaction left gaps: each record's own offset
+            decoded = [r for r in decode_records(batch, header) if r.offset >= offset]
+            rows = [(r.timestamp_ms, r.key, r.value, r.headers) for r in decoded]
+            yield BatchRows([r.offset for r in decoded], kind, rows)
+            continue
+        section = _section(batch, header, INFLATED_BYTES_CEILING)
+        try:
+            with _collector_paused():
+                rows = _records.rows(
+                    section, header.record_count, header.span, header.first_timestamp_ms,
+                    _fixed_timestamp(header),
+                )  # fmt: skip
+        except ValueError as exc:
+            raise BatchFormatError(
+                f"records do not decode ({header.compression.name.lower()}): {exc}"
+            ) from exc
+        skip = max(0, offset - header.base_offset)
+        yield BatchRows(
+            range(header.base_offset + skip, header.end_offset), kind, rows[skip:] if skip else rows
+        )
+
+
+def _readable_batches(
+    data: bytes | memoryview, aborted: Sequence[tuple[int, int]] | None
+) -> Iterator[tuple[bytes, BatchHeader]]:
+    """The batches of a fetch answer that hold producers' records for this reader, each verified
+    (framing, CRC): no control batch (transaction markers), and none of the ``aborted`` transactions
+    (a read_committed read's (producer id, first offset) each): a producer's batches from the
+    transaction's first offset up to its ABORT marker, as Kafka's consumer leaves them out."""
     pending = sorted(aborted or (), key=lambda row: row[1])
     aborting: set[int] = set()
     for batch in split_batches(data):
@@ -761,11 +837,7 @@ def records_by_batch(
             continue
         if header.attributes & _TRANSACTIONAL and header.producer_id in aborting:
             continue
-        decoded = decode_records(batch, header)
-        if decoded and decoded[0].offset >= offset:
-            yield list(decoded)
-        else:
-            yield [r for r in decoded if r.offset >= offset]
+        yield batch, header
 
 
 def _is_abort_marker(batch: bytes | memoryview) -> bool:

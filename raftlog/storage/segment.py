@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from raftlog.errors import InvariantViolation, check
-from raftlog.storage.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, decode_header
+from raftlog.storage.batch import (
+    HEADER_SIZE,
+    BatchFormatError,
+    BatchHeader,
+    crc_ok,
+    crc_ok_at,
+    decode_header,
+    frame_at,
+)
 from raftlog.storage.errors import CorruptRecord, DiskFull, NotBatchBoundary, StorageUnavailable
 from raftlog.storage.handle import FileHandle
 from raftlog.storage.index import OffsetIndex, TimeIndex
@@ -173,14 +181,13 @@ def read_run(
                 raise ScanStop(start + kept, f"torn header: {len(buffer) - kept} bytes at end")
             stopped = True  # the budget ends inside this header
             break
-        try:
-            header = decode_header(buffer, kept)
+        try:  # the header's framing only, no BatchHeader: this walk runs for every batch a fetch sends
+            size, base_offset, batch_end, crc = frame_at(buffer, kept)
         except BatchFormatError as exc:
             raise ScanStop(start + kept, str(exc)) from None
-        size = header.size_bytes
         if start + kept + size > end:
             raise ScanStop(start + kept, f"batch of {size} bytes runs past the end of the file ({end})")
-        if header.base_offset >= limit:
+        if base_offset >= limit:
             stopped = True
             break
         if kept + size > len(buffer):
@@ -191,10 +198,10 @@ def read_run(
             else:
                 stopped = True  # the budget ends inside this batch
                 break
-        if not crc_ok(memoryview(buffer)[kept : kept + size], header):
-            raise ScanStop(start + kept, f"crc32c mismatch in batch at offset {header.base_offset}")
+        if not crc_ok_at(buffer, kept, size, crc):
+            raise ScanStop(start + kept, f"crc32c mismatch in batch at offset {base_offset}")
         kept += size
-        end_offset = header.end_offset
+        end_offset = batch_end
         if kept == len(buffer) and start + kept < end:
             stopped = True  # the budget is used up exactly (or the first batch was read alone)
             break

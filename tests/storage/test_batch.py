@@ -17,9 +17,12 @@ from raftlog.storage.batch import (
     BatchFormatError,
     Compression,
     TimestampType,
+    crc_ok,
+    crc_ok_at,
     decode_batch,
     decode_header,
     encode_batch,
+    frame_at,
     rebase,
     recompress,
     verify,
@@ -175,6 +178,31 @@ def test_an_unknown_magic_or_codec_is_refused_by_name():
         decode_header(bytes(batch))
     with pytest.raises(BatchFormatError, match="unknown compression codec 5"):
         decode_header(_with_attributes(encode_batch(0, [ProducerRecord(b"v")], 0, 0), 5))
+
+
+def test_a_fetchs_walk_reads_the_same_frame_and_refuses_the_same_headers_as_decode_header():
+    first = encode_batch(7, [ProducerRecord(b"a"), ProducerRecord(b"b")], 0, 0)
+    second = encode_batch(9, [ProducerRecord(b"c" * 300)], 0, 0)
+    run = b"\x00" * 5 + first + second  # batches at positions 5 and 5 + len(first) of one read
+    for position, batch in ((5, first), (5 + len(first), second)):
+        header = decode_header(run, position)
+        size, base_offset, end_offset, crc = frame_at(run, position)
+        assert (size, base_offset, end_offset, crc) == (
+            header.size_bytes, header.base_offset, header.end_offset, header.crc,
+        )  # fmt: skip
+        assert crc_ok_at(run, position, size, crc) is crc_ok(batch, header) is True
+    damaged = bytearray(run)
+    damaged[5 + HEADER_SIZE] ^= 1  # a record's byte: the framing holds, the CRC does not
+    size, _, _, crc = frame_at(bytes(damaged), 5)
+    assert not crc_ok_at(bytes(damaged), 5, size, crc)
+    bad_magic = bytearray(first)
+    bad_magic[16] = 1
+    bad_codec = _with_attributes(first, 5)
+    for bad, message in ((bytes(bad_magic), "magic 1"), (bad_codec, "unknown compression codec 5")):
+        with pytest.raises(BatchFormatError, match=message):
+            frame_at(bad)
+    with pytest.raises(BatchFormatError, match=f"need {HEADER_SIZE} header bytes, have 60"):
+        frame_at(first[:60])
 
 
 def test_a_compressed_body_that_does_not_decompress_is_refused():
