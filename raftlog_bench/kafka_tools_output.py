@@ -149,11 +149,28 @@ class ToolRun:
         return self.servers_cpu_s / self.records * 1e6 if self.records else None
 
 
+@dataclass(frozen=True, slots=True)
+class CpuOfRun:
+    """The servers' CPU seconds over a tool's run, the run's wall time and the others' CPU meanwhile."""
+
+    servers_cpu_s: float
+    seconds: float
+    other_pct: float | None
+
+
+def _run(
+    system: str, row: str, value: float, unit: str, records: int, cpu: CpuOfRun,
+    lower: bool = False, detail: dict[str, float] | None = None,
+) -> ToolRun:  # fmt: skip
+    return ToolRun(
+        system, row, value, unit, records, cpu.servers_cpu_s, cpu.seconds, cpu.other_pct, lower, detail or {}
+    )
+
+
 def producer_runs(system: str, size: int, summary: ProducerSummary, cpu: CpuOfRun) -> list[ToolRun]:
-    label = f"produce {size_label(size)}"
-    common = {"system": system, "records": summary.records, **cpu.fields()}
     detail = {"p50_ms": summary.p50_ms, "p99_ms": summary.p99_ms, "mb_per_s": summary.mb_per_s}
-    return [ToolRun(row=label, value=summary.records_per_s, unit="rec/s", detail=detail, **common)]
+    label = f"produce {size_label(size)}"
+    return [_run(system, label, summary.records_per_s, "rec/s", summary.records, cpu, detail=detail)]
 
 
 def consumer_runs(
@@ -169,33 +186,15 @@ def consumer_runs(
         span = max(s.last_record_s for s in summaries) - min(s.start_s for s in summaries)
         label, rate = f"consume {size_label(size)}, group of {members}", records / max(span, 1e-3)
     detail = {"mib": sum(s.mib for s in summaries), "timed_out": float(sum(s.timed_out for s in summaries))}
-    return [
-        ToolRun(
-            system=system, row=label, value=rate, unit="rec/s", records=records, detail=detail, **cpu.fields()
-        )
-    ]
+    return [_run(system, label, rate, "rec/s", records, cpu, detail=detail)]
 
 
 def end_to_end_runs(system: str, size: int, summary: LatencySummary, cpu: CpuOfRun) -> list[ToolRun]:
-    runs = []
-    for name, value in (("p50", summary.p50_ms), ("p99", summary.p99_ms), ("p99.9", summary.p999_ms)):
-        runs.append(
-            ToolRun(
-                system=system, row=f"end-to-end {size_label(size)} {name}", value=value, unit="ms",
-                records=summary.records, lower=True, **cpu.fields(),
-            )
-        )  # fmt: skip
-    return runs
-
-
-@dataclass(frozen=True, slots=True)
-class CpuOfRun:
-    servers_cpu_s: float
-    seconds: float
-    other_pct: float | None
-
-    def fields(self) -> dict[str, float | None]:
-        return {"servers_cpu_s": self.servers_cpu_s, "seconds": self.seconds, "other_pct": self.other_pct}
+    label = f"end-to-end {size_label(size)}"
+    values = (("p50", summary.p50_ms), ("p99", summary.p99_ms), ("p99.9", summary.p999_ms))
+    return [
+        _run(system, f"{label} {name}", value, "ms", summary.records, cpu, True) for name, value in values
+    ]
 
 
 def table(runs: Sequence[ToolRun], base: str = "raftlog", peer: str = "kafka") -> str:
