@@ -207,14 +207,26 @@ class Driver:
             self._inbound_wake_fd = wake_fd
 
     def drive_hub(self, hub: MuxHub) -> None:
-        """Run ``hub``'s I/O (a MuxHub in polled mode) on this driver's thread: each round reads what
-        arrived before ticking and writes what the ticks queued after; a core writes its queued
-        messages before it fsyncs. No hand-off to an I/O thread per message. Call before :meth:`start`,
-        after :meth:`watch_inbound` with the hub's ``inbox.take_ready``."""
+        """Run ``hub``'s I/O (a MuxHub in polled mode) on this driver's thread: between two rounds the
+        thread waits in the hub's own selector (``hub.poll``: one wait, which first writes what the
+        ticks queued and then reads what arrived), and :meth:`wake` wakes it there; a core writes its
+        queued messages before it fsyncs. No hand-off to an I/O thread per message, and one blocking call
+        per round. The cores driven must then talk over the hub only (``MuxTransport``): nothing else
+        registered in :attr:`poller` is polled while the hub runs. Call before :meth:`start`, after
+        :meth:`watch_inbound` with the hub's ``inbox.take_ready`` (and ``wake_fd=hub.inbound_fd()``, or
+        none)."""
         if self._thread is not None:
             raise InvariantViolation(f"driver {self.name}: drive_hub after start")
+        wake_fd = self._inbound_wake_fd
+        if wake_fd is not None:
+            if wake_fd != hub.inbound_fd():
+                raise InvariantViolation(
+                    f"driver {self.name}: drive_hub with an inbound wake fd ({wake_fd}) not the hub's inbox"
+                )
+            self.poller.unsubscribe(wake_fd)
+            self._inbound_wake_fd = None
+        hub.watch_inbox()
         self._hub = hub
-        self.poller.subscribe(hub.fileno(), self._on_inbound, POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
         self._poll_max_s = min(self._poll_max_s, HUB_POLL_MAX_S)
 
     def _on_inbound(self, descriptor: int, event: int) -> None:
@@ -262,6 +274,9 @@ class Driver:
         if self._wake_pending or self._pipe_closed:
             return
         self._wake_pending = True
+        hub = self._hub
+        if hub is not None and hub.wake():
+            return  # the thread waits in the hub (drive_hub) while the hub runs
         try:
             os.write(self._wake_write, b"x")
         except BlockingIOError:
@@ -342,8 +357,6 @@ class Driver:
                     logger.exception("driver %s: a call failed (the driver goes on)", self.name)
             # After the calls: one of them may have removed (and destroyed) a core.
             hub = self._hub
-            if hub is not None:
-                hub.poll(0.0)
             inbound = self._take_ready_groups() if self._take_ready_groups is not None else ()
             with self._lock:
                 ready, self._ready = self._ready, set()
@@ -371,8 +384,6 @@ class Driver:
                     busy = busy or bool(self._carried)
                     self.rounds_cut += 1
                     break
-            if hub is not None:
-                hub.flush()
             if busy:
                 wait = 0.0
             else:
@@ -380,7 +391,12 @@ class Driver:
                 wait = min(self._poll_max_s, max(0.0, earliest - self.clock()))
             ROUND_SECONDS.observe(time.perf_counter() - started)
             liveness.waiting(self.clock(), wait)
-            poll_transport(self.poller, wait, self.name)
+            # The hub writes what the ticks queued, waits, reads what arrived (taken at the top of the
+            # next round) and drains a wake(); the flag is cleared after that drain, as _on_wake does.
+            if hub is not None and hub.poll(wait):
+                self._wake_pending = False
+            else:
+                poll_transport(self.poller, wait, self.name)
 
     def _pop_due(self, now: float, ready: set[RaftCore]) -> None:
         """Move the cores whose timed tick is due into ``ready``."""

@@ -39,8 +39,9 @@ Driving many groups from one thread (``SyncObjConf(autoTick=False)``), two ways:
 
 Polled mode saves a GIL hand-off per syscall between a busy driver and the I/O thread (each can cost
 ``sys.getswitchinterval()``, 5 ms) and the wake-up pipes between them; threaded mode keeps I/O going
-while a tick is slow. Nodes run polled mode through ``Driver.drive_hub``, which also calls
-:meth:`MuxHub.flush` before each fsync so that peers receive a leader's appends while it syncs.
+while a tick is slow. Nodes run polled mode through ``Driver.drive_hub``, which waits between rounds in
+:meth:`MuxHub.poll` only (``MuxHub.wake`` ends the wait) and calls :meth:`MuxHub.flush` before each fsync
+so that peers receive a leader's appends while it syncs.
 
 Back-pressure and loss (all Raft messages tolerate loss; Raft retries them):
 
@@ -176,21 +177,24 @@ class MuxHub:
         self._mode = "thread"
         self._thread.start()
 
-    def poll(self, timeout_s: float) -> None:
+    def poll(self, timeout_s: float) -> bool:
         """Polled mode: run one I/O iteration on the calling thread, waiting up to ``timeout_s`` for
-        socket events. For a node whose groups all tick on one driver thread this avoids handing the GIL
-        between the driver and an I/O thread on every syscall (each hand-off can cost a whole
-        ``sys.getswitchinterval()``, 5 ms, while the driver is busy). The driver loop is then
+        socket events (or :meth:`wake`). For a node whose groups all tick on one driver thread this avoids
+        handing the GIL between the driver and an I/O thread on every syscall (each hand-off can cost a
+        whole ``sys.getswitchinterval()``, 5 ms, while the driver is busy). The driver loop is then
         ``for obj in syncobjs: obj.doTick(0.0)`` followed by ``hub.poll(0.005)``; always the same
-        thread, and never together with :meth:`start`."""
+        thread, and never together with :meth:`start`. False once the hub is closed (it then waits for
+        nothing: the caller sleeps elsewhere)."""
         me = threading.get_ident()
         if self._mode is None:
             self._mode, self._poll_thread = "poll", me
         elif self._mode != "poll" or self._poll_thread != me:
             raise TransportError(f"MuxHub.poll() from thread {me} but the hub runs in {self._mode} mode")
         try:
-            if not self._loop_once(timeout_s):
-                self._shutdown()
+            if self._loop_once(timeout_s):
+                return True
+            self._shutdown()
+            return False
         except BaseException:
             log.critical(
                 "raft hub %r I/O loop crashed; closing every connection", self.node_id, exc_info=True
@@ -333,12 +337,27 @@ class MuxHub:
         self._wake()
         return True
 
-    def _wake(self) -> None:
+    def wake(self) -> bool:
+        """Any thread: the thread waiting in :meth:`poll` (or the hub thread) returns now. False once the
+        hub is shut down (nothing waits in it then)."""
         with self._lock:  # the lock orders this write before _shutdown closes the pipe
             if self._shut_down:
-                return
+                return False
             with contextlib.suppress(BlockingIOError):  # pipe full: a wake-up is already pending
                 os.write(self._wake_write, b"x")
+        return True
+
+    _wake = wake
+
+    def watch_inbox(self) -> None:
+        """Polled mode, before the first :meth:`poll`: its wait also ends when the inbox's pipe turns
+        readable (a group registered, or an event delivered, by another thread), for a driver that
+        waits in :meth:`poll` and nowhere else; the driver's ``inbox.take_ready`` drains the pipe."""
+        with self._lock:
+            if self._shut_down:
+                raise HubClosed(f"hub {self.node_id!r} is closed")
+            fd = self.inbox.fd()
+        self._selector.register(fd, selectors.EVENT_READ, "inbox")
 
     # ------------------------------------------------------------------------------- hub thread
 
@@ -372,6 +391,8 @@ class MuxHub:
                 self._connector.accept()
             elif key.data == "wake":
                 _drain(self._wake_read)
+            elif key.data == "inbox":
+                pass  # drained by inbox.take_ready, which the polling driver calls next
             else:
                 self._on_socket_event(key.data, mask)
         # After reading: a thread that was not scheduled for longer than idle_timeout_s finds its peers'

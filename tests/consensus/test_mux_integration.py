@@ -302,3 +302,48 @@ async def test_replica_groups_on_drivers_over_mux(hub_io: str, tmp_path: pathlib
             driver.stop()
         for hub in hubs:
             hub.close()
+
+
+async def test_a_driver_running_its_hub_waits_in_the_hub_only(tmp_path: pathlib.Path) -> None:
+    """A node's driver (``drive_hub``) sleeps between rounds in the hub's selector, one blocking call per
+    round, never in its own poller as well; proposals made on another thread (the event loop) still wake
+    it at once and commit (a group of one voter: the wake-up path alone, no peer)."""
+    hub = MuxHub("n0", "127.0.0.1:0", SECRET)
+    driver = Driver(name="driver-n0")
+    driver.watch_inbound(hub.inbox.take_ready, wake_fd=hub.inbound_fd())
+    driver.drive_hub(hub)
+    own_polls = itertools.count()
+    poll = driver.poller.poll
+
+    def counted_poll(timeout: float) -> None:
+        next(own_polls)
+        poll(timeout)
+
+    driver.poller.poll = counted_poll
+    driver.start()
+    group = None
+    try:
+        group = await ReplicaGroup.open(
+            "topic-w/0",
+            hub.node_id,
+            [hub.node_id],
+            ListMachine(),
+            driver,
+            CoreConfig(election_timeout_min_ms=400, election_timeout_max_ms=800, heartbeat_period_ms=50),
+            journal=FileJournal(str(tmp_path / hub.node_id)),
+            transport_class=transport_class(hub, "topic-w/0"),
+            node_class=Node,
+        )
+        deadline = time.monotonic() + 30
+        while group.core.role is not Role.LEADER:
+            assert time.monotonic() < deadline, "a group of one voter elected no leader within 30 s"
+            await asyncio.sleep(0.02)
+        for i in range(20):
+            await group.propose(b"w%d" % i, timeout_ms=10_000)
+        assert driver.loops > 20
+        assert next(own_polls) == 0, "the driver also waited in its own poller while the hub ran"
+    finally:
+        if group is not None:
+            group.close()
+        driver.stop()
+        hub.close()
