@@ -282,8 +282,8 @@ def format_ratios(phases: Sequence[PhaseResult], peers: Sequence[str]) -> list[s
         return []
     lines = [
         "",
-        "raftlog / peer (records/s; for single-record produce: peer p99 / raftlog p99; above 1 = raftlog"
-        " better)",
+        "raftlog / peer (records/s; for single-record produce and e2e: peer p99 / raftlog p99; above 1 ="
+        " raftlog better)",
         f"  {'phase':8s} {'record':>6} " + " ".join(f"{'vs ' + peer:>12}" for peer in peers),
     ]
     table: dict[tuple[str, int], dict[str, float | None]] = {}
