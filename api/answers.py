@@ -97,28 +97,34 @@ async def of_bytes(data: bytes) -> AsyncIterator[bytes]:
 
 
 async def json_array(
-    rows: Iterator[list[str]], large: bool, before: str = "[", after: str = "]"
+    rows: Iterator[list[bytes]], large: bool, before: str = "[", after: str = "]"
 ) -> AsyncIterator[bytes]:
-    """``before``, the rows ``rows`` yields (a list of JSON texts a batch) joined as a JSON array's items,
-    and ``after``: rendered a slice (``SLICE_BYTES`` of text) at a time, on a worker thread when ``large``,
-    so that no more than a slice's records are decoded at once."""
+    """``before``, the rows ``rows`` yields (a batch's at a time, as the parts of their JSON text, the
+    rows separated by ", " within, ``api.rendering``; none for a batch without any) joined as a JSON
+    array's items, and ``after``: rendered and joined a slice (``SLICE_BYTES`` of text) at a time, on a
+    worker thread when ``large``, so that no more than a slice's records are decoded at once."""
+    first = True
 
-    def step() -> tuple[list[str], bool]:  # the next slice's rows, and whether any may be left
-        pieces: list[str] = []
+    def step() -> tuple[list[bytes], bool]:  # the next slice's parts, and whether any may be left
+        nonlocal first
+        pieces: list[bytes] = []
         size = 0
-        for batch_rows in rows:  # goes on where the last step stopped
-            pieces.extend(batch_rows)
-            size += sum(len(row) for row in batch_rows)
+        for parts in rows:  # goes on where the last step stopped
+            if not parts:
+                continue
+            if not first:
+                pieces.append(b", ")
+            first = False
+            pieces += parts
+            size += sum(map(len, parts))
             if size >= SLICE_BYTES:
                 return pieces, True
         return pieces, False
 
     yield before.encode()
-    first, more = True, True
+    more = True
     while more:
         pieces, more = await asyncio.to_thread(step) if large else step()
         if pieces:
-            text = ", ".join(pieces)
-            yield (text if first else ", " + text).encode()
-            first = False
+            yield b"".join(pieces)
     yield after.encode()

@@ -24,8 +24,8 @@ from api import access, answers, negotiation, state, typed_records
 from api.access import DELETE, DESCRIBE, GROUP, READ, needs
 from api.errors import BadRequest, UnsupportedMediaType
 from api.openapi import Operation, Param
-from api.records import RENDER_INLINE_BYTES_MAX, by_batch
-from api.rendering import record_rows
+from api.records import RENDER_INLINE_BYTES_MAX, by_batch, rows_by
+from api.rendering import rows_of, rows_text
 from api.schemas import (
     INT64_MAX,
     OFFSETS_MAX,
@@ -382,7 +382,7 @@ async def records(request: web.Request) -> web.StreamResponse:
             media = EMBEDDED_TYPES[fetched.format]
         headers = {GENERATION_HEADER: str(fetched.generation), "Content-Type": media}
         if fetched.format in SCHEMA_TYPES:
-            rows = iter([await _schema_rows(request, fetched)])
+            rows = iter([rows_text(await _schema_rows(request, fetched))])
             return await answers.streamed(request, hold, size, answers.json_array(rows, False), headers)
         rows = _rows(fetched)
         return await answers.streamed(
@@ -411,12 +411,12 @@ async def _schema_rows(request: web.Request, fetched: ConsumerRecords) -> list[s
     return rendered.rows
 
 
-def _rows(fetched: ConsumerRecords) -> Iterator[list[str]]:
+def _rows(fetched: ConsumerRecords) -> Iterator[list[bytes]]:
     """The JSON rows of the records, a batch at a time (``api.answers.json_array``)."""
     flavour = Flavour(fetched.format)
     for part in fetched.parts:
-        for records in by_batch(part.data, part.offset, part.aborted):
-            yield record_rows(part.tp.topic, part.tp.partition, records, flavour)
+        batches = rows_by(part.data, part.offset, part.aborted)
+        yield from rows_of(part.tp.topic, part.tp.partition, batches, flavour)
 
 
 async def commit(request: web.Request) -> web.Response:

@@ -29,7 +29,7 @@ from api.produce_encoding import (
     encode_json_produce,
     encode_produce,
 )
-from api.rendering import record_rows
+from api.rendering import rows_of, rows_text
 from api.routing import RoundRobin
 from api.schemas import (
     INT64_MAX,
@@ -60,10 +60,12 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import (
     BatchFormatError,
+    BatchRows,
     Record,
     batches_end,
     records_by_batch,
     records_from,
+    rows_by_batch,
 )
 from raftlog_contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
 
@@ -297,7 +299,7 @@ async def fetch(request: web.Request) -> web.StreamResponse:
             rendered = await typed_records.render(request.app[typed_records.SCHEMAS], schema_format, parts)
             if rendered.undecodable and not rendered.rows:  # as Confluent's consumer: no record past it
                 raise rendered.undecodable[0].error()
-            body = answers.json_array(iter([rendered.rows]), False)
+            body = answers.json_array(iter([rows_text(rendered.rows)]), False)
             return await answers.streamed(request, hold, size, body, headers)
         encoding = columnar_encoding(media)
         if encoding is None:
@@ -324,16 +326,23 @@ def _columns(topic: str, partition: int, offset: int, fetched: FetchedBatches, e
 
 def _rows(
     topic: str, partition: int, offset: int, fetched: FetchedBatches, flavour: Flavour
-) -> Iterator[list[str]]:
+) -> Iterator[list[bytes]]:
     """The JSON rows of the fetched records, a batch at a time (``api.answers.json_array``)."""
-    for records in by_batch(fetched.data, offset, fetched.aborted):
-        yield record_rows(topic, partition, records, flavour)
+    return rows_of(topic, partition, rows_by(fetched.data, offset, fetched.aborted), flavour)
 
 
 def by_batch(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] = ()) -> Iterator[list[Record]]:
     """``decode``'s records a batch at a time."""
     try:
         yield from records_by_batch(data, offset, aborted)
+    except BatchFormatError as exc:
+        raise InvariantViolation(f"fetched batches do not decode: {exc}") from exc
+
+
+def rows_by(data: bytes, offset: int, aborted: Sequence[tuple[int, int]] = ()) -> Iterator[BatchRows]:
+    """``by_batch``'s records as the C reader's plain rows (``rows_by_batch``), for the JSON answers."""
+    try:
+        yield from rows_by_batch(data, offset, aborted)
     except BatchFormatError as exc:
         raise InvariantViolation(f"fetched batches do not decode: {exc}") from exc
 

@@ -29,6 +29,7 @@ from api.consumers import _body, _group, _tp_json
 from api.errors import BadRequest, lookup
 from api.openapi import Operation, Param
 from api.records import RENDER_INLINE_BYTES_MAX, by_batch
+from api.rendering import rows_text
 from api.schemas import OFFSETS_MAX, Flavour, query_int, reject_unknown, render_record, require_int
 from api.schemas import require_object as _object
 from partitions.consumers.protocol import GroupService, ShareMembership
@@ -157,7 +158,7 @@ async def acquire(request: web.Request) -> web.StreamResponse:
         raise
 
 
-def _rows(got: list[ShareAcquired], flavour: Flavour) -> Iterator[list[str]]:
+def _rows(got: list[ShareAcquired], flavour: Flavour) -> Iterator[list[bytes]]:
     """The acquired records (only those: a batch read may hold others), each with its delivery count, as
     JSON rows a batch at a time (``api.answers.json_array``)."""
     for part in got:
@@ -171,7 +172,7 @@ def _rows(got: list[ShareAcquired], flavour: Flavour) -> Iterator[list[str]]:
                 if delivery is not None:
                     row = render_record(part.tp.topic, part.tp.partition, record, flavour)
                     rows.append(json.dumps({**row, "delivery_count": delivery}))
-            yield rows
+            yield rows_text(rows)
 
 
 def _error(error: BaseException) -> dict[str, Any]:
