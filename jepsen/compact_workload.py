@@ -53,7 +53,7 @@ TOPIC = "c0"
 PARTITIONS = 3
 TOPIC_CONFIGS: dict[str, Any] = {
     "cleanup.policy": "compact",
-    "segment.bytes": 1024,
+    "internal.segment.bytes": 1024,
     "min.cleanable.dirty.ratio": 0.01,
     "min.compaction.lag.ms": 0,
     "delete.retention.ms": 24 * 3600 * 1000,

@@ -23,7 +23,7 @@ FILE_SYSTEMS = ("plain", "lazy")
 # (acknowledged records must then come back from the fsynced Raft journal), and is LogAppendTime: its
 # leader stamps every batch before proposing it, and reads check the stamp.
 TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
-    "t0": {"segment.bytes": 4096},
+    "t0": {"internal.segment.bytes": 4096},
     "t1": {"flush.policy": "group", "flush.ms": 1000, "message.timestamp.type": "LogAppendTime"},
 }
 COMPACT_TOPICS = {compact_workload.TOPIC: compact_workload.PARTITIONS}

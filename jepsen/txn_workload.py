@@ -59,7 +59,7 @@ TOPICS = {"tx": 3, "ty": 2}
 # by group commit, so a power loss can take the tail of a replica's log, control batches included, which
 # must come back from the Raft journal with the aborted index and last stable offset rebuilt
 TOPIC_CONFIGS: dict[str, dict[str, Any]] = {
-    "tx": {"segment.bytes": 4096},
+    "tx": {"internal.segment.bytes": 4096},
     "ty": {"flush.policy": "group", "flush.ms": 1000},
 }
 WRITES_MAX = 5

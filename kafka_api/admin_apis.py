@@ -41,6 +41,8 @@ from partitions.topic_configs import (
     creation_configs,
     describe_broker,
     describe_topic,
+    settable,
+    stored_name,
 )
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
@@ -96,6 +98,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
         factor = topic.replication_factor if topic.replication_factor > 0 else _default_replication(door)
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
         code, message, created = ErrorCode.none, None, None
+        stored: dict[str, object] = {}
         try:
             if not door.allows(AclOperation.CREATE, CLUSTER):
                 _authorized(door, AclOperation.CREATE, TOPIC_RESOURCE, topic.name)
@@ -114,8 +117,9 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
                     f"replication factor {topic.replication_factor}: positive or -1",
                 )
             configs = creation_configs(configs, factor)  # min.insync.replicas=2 and the like: honoured
-            typed = LogConfig.from_properties(configs).to_properties()
-            configs = {key: typed[key] for key in configs}  # stored as the HTTP API stores them: typed
+            stored = settable(configs)  # as the topic stores them: refused here, validate_only answers too
+            typed = LogConfig.from_properties(stored).to_properties()
+            configs = {key: typed[stored_name(key)] for key in configs}  # typed, as the HTTP API sends them
             if not getattr(body, "validate_only", False):
                 created = await door.node.cluster.admin.call(
                     AdminService.create_topic, topic.name, partitions, factor, configs, timeout_ms
@@ -124,7 +128,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             code, message = refused.code, str(refused)
         except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
             code, message = code_of(exc), str(exc)
-        settings = describe_topic(configs, factor) if code is ErrorCode.none else None
+        settings = describe_topic(stored, factor) if code is ErrorCode.none else None
         return wire.build(
             result_cls,
             name=topic.name,
@@ -433,9 +437,9 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
                 if len(throttled) == len(resource.configs):
                     return _resource_answer(response_cls, resource, code, message)
             wanted = changes(resource, topic.configs)
-            typed = LogConfig.from_properties(merge_configs(topic.configs, wanted)).to_properties()
-            # stored as the HTTP API stores them: typed; None removes the property
-            wanted = {key: None if value is None else typed[key] for key, value in wanted.items()}
+            typed = LogConfig.from_properties(merge_configs(topic.configs, settable(wanted))).to_properties()
+            # typed, as the HTTP API sends them; None removes the property
+            wanted = {k: None if value is None else typed[stored_name(k)] for k, value in wanted.items()}
             if not body.validate_only:
                 await admin.call(AdminService.alter_configs, resource.resource_name, wanted)
         except _Refused as refused:

@@ -58,6 +58,9 @@ KAFKA_TOPIC_CONFIGS: dict[str, tuple[Kind, str | None]] = {
     "segment.ms": ("LONG", "log.roll.ms"),
     "unclean.leader.election.enable": ("BOOLEAN", "unclean.leader.election.enable"),
 }
+# Kafka 4's floor for a segment.bytes an operator sets, and its internal config below it (``settable``)
+SEGMENT_BYTES_MIN = 1024 * 1024
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
 # raftlog's own, beside Kafka's
 RAFTLOG_TOPIC_CONFIGS: dict[str, tuple[Kind, str | None]] = {
     "flush.policy": ("STRING", None),
@@ -161,6 +164,29 @@ def describe_topic(
             synonyms.append(Synonym(broker_name, render(default), "DEFAULT_CONFIG"))
         entries.append(ConfigEntry(name, render(value), kind, source, read_only, tuple(synonyms)))
     return entries
+
+
+def settable(changes: Mapping[str, object]) -> dict[str, object]:
+    """The configs a creation or an alteration sets, as the topic stores them, against the floor Kafka 4
+    puts on what an operator may set (KIP-1030): ``segment.bytes`` below 1 MiB is refused (InvalidConfig:
+    INVALID_CONFIG on the Kafka door), as a default producer's batches (up to ~1 MB) would not fit a
+    segment. A topic created with a smaller one before keeps it. Kafka's ``internal.segment.bytes``, for
+    tests whose logs must roll within a few records, sets one down to the log's own floor (1 KiB): it is
+    stored as ``segment.bytes`` (which every release reads), winning over a ``segment.bytes`` beside it."""
+    stored = {name: value for name, value in changes.items() if name != INTERNAL_SEGMENT_BYTES}
+    raw = stored.get("segment.bytes")
+    size = None if raw is None else LogConfig.from_properties({"segment.bytes": raw}).segment_bytes
+    if size is not None and size < SEGMENT_BYTES_MIN:
+        why = f"must be at least {SEGMENT_BYTES_MIN} (Kafka's minimum): a smaller one refuses default batches"
+        raise InvalidConfig("segment.bytes", raw, why)
+    if INTERNAL_SEGMENT_BYTES in changes:
+        stored["segment.bytes"] = changes[INTERNAL_SEGMENT_BYTES]
+    return stored
+
+
+def stored_name(name: str) -> str:
+    """The config a name ``settable`` takes is stored as (``internal.segment.bytes``: ``segment.bytes``)."""
+    return "segment.bytes" if name == INTERNAL_SEGMENT_BYTES else name
 
 
 def creation_configs(configs: Mapping[str, object], replication_factor: int) -> dict[str, object]:

@@ -44,7 +44,7 @@ from partitions.errors import (
 from partitions.metadata.frontend import ADMIN_TIMEOUT_MS, Members, MetadataFrontend
 from partitions.metadata.service import TOPIC_CHANGE_WAIT_MAX_MS, MoveState
 from partitions.names import is_reserved_topic
-from partitions.topic_configs import creation_configs
+from partitions.topic_configs import creation_configs, settable
 from raftlog.errors import check
 from raftlog.storage.config import SCHEMA_VALIDATION_PROPERTIES, LogConfig
 
@@ -108,7 +108,7 @@ class TopicChanges:
             raise InvalidTopic(f"replication_factor {replication_factor!r} must be an integer")
         if partitions > PARTITIONS_MAX:
             raise InvalidTopic(f"partitions {partitions} must be between 1 and {PARTITIONS_MAX}")
-        configs = creation_configs(configs, replication_factor)  # what both doors' creators may send
+        configs = creation_configs(settable(configs), replication_factor)  # what both doors' creators send
         members = self._frontend.members()
         metadata = self._frontend.metadata()
         existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
@@ -202,6 +202,7 @@ class TopicChanges:
         """Change a topic's configs (a None value removes a property: back to its default); every replica
         applies them live (``Log.reconfigure``)."""
         metadata = self._frontend.topic(name)
+        configs = settable(configs)
         LogConfig.from_properties(merge_configs(metadata.configs, configs))  # InvalidConfig before proposing
         self._check_schema_validation_allowed(configs)
         result = await self._frontend.propose(AlterConfigs(name, dict(configs)))

@@ -99,6 +99,7 @@ from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
+from partitions.topic_configs import settable
 from partitions.transactions.coordinator import TransactionCoordinator
 from partitions.transactions.service import Marker
 from partitions.transactions.state import TransactionTable, TxnCommand, TxnResult
@@ -570,6 +571,7 @@ class FakeAdmin:
     ) -> TopicMetadata:
         self.data._enter("create_topic")
         self.data._controller_here()
+        configs = settable(configs)
         alive = self._alive()
         if replication_factor > len(alive):
             raise PlacementImpossible(replication_factor, len(alive))
@@ -615,6 +617,7 @@ class FakeAdmin:
         self.data._enter("alter_configs")
         self.data._controller_here()
         meta = self.data.topic(name)
+        configs = settable(configs)
         merged = {**meta.configs, **configs}
         LogConfig.from_properties(merged)
         altered = TopicMetadata(meta.name, meta.topic_id, meta.replicas, merged)

@@ -65,7 +65,11 @@ async def transfer(cluster: LocalCluster, node: str) -> None:
 
 def test_a_compacted_topic_keeps_each_keys_latest_value_on_every_replica(cluster: LocalCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"}
+    configs = {
+        "cleanup.policy": "compact",
+        "internal.segment.bytes": "4096",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
     admin.create_topics([NewTopic(TOPIC, 1, 3, config=configs)])[TOPIC].result(timeout=30)
     described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, TOPIC)])
     entries = next(iter(described.values())).result(timeout=30)

@@ -274,3 +274,30 @@ def test_topic_changes_given_a_time_are_served_through_every_node(kafka_cluster:
         grown = admin.create_partitions([NewPartitions(name, 2)], operation_timeout=30)
         assert grown[name].result(60) is None
         assert admin.delete_topics([name], operation_timeout=30)[name].result(60) is None
+
+
+def test_a_segment_size_that_would_refuse_a_default_producer_is_refused_as_kafka_4_refuses_it(
+    kafka_cluster: LocalCluster,
+) -> None:
+    # segment.bytes 65536 was accepted, and a default producer's batches (librdkafka's batch.size is 1 MB)
+    # were then all refused RECORD_LIST_TOO_LARGE: 2,000 of 2,000 records
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    created = admin.create_topics([
+        NewTopic("adm-seg-small", 1, 3, config={"segment.bytes": "65536"}),
+        NewTopic("adm-seg", 1, 3, config={"segment.bytes": "1048576"}),
+    ])  # fmt: skip
+    refused = _error(created["adm-seg-small"])
+    assert "INVALID_CONFIG" in refused and "at least 1048576" in refused, refused
+    assert created["adm-seg"].result(30) is None
+    shrink = ConfigResource("topic", "adm-seg", incremental_configs=[
+        ConfigEntry("segment.bytes", "65536", incremental_operation=AlterConfigOpType.SET),
+    ])  # fmt: skip
+    assert "INVALID_CONFIG" in _error(admin.incremental_alter_configs([shrink])[shrink])
+
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})  # librdkafka's defaults
+    outcomes: list[object] = []
+    for _ in range(2000):
+        producer.produce("adm-seg", b"x" * 1024, on_delivery=lambda error, _message: outcomes.append(error))
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    assert len(outcomes) == 2000 and all(error is None for error in outcomes), {str(e) for e in outcomes}

@@ -162,7 +162,7 @@ def test_quixstreams_keeps_exact_totals_across_processor_and_node_crashes(
         # small segments, so the nodes' cleaners compact the changelog while the processor runs
         small = [
             ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-            for name, value in (("segment.bytes", "4096"), ("min.cleanable.dirty.ratio", "0.01"))
+            for name, value in (("internal.segment.bytes", "4096"), ("min.cleanable.dirty.ratio", "0.01"))
         ]
         resource = ConfigResource(ConfigResource.Type.TOPIC, changelog, incremental_configs=small)
         next(iter(admin.incremental_alter_configs([resource]).values())).result(timeout=30)

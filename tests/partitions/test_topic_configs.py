@@ -11,8 +11,9 @@ from partitions.topic_configs import (
     creation_configs,
     describe_broker,
     describe_topic,
+    settable,
 )
-from raftlog.storage.config import PROPERTY_FIELDS
+from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
 
@@ -76,3 +77,17 @@ def test_a_read_only_config_sent_at_creation_is_accepted_when_raftlog_already_be
         creation_configs({"unclean.leader.election.enable": "true"}, 3)
     with pytest.raises(InvalidConfig, match="an integer"):
         creation_configs({"min.insync.replicas": "two"}, 3)
+
+
+def test_a_segment_below_kafkas_floor_is_refused_where_it_is_set_and_kept_where_it_was() -> None:
+    with pytest.raises(InvalidConfig) as refused:
+        settable({"segment.bytes": "65536", "retention.ms": 1000})
+    assert refused.value.key == "segment.bytes" and "at least 1048576" in refused.value.reason
+    assert settable({"segment.bytes": 1 << 20}) == {"segment.bytes": 1 << 20}
+    # a topic that has a smaller one keeps it through other changes, and every node still reads it
+    assert settable({"retention.ms": 1000}) == {"retention.ms": 1000}
+    assert LogConfig.from_properties({"segment.bytes": 4096}).segment_bytes == 4096
+    # Kafka's internal.segment.bytes, for tests: below the floor, stored as segment.bytes, winning over it
+    assert settable({"internal.segment.bytes": 4096}) == {"segment.bytes": 4096}
+    assert settable({"segment.bytes": 1 << 20, "internal.segment.bytes": "4096"}) == {"segment.bytes": "4096"}
+    assert settable({"internal.segment.bytes": None}) == {"segment.bytes": None}  # removed: the default

@@ -211,9 +211,9 @@ def test_moves_transfer_configs_and_deletion_under_load(cluster: ProcessCluster)
             follower = next(r["node"] for r in state2["replicas"] if r["node"] != state2["leader"])
             assert (await admin.cluster.transfer_leadership("w", 2, follower))["leader"] == follower
             configs = await admin.cluster.alter_topic_configs(
-                "w", {"segment.bytes": 4096, "retention.ms": 3_600_000}
+                "w", {"internal.segment.bytes": 4096, "retention.ms": 3_600_000}
             )
-            assert configs == {"segment.bytes": 4096, "retention.ms": 3_600_000}
+            assert configs == {"segment.bytes": 4096, "retention.ms": 3_600_000}  # as stored
 
             async def rolled_on_every_replica() -> bool:  # records keep flowing into 4 KiB segments
                 replicas = (await admin.cluster.move_progress("w", 2))["replicas"]

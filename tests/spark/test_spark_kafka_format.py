@@ -170,7 +170,11 @@ def test_stream_resumes_from_its_checkpoint_exactly_where_it_stopped(
 def test_a_compacted_topic_reads_with_fail_on_data_loss(
     spark: Any, raftlog_cluster: SparkTestCluster
 ) -> None:
-    configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"}
+    configs = {
+        "cleanup.policy": "compact",
+        "internal.segment.bytes": "4096",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
     topic = raftlog_cluster.create_topic(1, **configs)
     keys, written = 20, 1000
     key = f"IF(id % 50 = 0, CONCAT('once-', id), CONCAT('user-', id % {keys}))"  # kept: gaps between

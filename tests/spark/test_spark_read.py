@@ -101,7 +101,7 @@ def test_batch_offsets_assign_and_min_partitions(spark: Any, raftlog_cluster: Sp
 
 
 def test_fail_on_data_loss(spark: Any, raftlog_cluster: SparkTestCluster) -> None:
-    topic = raftlog_cluster.create_topic(1, **{"segment.bytes": 1024, "retention.bytes": 2048})
+    topic = raftlog_cluster.create_topic(1, **{"internal.segment.bytes": 1024, "retention.bytes": 2048})
     raftlog_cluster.produce(topic, 0, [f"{i:040d}" for i in range(300)], chunk=10)
     raftlog_cluster.wait_for_log_start(topic, 0)
     log_start, end = raftlog_cluster.bounds(topic, 0)

@@ -548,7 +548,7 @@ def test_readers_pickle_and_plan_ranges(raftlog_cluster: SparkTestCluster) -> No
 
 
 def test_read_range_skips_or_refuses_deleted_offsets(raftlog_cluster: SparkTestCluster) -> None:
-    topic = raftlog_cluster.create_topic(1, **{"segment.bytes": 1024, "retention.bytes": 2048})
+    topic = raftlog_cluster.create_topic(1, **{"internal.segment.bytes": 1024, "retention.bytes": 2048})
     raftlog_cluster.produce(topic, 0, [f"{i:040d}" for i in range(200)], chunk=10)
     raftlog_cluster.wait_for_log_start(topic, 0)
     log_start, _ = raftlog_cluster.bounds(topic, 0)
@@ -570,7 +570,7 @@ def test_read_range_reads_a_compacted_partition_across_its_gaps(raftlog_cluster:
     """Compaction removed records but no offset moved: a range over the gaps reads exactly the records
     kept, at their offsets, and is no data loss."""
     topic = raftlog_cluster.create_topic(
-        1, **{"segment.bytes": 1024, "cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0.01}
+        1, **{"internal.segment.bytes": 1024, "cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0.01}
     )
     raftlog_cluster.produce(topic, 0, [f"{i:040d}" for i in range(200)], key="same", chunk=10)
     strict = parse_read_options(

@@ -25,7 +25,7 @@ from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
 
 async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.topic_changes.create_topic("orders", 2, 3, {"segment.bytes": 4096})
+    metadata = await controller.topic_changes.create_topic("orders", 2, 3, {"internal.segment.bytes": 4096})
     assert [len(r) for r in metadata.replicas] == [3, 3]
     with pytest.raises(TopicExists):
         await controller.topic_changes.create_topic("orders", 1, 3, {})
@@ -95,7 +95,7 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
     await asyncio.gather(*(n.start() for n in nodes))
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 2048})
+        await controller.topic_changes.create_topic("t", 1, 3, {"internal.segment.bytes": 2048})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         for i in range(40):
             await produce(leader.data, "t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
@@ -241,7 +241,7 @@ async def test_segments_deleted_by_retention_go_through_the_remover(
     try:
         await until(node.frontend.leads, what="controller leader")
         metadata = await node.topic_changes.create_topic(
-            "retained", 1, 1, {"segment.bytes": 4096, "retention.bytes": 8192}
+            "retained", 1, 1, {"internal.segment.bytes": 4096, "retention.bytes": 8192}
         )
         await until(lambda: partition_leader([node], "retained"), what="partition leader")
         for _ in range(12):

@@ -31,7 +31,7 @@ from raftlog_contract import RECORD_BATCH
 
 async def test_a_producer_batch_is_replicated_as_sent_and_deduplicated(cluster: list[Node]) -> None:
     controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    configs = {"max.message.bytes": 4096, "segment.bytes": 2048}
+    configs = {"max.message.bytes": 4096, "internal.segment.bytes": 2048}
     metadata = await controller.topic_changes.create_topic("events", 1, 3, configs)
     await until(lambda: all("events" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "events"), what="partition leader")

@@ -28,7 +28,7 @@ async def test_a_replica_behind_a_compacted_journal_copies_records_from_a_peer(
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 4096})
+        await controller.topic_changes.create_topic("t", 1, 3, {"internal.segment.bytes": 4096})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         laggard = next(s for s in served if s.node is not leader)
         await produce(leader.data, "t", 0, [ProducerRecord(b"early")], None, None, 5000)
@@ -93,7 +93,7 @@ async def test_a_replica_recovers_record_model_batches_of_a_log_append_time_topi
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        topic_configs = {"segment.bytes": 4096, "message.timestamp.type": "LogAppendTime"}
+        topic_configs = {"internal.segment.bytes": 4096, "message.timestamp.type": "LogAppendTime"}
         await controller.topic_changes.create_topic("t", 1, 3, topic_configs)
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         laggard = next(s for s in served if s.node is not leader)
@@ -169,7 +169,7 @@ async def test_a_recovering_leader_serves_only_what_its_log_holds_and_accepts_wr
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 4096})
+        await controller.topic_changes.create_topic("t", 1, 3, {"internal.segment.bytes": 4096})
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         laggard = next(s for s in served if s.node is not leader)
         await produce(leader.data, "t", 0, [ProducerRecord(b"early")], None, None, 5000)

@@ -27,7 +27,7 @@ async def test_a_corrupt_partition_does_not_keep_a_node_from_opening_its_others(
     restarted: Node | None = None
     try:
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.topic_changes.create_topic("t", 2, 3, {"segment.bytes": 1024})
+        metadata = await controller.topic_changes.create_topic("t", 2, 3, {"internal.segment.bytes": 1024})
         for partition in range(2):
             leader = await until(lambda p=partition: partition_leader(nodes, "t", p), what="leader")
             for i in range(40):

@@ -66,7 +66,7 @@ async def test_a_damaged_replica_with_peers_is_set_aside_and_rebuilt(
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.topic_changes.create_topic("t", 1, 3, {"segment.bytes": 4096})
+        metadata = await controller.topic_changes.create_topic("t", 1, 3, {"internal.segment.bytes": 4096})
         group_id = metadata.group_id(0)
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         await fill(leader, "t")
@@ -130,7 +130,7 @@ async def test_a_damaged_replica_without_peers_is_refused_and_reported(tmp_path:
     try:
         nodes = [s.node for s in served]
         controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        metadata = await controller.topic_changes.create_topic("solo", 1, 1, {"segment.bytes": 4096})
+        metadata = await controller.topic_changes.create_topic("solo", 1, 1, {"internal.segment.bytes": 4096})
         group_id = metadata.group_id(0)
         owner = await until(lambda: partition_leader(nodes, "solo"), what="partition leader")
         await fill(owner, "solo")

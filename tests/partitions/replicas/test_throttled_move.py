@@ -172,7 +172,7 @@ async def written_topic(nodes: list[Node], records: int) -> tuple[Node, str, lis
     """Topic t (one partition on two of the three nodes) holding ``records`` records of VALUE: the
     controller leader, the partition's group id, its holders, the node not holding it, its leader."""
     controller = await until(lambda: controller_leader(nodes), what="controller leader")
-    metadata = await controller.topic_changes.create_topic("t", 1, 2, {"segment.bytes": 65536})
+    metadata = await controller.topic_changes.create_topic("t", 1, 2, {"internal.segment.bytes": 65536})
     group_id, holders = metadata.group_id(0), list(metadata.replicas[0])
     joining = next(n for n in nodes if n.node_id not in holders)
     leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
