@@ -347,7 +347,8 @@ class MuxHub:
                 os.write(self._wake_write, b"x")
         return True
 
-    _wake = wake
+    def _wake(self) -> None:
+        self.wake()
 
     def watch_inbox(self) -> None:
         """Polled mode, before the first :meth:`poll`: its wait also ends when the inbox's pipe turns
