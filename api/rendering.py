@@ -98,7 +98,9 @@ def _b64_or_null(data: bytes | None) -> bytes:
     return b"null" if data is None else b'"' + _b64(data) + b'"'
 
 
-def rows_of(topic: str, partition: int, batches: Iterator[BatchRows], flavour: Flavour) -> Iterator[bytes]:
+def rows_of(
+    topic: str, partition: int, batches: Iterator[BatchRows], flavour: Flavour
+) -> Iterator[list[bytes]]:
     """Each batch's rows (``batch_rows``), a batch at a time (``api.answers.json_array``)."""
     for batch in batches:
         yield batch_rows(topic, partition, batch, flavour)
