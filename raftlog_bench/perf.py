@@ -160,8 +160,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="raftlog produce body: a record batch encoded by the client per request, "
                         "as a Kafka producer sends, or JSON in the binary flavour (batch)")  # fmt: skip
     parser.add_argument("--fetch-format", choices=FETCH_FORMATS, default="batch",
-                        help="raftlog reads: the stored batches, decoded and CRC-checked by the client, or "
-                        "columnar msgpack pages (batch)")  # fmt: skip
+                        help="raftlog reads: the stored batches, decoded and CRC-checked by the client, "
+                        "columnar msgpack pages, or the JSON answer of binary-flavour rows "
+                        "(batch)")  # fmt: skip
     parser.add_argument("--client", choices=CLIENTS, default=None,
                         help="raftlog through its HTTP API, or through Kafka's protocol with "
                         "confluent-kafka (librdkafka: idempotent, acks=all, linger 5 ms; single records "

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgpack
+import pybase64
 
 from raftlog.storage.batch import Compression, ProducerRecord, encode_batch, record_rows, split_batches
 from raftlog_bench.cluster_http import REMOVAL_METRIC, Http
@@ -49,7 +50,7 @@ LEADERS_SETTLE_MAX_S = 30.0
 REMOVAL_SETTLE_MAX_S = 120.0
 ROUTES = ("leader", "any")
 PRODUCE_FORMATS = ("batch", "json")
-FETCH_FORMATS = ("batch", "columnar")
+FETCH_FORMATS = ("batch", "columnar", "json")
 
 
 def check_choice(name: str, value: str, choices: Collection[str]) -> None:
@@ -153,7 +154,8 @@ class RaftlogTarget:
     batch as it came) and uses varied text records (``sample_values``) instead of one random value, so
     that the ratio means something; ``stored_ratios`` then holds a batch's stored size over its
     uncompressed size, by record size. ``fetch_format="batch"`` reads the stored batches and unpacks
-    their rows here (CRC-checked); ``"columnar"`` reads msgpack pages of parallel arrays.
+    their rows here (CRC-checked); ``"columnar"`` reads msgpack pages of parallel arrays; ``"json"`` the
+    REST v2 answer of binary-flavour rows (base64 values), as a Confluent REST consumer reads it.
 
     ``route="leader"`` sends each request to the partition's leader, as a Kafka client does: the leaders
     come from ``GET /topics/{t}/partitions`` and every answer's ``X-Raftlog-Leader`` header keeps them
@@ -181,7 +183,7 @@ class RaftlogTarget:
         self.compression = compression
         self._codec = COMPRESSIONS[compression]
         self.stored_ratios: dict[int, float] = {}
-        self._accept = RECORD_BATCH if fetch_format == "batch" else COLUMNAR_MSGPACK
+        self._accept = {"batch": RECORD_BATCH, "columnar": COLUMNAR_MSGPACK, "json": BINARY_V2}[fetch_format]
         self._content_type = RECORD_BATCH if produce_format == "batch" else BINARY_V2
         self._produce_headers = {"Content-Type": self._content_type}
         self._fetch_headers = {"Accept": self._accept}
@@ -363,6 +365,10 @@ class RaftlogTarget:
                     header, rows = record_rows(batch)
                     values += [row[2] for row in rows[max(0, offset - header.base_offset) :]]
                 read = len(values)
+            elif self.fetch_format == "json":  # Confluent v2's binary flavour: base64 values in JSON rows
+                rows = json.loads(body)
+                values = [pybase64.b64decode(row["value"]) for row in rows]
+                read = len(rows)
             else:
                 page = msgpack.unpackb(body, raw=False)
                 values, read = page["values"], len(page["offsets"])
