@@ -172,10 +172,10 @@ def test_rewritten_batches_cover_every_offset_and_keep_each_records_offset():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_a_pass_keeps_each_keys_latest_record_at_its_offset(tmp_path, seed):
+def test_a_pass_keeps_each_keys_latest_record_at_its_offset(memory_path, seed):
     rng = random.Random(seed)
     clock = FakeClock()
-    log = Log.open(str(tmp_path), compacted(), clock=clock)
+    log = Log.open(str(memory_path), compacted(), clock=clock)
     write(log, rng, 400, keys=rng.choice([3, 20, 80]))
     log.roll()
     tail = write(log, rng, 5, keys=3)
@@ -198,15 +198,15 @@ def test_a_pass_keeps_each_keys_latest_record_at_its_offset(tmp_path, seed):
         assert log.read(r.offset, 1)[0].offset == first.offset
     assert tail  # the active segment's records are all there
     log.close()
-    with Log.open(str(tmp_path), compacted(), clock=clock) as reopened:
+    with Log.open(str(memory_path), compacted(), clock=clock) as reopened:
         assert as_rows(read_all(reopened)) == as_rows(expected)
         assert reopened.compacted_below == cleanable_end
         assert clean_log(reopened, clock()) is None  # nothing dirty: no pass
 
 
-def test_tombstones_stay_for_delete_retention_then_go(tmp_path):
+def test_tombstones_stay_for_delete_retention_then_go(memory_path):
     clock = FakeClock()
-    log = Log.open(str(tmp_path), compacted(delete_retention_ms=DAY_MS), clock=clock)
+    log = Log.open(str(memory_path), compacted(delete_retention_ms=DAY_MS), clock=clock)
     log.append([ProducerRecord(b"v", b"gone")])
     log.append([ProducerRecord(b"keep", b"kept")])
     log.append([ProducerRecord(None, b"gone")])
@@ -226,9 +226,9 @@ def test_tombstones_stay_for_delete_retention_then_go(tmp_path):
     log.close()
 
 
-def test_the_active_segment_and_recent_ones_are_never_cleaned(tmp_path):
+def test_the_active_segment_and_recent_ones_are_never_cleaned(memory_path):
     clock = FakeClock()
-    log = Log.open(str(tmp_path), compacted(min_compaction_lag_ms=60_000), clock=clock)
+    log = Log.open(str(memory_path), compacted(min_compaction_lag_ms=60_000), clock=clock)
     for i in range(30):
         log.append([ProducerRecord(b"%d" % i, b"same")])
     log.roll()
@@ -243,10 +243,10 @@ def test_the_active_segment_and_recent_ones_are_never_cleaned(tmp_path):
     log.close()
 
 
-def test_a_delete_policy_log_is_never_compacted_and_a_compact_one_never_retained(tmp_path):
+def test_a_delete_policy_log_is_never_compacted_and_a_compact_one_never_retained(memory_path):
     clock = FakeClock()
-    deleting = Log.open(str(tmp_path / "d"), small_config(retention_ms=1000), clock=clock)
-    keeping = Log.open(str(tmp_path / "c"), compacted(retention_ms=1000), clock=clock)
+    deleting = Log.open(str(memory_path / "d"), small_config(retention_ms=1000), clock=clock)
+    keeping = Log.open(str(memory_path / "c"), compacted(retention_ms=1000), clock=clock)
     for log in (deleting, keeping):
         for i in range(40):
             log.append([ProducerRecord(b"%d" % i, b"k%d" % (i % 2))])
@@ -262,9 +262,9 @@ def test_a_delete_policy_log_is_never_compacted_and_a_compact_one_never_retained
     keeping.close()
 
 
-def test_a_full_key_map_cleans_in_parts_and_the_next_pass_goes_on(tmp_path):
+def test_a_full_key_map_cleans_in_parts_and_the_next_pass_goes_on(memory_path):
     clock = FakeClock()
-    log = Log.open(str(tmp_path), compacted(segment_bytes=4096), clock=clock)
+    log = Log.open(str(memory_path), compacted(segment_bytes=4096), clock=clock)
     for round_ in range(3):
         for key in range(20):
             log.append([ProducerRecord(b"r%d" % round_, b"k%d" % key)])
@@ -281,9 +281,9 @@ def test_a_full_key_map_cleans_in_parts_and_the_next_pass_goes_on(tmp_path):
     log.close()
 
 
-def test_rewritten_segments_merge_up_to_segment_bytes(tmp_path):
+def test_rewritten_segments_merge_up_to_segment_bytes(memory_path):
     clock = FakeClock()
-    log = Log.open(str(tmp_path), compacted(segment_bytes=1024), clock=clock)
+    log = Log.open(str(memory_path), compacted(segment_bytes=1024), clock=clock)
     for i in range(300):
         log.append([ProducerRecord(b"v%d" % i, b"k%d" % (i % 5))])
     log.roll()
@@ -299,10 +299,10 @@ def test_rewritten_segments_merge_up_to_segment_bytes(tmp_path):
     log.close()
 
 
-def test_the_cleaner_thread_compacts_only_compacted_logs_and_counts(tmp_path):
+def test_the_cleaner_thread_compacts_only_compacted_logs_and_counts(memory_path):
     clock = FakeClock()
     logs = [
-        Log.open(str(tmp_path / name), config, clock=clock)
+        Log.open(str(memory_path / name), config, clock=clock)
         for name, config in (("c", compacted()), ("d", small_config()))
     ]
     for log in logs:
@@ -312,7 +312,7 @@ def test_the_cleaner_thread_compacts_only_compacted_logs_and_counts(tmp_path):
         log.append([ProducerRecord(b"t", b"t")])
     cleaner = Cleaner(lambda: logs, clock, rate_bytes_per_s=1 << 30)
     reports = cleaner.run_once(clock())
-    assert [r.directory for r in reports] == [str(tmp_path / "c")]
+    assert [r.directory for r in reports] == [str(memory_path / "c")]
     stats = cleaner.stats
     assert stats.passes == 1 and stats.records_removed == 97 and stats.bytes_reclaimed > 0
     assert stats.dirty_bytes == 0 and stats.pass_seconds.snapshot().count == 1
@@ -332,9 +332,9 @@ def _build(path, clock) -> tuple[Log, list[tuple]]:
     return log, as_rows(read_all(log))
 
 
-def _expected_after(tmp_path) -> list[tuple]:
+def _expected_after(memory_path) -> list[tuple]:
     clock = FakeClock()
-    log, _ = _build(tmp_path / "reference", clock)
+    log, _ = _build(memory_path / "reference", clock)
     clean_log(log, clock())
     rows = as_rows(read_all(log))
     log.close()
@@ -351,15 +351,15 @@ _CRASHABLE = [
 ]
 
 
-def test_a_crash_at_every_step_of_a_pass_leaves_the_old_log_or_the_compacted_one(tmp_path, monkeypatch):
+def test_a_crash_at_every_step_of_a_pass_leaves_the_old_log_or_the_compacted_one(memory_path, monkeypatch):
     """Every rename, replace, unlink, delete, seal and fsync of a pass in turn is where the process dies;
     reopened, each group of segments the pass rewrites reads as before it or as after it (the log between
     the two), dense, with nothing staged left; a pass then brings it to the compacted state."""
-    after = _expected_after(tmp_path)
+    after = _expected_after(memory_path)
     outcomes = set()
     for step in range(600):
         clock = FakeClock()
-        path = tmp_path / f"crash-{step}"
+        path = memory_path / f"crash-{step}"
         log, before = _build(path, clock)
         calls = {"n": 0}
         for target, name in _CRASHABLE:
@@ -396,11 +396,11 @@ def test_a_crash_at_every_step_of_a_pass_leaves_the_old_log_or_the_compacted_one
     assert outcomes == {"before", "part", "after"} and step > 10
 
 
-def test_a_staged_segment_torn_at_any_byte_leaves_the_old_segments(tmp_path):
+def test_a_staged_segment_torn_at_any_byte_leaves_the_old_segments(memory_path):
     """The process dies while the rewritten segment is being written: whatever prefix of it reached the
     disk, opening the log removes it and reads the log as before."""
     clock = FakeClock()
-    log, _ = _build(tmp_path / "source", clock)
+    log, _ = _build(memory_path / "source", clock)
     staged: dict[str, bytes] = {}
     real_rename = os.rename
 
@@ -419,7 +419,7 @@ def test_a_staged_segment_torn_at_any_byte_leaves_the_old_segments(tmp_path):
     data = next(name for name in staged if name.endswith(".log" + STAGED))
     size = len(staged[data])
     for cut in sorted({0, 1, 60, 61, 62, size // 3, size // 2, size - 1, size} | set(range(0, size, 97))):
-        path = tmp_path / f"cut-{cut}"
+        path = memory_path / f"cut-{cut}"
         log, rows = _build(path, FakeClock())
         log.close()
         for name, content in staged.items():
@@ -437,24 +437,24 @@ def test_without_a_min_lag_a_record_stamped_ahead_of_the_clock_holds_nothing_bac
     assert plan is not None and plan.end_offset == 10
 
 
-def test_raftlog_log_verify_and_dump_read_a_compacted_log(tmp_path):
+def test_raftlog_log_verify_and_dump_read_a_compacted_log(memory_path):
     from raftlog.storage.inspect import dump_batches, verify_directory
 
     clock = FakeClock()
-    log, _ = _build(tmp_path / "log", clock)
+    log, _ = _build(memory_path / "log", clock)
     clean_log(log, clock())
     kept = as_rows(read_all(log))
     log.close()
-    assert verify_directory(str(tmp_path / "log")).ok  # fewer records than offsets is no damage
+    assert verify_directory(str(memory_path / "log")).ok  # fewer records than offsets is no damage
     dumped = [
-        (r.offset, r.key, r.value) for _, records in dump_batches(str(tmp_path / "log")) for r in records
+        (r.offset, r.key, r.value) for _, records in dump_batches(str(memory_path / "log")) for r in records
     ]
     assert dumped == kept
 
 
-def test_a_closing_cleaner_ends_its_pass_where_it_is_and_leaves_the_log_whole(tmp_path):
+def test_a_closing_cleaner_ends_its_pass_where_it_is_and_leaves_the_log_whole(memory_path):
     clock = FakeClock()
-    log, before = _build(tmp_path / "log", clock)
+    log, before = _build(memory_path / "log", clock)
     cleaner = Cleaner(lambda: [log], clock, rate_bytes_per_s=1 << 30)
     real_take = cleaner._pacer.take
     taken = {"bytes": 0}
@@ -467,7 +467,7 @@ def test_a_closing_cleaner_ends_its_pass_where_it_is_and_leaves_the_log_whole(tm
 
     cleaner._pacer.take = take
     assert cleaner.run_once(clock()) == []
-    assert not [n for n in os.listdir(tmp_path / "log") if n.endswith((STAGED, SWAP))]
+    assert not [n for n in os.listdir(memory_path / "log") if n.endswith((STAGED, SWAP))]
     rows = as_rows(read_all(log))
     assert set(rows) <= set(before) and rows == sorted(rows)
     assert_dense(log)

@@ -122,6 +122,7 @@ def writer_log(directory: str) -> Log:
 
 @pytest.mark.parametrize("trial", range(5))
 def test_sigkill_keeps_every_acknowledged_batch_and_nothing_partial(tmp_path, trial):
+    # on the disk: there a kill lands most often in an append's fsync, between its write and its ack
     rng = random.Random(1000 + trial)
     directory = str(tmp_path / "log")
     acked: list[str] = []
@@ -253,16 +254,16 @@ def restore(directory: str, files: dict[str, bytes]) -> None:
 
 @pytest.mark.parametrize("garbage", [False, True], ids=["cut", "cut+garbage"])
 def test_cut_active_segment_at_any_byte_keeps_exactly_the_whole_batches_before_it(
-    tmp_path, reference_log, garbage
+    memory_path, reference_log, garbage
 ):
     """Cuts at every byte of the active segment's last three batches (gzip; zstd with LogAppendTime; a
     producer's lz4 batch; the boundaries between them included) and at random bytes before them: the log
     recovers to exactly the whole batches before the cut, byte for byte, and appends at the next offset."""
     source, everything = reference_log
-    with reopen(copy_dir(source, str(tmp_path / "undamaged"))) as log:
+    with reopen(copy_dir(source, str(memory_path / "undamaged"))) as log:
         batches = stored_batches(log)
     original = file_contents(source)
-    directory = str(tmp_path / "cut")
+    directory = str(memory_path / "cut")
     os.mkdir(directory)
     active = os.path.basename(segment_paths(source)[-1])
     active_base = int(active[:20])
@@ -303,9 +304,9 @@ def test_cut_active_segment_at_any_byte_keeps_exactly_the_whole_batches_before_i
     ("segment", "suffix"),
     [("active", ".index"), ("active", ".timeindex"), ("closed", ".index")],
 )
-def test_cut_index_files_at_any_byte_change_nothing(tmp_path, reference_log, garbage, segment, suffix):
+def test_cut_index_files_at_any_byte_change_nothing(memory_path, reference_log, garbage, segment, suffix):
     source, _ = reference_log
-    with reopen(copy_dir(source, str(tmp_path / "undamaged"))) as log:
+    with reopen(copy_dir(source, str(memory_path / "undamaged"))) as log:
         expected = (snapshot(log), [log.offset_for_timestamp(t) for t in range(0, 10**6, 9973)])
     paths = segment_paths(source, suffix)
     path = paths[-1] if segment == "active" else paths[0]
@@ -313,7 +314,7 @@ def test_cut_index_files_at_any_byte_change_nothing(tmp_path, reference_log, gar
     assert size > 0
     rng = random.Random(7 + garbage)
     for n, cut in enumerate(sorted({rng.randint(0, size - 1) for _ in range(50)} | {0})):
-        directory = copy_dir(source, str(tmp_path / f"c{n}"))
+        directory = copy_dir(source, str(memory_path / f"c{n}"))
         _damage(os.path.join(directory, os.path.basename(path)), cut, rng, garbage)
         with reopen(directory) as log:
             observed = (snapshot(log), [log.offset_for_timestamp(t) for t in range(0, 10**6, 9973)])
@@ -356,7 +357,7 @@ class SyncTracker:
 
 @pytest.mark.parametrize("flush_mode", ["group", "always"])
 @pytest.mark.parametrize("trial", range(3))
-def test_power_loss_keeps_everything_below_durable_end_offset(tmp_path, monkeypatch, flush_mode, trial):
+def test_power_loss_keeps_everything_below_durable_end_offset(memory_path, monkeypatch, flush_mode, trial):
     rng = random.Random(trial * 31 + len(flush_mode))
     tracker = SyncTracker(monkeypatch)
     clock = FakeClock()
@@ -367,7 +368,7 @@ def test_power_loss_keeps_everything_below_durable_end_offset(tmp_path, monkeypa
         flush_interval_ms=50,
         flush_bytes=3000,
     )
-    source = str(tmp_path / "log")
+    source = str(memory_path / "log")
     log = Log.open(source, config, clock=clock)
     written = []
     checks = 0
@@ -381,7 +382,7 @@ def test_power_loss_keeps_everything_below_durable_end_offset(tmp_path, monkeypa
         if rng.random() < 0.1:
             checks += 1
             durable = log.durable_end_offset
-            target = str(tmp_path / f"loss{step}")
+            target = str(memory_path / f"loss{step}")
             tracker.power_loss_copy(source, target, rng)
             with Log.open(target, config, clock=clock) as survivor:
                 assert survivor.end_offset >= durable, f"fsynced records lost at step {step}"

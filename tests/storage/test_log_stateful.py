@@ -6,7 +6,6 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
-import tempfile
 from dataclasses import replace
 
 from hypothesis import HealthCheck, Phase, settings
@@ -24,6 +23,7 @@ from .helpers import (
     as_stored,
     brute_offset_for_timestamp,
     header_strategy,
+    memory_backed_dir,
     open_descriptors_under,
     read_all,
 )
@@ -63,7 +63,8 @@ def reference_retention(
 class LogMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.directory = tempfile.mkdtemp(prefix="raftlog-stateful-")
+        # in memory: on the disk the model check's 7,200 steps waited 27 s in about 8,000 fsyncs
+        self.directory = memory_backed_dir("raftlog-stateful-")
         self.clock = FakeClock()
         self.log: Log | None = None
         self.start = 0
