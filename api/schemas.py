@@ -241,6 +241,9 @@ class ProduceRequest:
     sequence: int | None
 
 
+_b64decode = pybase64.b64decode  # SIMD: ~10x CPython's binascii on 1 KiB
+
+
 def _decode_base64(value: Any, field: str) -> bytes:
     if not isinstance(value, str):
         raise BadRequest(f"{field}: must be a base64 string, got {_type_name(value)}")
@@ -332,40 +335,28 @@ def parse_produce(
     headers_count = 0
     for i, item in enumerate(records):
         # The common shapes, {"value": ...} and {"key": ..., "value": ...} with no headers, partition or
-        # timestamp, checked without the general path's per-field work (and built as a plain tuple)
+        # timestamp, checked without the general path's per-field work (and built as a plain tuple); a
+        # field they refuse (not base64) goes on to the general path, which names it
         if type(item) is dict and 1 <= len(item) <= 2 and "value" in item:
             key = item.get("key")
             if len(item) == 1 or "key" in item:
                 value = item["value"]
-                if binary:
-                    if type(value) is str and (key is None or type(key) is str):
-                        append(
-                            _new_tuple(
-                                ParsedRecord,
-                                (
-                                    None if key is None else _decode_base64(key, f"records[{i}].key"),
-                                    _decode_base64(value, f"records[{i}].value"),
-                                    (),
-                                    partition,
-                                    None,
-                                ),
-                            )
-                        )
-                        continue
-                else:
-                    append(
-                        _new_tuple(
-                            ParsedRecord,
-                            (
-                                None if key is None else dump(key),
-                                None if value is None else dump(value),
-                                (),
-                                partition,
-                                None,
-                            ),
-                        )
-                    )
+                if not binary:
+                    fields = (None if key is None else dump(key), None if value is None else dump(value))
+                    append(_new_tuple(ParsedRecord, (*fields, (), partition, None)))
                     continue
+                if type(value) is str and (key is None or type(key) is str):
+                    decoded: tuple[bytes | None, bytes] | None
+                    try:
+                        decoded = (
+                            None if key is None else _b64decode(key, validate=True),
+                            _b64decode(value, validate=True),
+                        )
+                    except ValueError:  # binascii.Error: the general path below refuses it by name
+                        decoded = None
+                    if decoded is not None:
+                        append(_new_tuple(ParsedRecord, (*decoded, (), partition, None)))
+                        continue
         where = f"records[{i}]"
         record = require_object(item, where)
         reject_unknown(record, {"key", "value", "partition", "headers", "timestamp"}, where)
