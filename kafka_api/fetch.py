@@ -30,7 +30,6 @@ listener's budget first, waiting for room, and keeps what it read until the answ
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -221,34 +220,10 @@ def _check_epoch(part: _Part, leader_epoch: int) -> None:
 
 async def _wait_any(door: Door, parts: list[_Part], wait_ms: int, committed: bool) -> None:
     """Until one partition has records past its offset (below its last stable offset, ``committed``), or
-    ``wait_ms``: the data plane's wait without its read (the caller reads once woken). One partition is
-    waited for in this task (woken in the loop turn its high watermark moves; a task of its own cost
-    three turns more); several, a turn of them at a time, each in a task, until the first has records."""
-    data = door.node.local.data
-    if len(parts) == 1:
-        p = parts[0]
-        with contextlib.suppress(Exception):  # its error is the caller's read's answer
-            await data.wait_readable(p.topic, p.partition, p.offset, wait_ms, committed)
-        return
-    pacer = Pacer()
-    waits = []
-    try:
-        for p in parts:
-            waits.append(
-                asyncio.ensure_future(data.wait_readable(p.topic, p.partition, p.offset, wait_ms, committed))
-            )
-            await pacer.step()
-        pending = set(waits)
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if any(t.cancelled() or t.exception() is not None or t.result() for t in done):
-                return
-    finally:
-        for task in waits:
-            task.cancel()
-        # their answers are read again by the caller; a cancellation of this fetch itself still propagates
-        for start in range(0, len(waits), ITEMS_PER_TURN):
-            await asyncio.gather(*waits[start : start + ITEMS_PER_TURN], return_exceptions=True)
+    ``wait_ms``: the data plane's one wait over them all, reading nothing (the caller reads once woken, in
+    the loop turn after the apply's wake-up); their first look paced a turn of partitions at a time."""
+    reads = [(p.topic, p.partition, p.offset) for p in parts]
+    await door.node.local.data.wait_any(reads, wait_ms, committed, Pacer().step)
 
 
 def _bytes(parts: list[_Part]) -> int:

@@ -24,9 +24,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from partitions import commands
@@ -514,15 +515,68 @@ class DataPlane:
         aborted = replica.log.transactions.aborted_between(offset, end)
         return dataclasses.replace(read, aborted=tuple(aborted)) if aborted else read
 
-    async def wait_readable(
-        self, topic: str, partition: int, offset: int, timeout_ms: int, stable: bool = False
-    ) -> bool:
-        """A long poll's wait without its read: whether the partition's leader has a committed record at
-        ``offset`` (below the last stable offset with ``stable``), waiting up to ``timeout_ms`` for one.
-        Raises as ``fetch_batches`` does (OffsetOutOfRange, NotLeader...). A reader that reads once woken
-        (Kafka's Fetch) reads once, not once here and again."""
-        _, _, end = await self._committed_from(topic, partition, offset, timeout_ms, stable)
-        return offset < end
+    async def wait_any(
+        self,
+        reads: Sequence[tuple[str, int, int]],
+        timeout_ms: int,
+        stable: bool = False,
+        step: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """A long poll's wait without its read: until one of ``reads`` (topic, partition, offset) has a
+        committed record at its offset on its leader here (below the last stable offset with ``stable``),
+        or one would not be read as it was (no longer led here, its offset out of range: its read answers
+        why), or ``timeout_ms``. One wait for them all, no task each: every replica's wake-up calls this
+        wait's watcher, which looks again at that replica only; the wait resumes in the loop turn after
+        the apply's wake-up. ``step`` is awaited after each partition as they are first looked at (a
+        door's pacing of a request naming very many)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, timeout_ms) / 1000
+        woke: list[tuple[Replica, str, int, int]] = []
+        woken: asyncio.Future[None] = loop.create_future()
+
+        def wake(replica: Replica, topic: str, partition: int, offset: int) -> None:
+            woke.append((replica, topic, partition, offset))
+            if not woken.done():
+                woken.set_result(None)
+
+        watched: list[tuple[Replica, Callable[[], None]]] = []
+        try:
+            for topic, partition, offset in reads:
+                try:
+                    replica = self.ready_leader(topic, partition)
+                except Exception:  # its read answers the error
+                    return
+                replica.waiters += 1  # before the high watermark is read: see replicas.Notifying
+                watcher = functools.partial(wake, replica, topic, partition, offset)
+                replica.watchers.add(watcher)
+                watched.append((replica, watcher))
+                if not _waits(replica, offset, stable):
+                    return
+                if step is not None:
+                    await step()
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return
+                try:
+                    async with asyncio.timeout(remaining):
+                        await woken
+                except TimeoutError:
+                    return
+                for replica, topic, partition, offset in woke:
+                    try:
+                        if self.ready_leader(topic, partition) is not replica:
+                            return  # opened anew: its read finds the one now there
+                    except Exception:
+                        return
+                    if not _waits(replica, offset, stable):
+                        return
+                woke.clear()
+                woken = loop.create_future()
+        finally:
+            for replica, watching in watched:
+                replica.waiters -= 1
+                replica.watchers.discard(watching)
 
     async def _read(
         self, replica: Replica, offset: int, max_bytes: int, high_watermark: int, stable: int | None = None
@@ -741,3 +795,14 @@ def _batch_time(log: Log, offset: int) -> int:
 def _read_all(view: LogView) -> bytes:
     with view:
         return view.read_bytes()
+
+
+def _waits(replica: Replica, offset: int, stable: bool) -> bool:
+    """Whether a long poll at ``offset`` still waits on the replica: nothing committed there yet (below
+    the last stable offset with ``stable``), and the offset within [log start, high watermark] (outside
+    it, the read answers OffsetOutOfRange at once)."""
+    high_watermark = replica.machine.high_watermark
+    if not replica.log.log_start_offset <= offset <= high_watermark:
+        return False
+    end = min(last_stable_offset(replica.log), high_watermark) if stable else high_watermark
+    return offset >= end

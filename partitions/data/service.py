@@ -11,7 +11,7 @@ one declaration gives its endpoint on every node and the stub that calls it (``p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -340,10 +340,15 @@ class LocalDataService(DataService, Protocol):
         (Kafka's ListOffsets -3, KIP-734); None when the log has no record."""
         ...
 
-    async def wait_readable(
-        self, topic: str, partition: int, offset: int, timeout_ms: int, stable: bool = False
-    ) -> bool:
-        """A long poll's wait without its read: whether the leader has a committed record at ``offset``
-        (below the last stable offset with ``stable``), waiting up to ``timeout_ms`` for one; raises as
-        ``fetch_batches`` does. The Kafka door waits with it and then reads once."""
+    async def wait_any(
+        self,
+        reads: Sequence[tuple[str, int, int]],
+        timeout_ms: int,
+        stable: bool = False,
+        step: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """A long poll's wait without its read, over many partitions at once: until one of ``reads``
+        (topic, partition, offset) has a committed record at its offset (below the last stable offset with
+        ``stable``), or one would not be read as it was, or ``timeout_ms``. The Kafka door waits with it
+        and then reads once."""
         ...

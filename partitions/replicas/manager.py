@@ -92,10 +92,14 @@ class Replica:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     waiters: int = 0  # long polls between reading the high watermark and waking; on the event loop only
     submit_order: SubmitOrder = field(default_factory=SubmitOrder)  # produces propose in call order
+    # called at each wake: a long poll over many partitions waits on them all at once (DataPlane.wait_any)
+    watchers: set[Callable[[], None]] = field(default_factory=set)
 
     def wake(self) -> None:
         self.changed.set()
         self.changed = asyncio.Event()
+        for watcher in tuple(self.watchers):
+            watcher()
 
 
 @dataclass(eq=False)

@@ -7,7 +7,7 @@ that is short, longer than ``LIVE_WITHIN_S`` (a liveness bound, not a speed clai
 request's time so that it holds on a loaded machine), and the big request itself gets a whole answer,
 as Kafka gives it.
 Also: a classic group's members bound holds against joins sent at once from many connections, and a
-long poll woken by a produce reads its partition once woken, not once more in its wait."""
+long poll woken by a produce reads its partitions once woken, not once more in its wait."""
 
 from __future__ import annotations
 
@@ -338,45 +338,54 @@ def _fetch_requests(node: LocalCluster) -> float:
     )
 
 
-def _fetch_one(partition: int, offset: int, wait: datetime.timedelta) -> Any:
+def _fetch_one(partitions: dict[int, int], wait: datetime.timedelta) -> Any:
+    """A Fetch v12 of ``TOPIC``'s partitions from their offsets (partition -> offset)."""
     cls = wire.request_class(1, 12)
-    part = wire.build(wire.sibling(cls, "FetchPartition"), partition=partition, current_leader_epoch=-1,
-                      fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
-                      partition_max_bytes=FETCH_MAX_BYTES)  # fmt: skip
-    topic = wire.build(wire.sibling(cls, "FetchTopic"), topic=TOPIC, partitions=(part,))
+    parts = tuple(
+        wire.build(wire.sibling(cls, "FetchPartition"), partition=partition, current_leader_epoch=-1,
+                   fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
+                   partition_max_bytes=FETCH_MAX_BYTES)
+        for partition, offset in partitions.items()
+    )  # fmt: skip
+    topic = wire.build(wire.sibling(cls, "FetchTopic"), topic=TOPIC, partitions=parts)
     return wire.build(cls, cluster_id=None, replica_id=-1, max_wait=wait, min_bytes=1,
                       max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
                       topics=(topic,), forgotten_topics_data=(), rack_id="")  # fmt: skip
 
 
-def test_a_long_poll_woken_by_a_produce_reads_its_partition_once_woken(node: LocalCluster) -> None:
-    """A Fetch waiting for a record (max_wait 30 s) is answered the record a produce then appends, and
-    reads its partition twice: before its wait and once woken (its wait read it as well: three reads,
-    the wait's thrown away, a CRC walk and a copy of every record more on each consumer's wake-up)."""
-    partition = PARTITIONS - 1
+@pytest.mark.parametrize("waiting_on", [1, 2])
+def test_a_long_poll_woken_by_a_produce_reads_its_partitions_once_woken(
+    node: LocalCluster, waiting_on: int
+) -> None:
+    """A Fetch waiting for a record (max_wait 30 s) on one partition, or two, is answered the record a
+    produce then appends to the last of them, and reads each partition twice: before its wait and once
+    woken (its wait read them as well: three reads each, the wait's thrown away, a CRC walk and a copy
+    of the records more on each consumer's wake-up)."""
+    partitions = list(range(PARTITIONS - waiting_on, PARTITIONS))
     raw, producer = RawKafka(node.kafka["n1"]), RawKafka(node.kafka["n1"])
     try:
         raw.sock.settimeout(ANSWER_TIMEOUT_S)
-        end = raw.call(1, 12, _fetch_one(partition, 0, datetime.timedelta(0))).responses[0].partitions[0]
-        end_offset = end.high_watermark
+        now = raw.call(1, 12, _fetch_one(dict.fromkeys(partitions, 0), datetime.timedelta(0)))
+        ends = {p.partition_index: p.high_watermark for p in now.responses[0].partitions}
         before = _fetch_requests(node)
-        raw.send_raw(raw.frame(1, 12, _fetch_one(partition, end_offset, datetime.timedelta(seconds=30))))
+        raw.send_raw(raw.frame(1, 12, _fetch_one(ends, datetime.timedelta(seconds=30))))
         deadline = time.monotonic() + 60
-        while _fetch_requests(node) == before:  # its first read done: it waits (or is about to)
-            assert time.monotonic() < deadline, "the long poll never read its partition"
+        while _fetch_requests(node) == before:  # its first reads done: it waits (or is about to)
+            assert time.monotonic() < deadline, "the long poll never read its partitions"
             time.sleep(0.01)
         cls = wire.request_class(0, 9)
-        part = wire.build(wire.sibling(cls, "PartitionProduceData"), index=partition, records=_batch())
+        part = wire.build(wire.sibling(cls, "PartitionProduceData"), index=partitions[-1], records=_batch())
         data = wire.build(wire.sibling(cls, "TopicProduceData"), name=TOPIC, partition_data=(part,))
         request = wire.build(cls, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
                              topic_data=(data,))  # fmt: skip
         produced = producer.call(0, 9, request).responses[0].partition_responses[0]
         assert produced.error_code == ErrorCode.none
-        answer = raw.answer(1, 12).responses[0].partitions[0]
-        assert answer.error_code == ErrorCode.none
-        assert answer.high_watermark == end_offset + 1
-        assert answer.records, "the woken long poll answers the new record"
-        assert _fetch_requests(node) - before <= 2
+        answer = {p.partition_index: p for p in raw.answer(1, 12).responses[0].partitions}
+        assert {p.error_code for p in answer.values()} == {ErrorCode.none}
+        woken = answer[partitions[-1]]
+        assert woken.high_watermark == ends[partitions[-1]] + 1
+        assert woken.records, "the woken long poll answers the new record"
+        assert _fetch_requests(node) - before <= 2 * waiting_on
     finally:
         raw.close()
         producer.close()
