@@ -91,16 +91,18 @@ def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
     assert f"the brokers' JVM options are {shlex.join([*HEAP, *SHORT_LIVED])}" in done.stderr
     report = json.loads(out.read_text())
     phases = {p["phase"]: p for p in report["phases"]}
-    assert set(phases) == {"produce", "consume", "group1", "group3", "single"}  # groups: Kafka's clients
+    # groups and e2e: Kafka's clients
+    assert set(phases) == {"produce", "consume", "group1", "group3", "single", "e2e"}
     assert phases["group1"]["records"] == phases["group3"]["records"] == phases["produce"]["records"]
     assert "group of three over group of one, 100 B" in done.stdout
     assert {p["system"] for p in report["phases"]} == {"kafka"}
     assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
     assert phases["consume"]["records"] == phases["consume"]["expected"] == phases["produce"]["records"]
     assert phases["single"]["records"] == phases["single"]["expected"] == 100
+    assert phases["e2e"]["records"] == phases["e2e"]["expected"] == 100 and phases["e2e"]["errors"] == {}
     assert set(phases["produce"]["server_cpu_pct"]) == {"kafka1", "kafka2", "kafka3"}
     assert "Apache Kafka 4.1.1, RF 3, min.insync.replicas 2" in done.stdout
-    assert done.stderr.count("created and led in") == 2
+    assert done.stderr.count("created and led in") == 3  # the produce phase's, single's and e2e's topics
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-kafka-")]  # cleaned up
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", "a Kafka JVM outlived the benchmark"
