@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -106,6 +106,34 @@ def slots_due(elapsed_s: float, per_s: float, total: int) -> int:
 
 def slot_time(start_s: float, slot: int, per_s: float) -> float:
     return start_s + slot / per_s
+
+
+async def send_on_timetable(
+    start_s: float,
+    per_s: float,
+    total: int,
+    slack_s: float,
+    places: asyncio.Semaphore,
+    send: Callable[[int, float], Coroutine[Any, Any, None]],
+    tasks: set[asyncio.Task[None]],
+    each_turn: Callable[[], None] = lambda: None,
+) -> None:
+    """An open loop: slot k's ``send(k, due)`` started as a task at its time on the timetable (up to
+    ``slack_s`` early: the timers' resolution), once ``places`` has room (``send`` releases it; a slot
+    waiting for room is late); each task is in ``tasks`` until it is done. ``each_turn`` runs at every
+    wake-up, before the slots due are sent."""
+    sent = 0
+    while sent < total:
+        each_turn()
+        due_count = slots_due(time.perf_counter() + slack_s - start_s, per_s, total)
+        while sent < due_count:
+            await places.acquire()
+            task = asyncio.create_task(send(sent, slot_time(start_s, sent, per_s)))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            sent += 1
+        if sent < total:
+            await asyncio.sleep(max(0.0, slot_time(start_s, sent, per_s) - slack_s - time.perf_counter()))
 
 
 def error_key(status: int, error_code: int | None) -> str:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from raftlog_bench.cluster import slot_time, slots_due
+from raftlog_bench.cluster import send_on_timetable, slot_time
 from raftlog_bench.cpu import CpuMeter
 from raftlog_bench.perf_report import PhaseResult
 from raftlog_bench.stats import size_label
@@ -69,20 +69,11 @@ async def e2e_phase(
 
         meter = CpuMeter(pids)
         start = time.perf_counter() + 0.01
-        sent = 0
         async with showing(f"{target.system} e2e {size_label(layout.record_bytes)}", seconds, tally):
-            while sent < total:
-                due_count = slots_due(time.perf_counter() + TIMER_SLACK_S - start, per_s, total)
-                while sent < due_count:
-                    await places.acquire()
-                    task = asyncio.create_task(one(sent, slot_time(start, sent, per_s)))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                    sent += 1
-                if sent < total:
-                    wake = slot_time(start, sent, per_s) - TIMER_SLACK_S
-                    await asyncio.sleep(max(0.0, wake - time.perf_counter()))
-                _count(tally, origins, received, per_s)
+            await send_on_timetable(
+                start, per_s, total, TIMER_SLACK_S, places, one, tasks,
+                lambda: _count(tally, origins, received, per_s),
+            )  # fmt: skip
             if tasks:
                 await asyncio.wait(set(tasks), timeout=DRAIN_S + 30)
             drained = time.perf_counter() + DRAIN_S

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from raftlog_bench.cluster import slot_time, slots_due
+from raftlog_bench.cluster import send_on_timetable, slot_time
 from raftlog_bench.cpu import CpuMeter, named_threads_cpu_s, wait_quiet
 from raftlog_bench.perf_e2e import Follows, e2e_phase
 from raftlog_bench.perf_report import SLOW_WAIT_S, PhaseResult, Workload
@@ -180,22 +180,10 @@ async def single_phase(
             places.release()
 
     start = time.perf_counter() + 0.01
-    sent = 0
     spin = _LibrdkafkaSeconds(start)
     async with showing(f"{target.system} single {size_label(layout.record_bytes)}", seconds, tally):
         try:
-            while sent < total:
-                spin.sample(time.perf_counter())
-                due_count = slots_due(time.perf_counter() + TIMER_SLACK_S - start, per_s, total)
-                while sent < due_count:
-                    await places.acquire()
-                    task = asyncio.create_task(one(sent, slot_time(start, sent, per_s)))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                    sent += 1
-                if sent < total:
-                    wake = slot_time(start, sent, per_s) - TIMER_SLACK_S
-                    await asyncio.sleep(max(0.0, wake - time.perf_counter()))
+            await send_on_timetable(start, per_s, total, TIMER_SLACK_S, places, one, tasks, spin.sample_now)
             if tasks:
                 await asyncio.wait(set(tasks), timeout=DRAIN_TIMEOUT_S + 5)
         finally:
@@ -220,6 +208,9 @@ class _LibrdkafkaSeconds:
         self._cpu = named_threads_cpu_s("rdk:")
         self._at = start
         self.per_second: list[float] = []
+
+    def sample_now(self) -> None:
+        self.sample(time.perf_counter())
 
     def sample(self, now: float) -> None:
         if now - self._start < self._second + 1:
