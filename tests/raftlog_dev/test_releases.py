@@ -1,9 +1,9 @@
 """Two processes asking for the same previous release at once (two test workers, two terminals) get one
 build: the second waits for the first's lock, then finds the release built. Before the lock, both ran
 ``git worktree add`` on one folder and the second failed with "already exists". The build itself is
-replaced by a slow stand-in here (a real one, a git worktree, a virtualenv and the C extension, is made by
-the upgrade tests, ``test_rolling_upgrade`` and ``test_previous_release_kept_out``): what is tried is who
-builds, and when."""
+replaced by a stand-in that goes on only once both asked (a real one, a git worktree, a virtualenv and
+the C extension, is made by the upgrade tests, ``test_rolling_upgrade`` and
+``test_previous_release_kept_out``): what is tried is who builds, and when."""
 
 from __future__ import annotations
 
@@ -13,15 +13,21 @@ import sys
 
 from raftlog_dev import releases
 
-# each waits on its stdin, so both ask in the same moment; the build takes a second, so the second asker
-# comes while the first builds
+# each waits on its stdin, so both ask in the same moment, and says it asked (a file) just before it does;
+# the build goes on once both asked, so the second asker comes while the first builds, however slowly
+# either process started
 _ASK = """
 import os, sys, time
 from raftlog_dev import releases
 
+into, me = sys.argv[1], sys.argv[2]
+
 def worktree(root, tree, commit):
     print("building", file=sys.stderr, flush=True)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60
+    while not all(os.path.exists(os.path.join(into, f"asked-{n}")) for n in ("0", "1")):
+        assert time.monotonic() < deadline, "the other asker never asked"
+        time.sleep(0.01)
     os.makedirs(tree, exist_ok=True)
 
 def virtualenv(tree, python):
@@ -30,7 +36,9 @@ def virtualenv(tree, python):
 
 releases._worktree, releases._virtualenv = worktree, virtualenv
 sys.stdin.readline()
-print(releases.release("0.1.0", into=sys.argv[1]).python)
+os.makedirs(into, exist_ok=True)
+open(os.path.join(into, f"asked-{me}"), "w").close()
+print(releases.release("0.1.0", into=into).python)
 """
 
 
@@ -38,14 +46,14 @@ def test_two_processes_asking_at_once_get_one_build(tmp_path: pathlib.Path) -> N
     into = tmp_path / "releases"
     askers = [
         subprocess.Popen(
-            [sys.executable, "-c", _ASK, str(into)],
+            [sys.executable, "-c", _ASK, str(into), str(me)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             cwd=releases.checkout_root(),
         )
-        for _ in range(2)
+        for me in range(2)
     ]
     try:
         for asker in askers:
