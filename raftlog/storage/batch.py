@@ -710,19 +710,20 @@ def record_rows(batch: bytes | memoryview) -> tuple[BatchHeader, list[Any]]:
     readers that want columns: a plain tuple per record, made in C
     (a LogAppendTime batch's records all carry its ``max_timestamp_ms``)."""
     header = verify(batch)
+    return header, _rows(batch, header)
+
+
+def _rows(batch: bytes | memoryview, header: BatchHeader) -> list[Any]:
+    """A verified batch's records as rows ``(timestamp_ms, key, value, headers)``, made in C."""
     section = _section(batch, header, INFLATED_BYTES_CEILING)
     try:
         with _collector_paused():
-            rows = _records.rows(
-                section,
-                header.record_count,
-                header.span,
-                header.first_timestamp_ms,
-                _fixed_timestamp(header),
+            rows: list[Any] = _records.rows(
+                section, header.record_count, header.span, header.first_timestamp_ms, _fixed_timestamp(header)
             )
+            return rows
     except ValueError as exc:
         raise BatchFormatError(f"records do not decode ({header.compression.name.lower()}): {exc}") from exc
-    return header, rows
 
 
 def split_batches(data: bytes | memoryview) -> Iterator[bytes]:
@@ -801,17 +802,7 @@ def rows_by_batch(
             rows = [(r.timestamp_ms, r.key, r.value, r.headers) for r in decoded]
             yield BatchRows([r.offset for r in decoded], kind, rows)
             continue
-        section = _section(batch, header, INFLATED_BYTES_CEILING)
-        try:
-            with _collector_paused():
-                rows = _records.rows(
-                    section, header.record_count, header.span, header.first_timestamp_ms,
-                    _fixed_timestamp(header),
-                )  # fmt: skip
-        except ValueError as exc:
-            raise BatchFormatError(
-                f"records do not decode ({header.compression.name.lower()}): {exc}"
-            ) from exc
+        rows = _rows(batch, header)
         skip = max(0, offset - header.base_offset)
         yield BatchRows(
             range(header.base_offset + skip, header.end_offset), kind, rows[skip:] if skip else rows
