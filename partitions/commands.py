@@ -57,12 +57,15 @@ VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
 _TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS, _SHARE, _SCHEMA = 7, 8, 9, 10, 11, 12
 NO_LEADER_EPOCH = -1  # a committed offset's leader epoch, unknown (Kafka's -1)
+NO_TRANSACTION = -1  # a produce bound to no transaction's ordinal (not transactional, or not checked so)
 
 
 @dataclass(frozen=True, slots=True)
 class Produce:
     batch: bytes | memoryview  # decoded: a view into the command, not a copy of a ~1 MiB batch
     contiguous: bool = False  # Kafka's sequence rule: the batch starts at its producer's last sequence + 1
+    # a contiguous transactional batch's: the least ordinal its transaction can have (the module docstring)
+    transaction: int = NO_TRANSACTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +155,11 @@ def encode_parts(command: Command) -> tuple[bytes, ...]:
     if isinstance(command, Produce):
         batch = command.batch if isinstance(command.batch, bytes) else bytes(command.batch)
         prefix = _PRODUCE_CONTIGUOUS_PREFIX if command.contiguous else _PRODUCE_PREFIX
-        return (b"\x93", prefix, bin_header(len(batch)), batch)
+        if command.transaction == NO_TRANSACTION:
+            return (b"\x93", prefix, bin_header(len(batch)), batch)
+        if not command.contiguous or command.transaction < 0:
+            raise ValueError(f"only a contiguous produce is bound to a transaction: {command.transaction}")
+        return (b"\x94", prefix, bin_header(len(batch)), batch, msgpack.packb(command.transaction))
     return (encode(command),)
 
 
@@ -204,6 +211,7 @@ _PRODUCE_PREFIX = msgpack.packb([VERSION, _PRODUCE], use_bin_type=True)[1:]  # t
 _PRODUCE_CONTIGUOUS_PREFIX = msgpack.packb([VERSION, _PRODUCE_CONTIGUOUS], use_bin_type=True)[1:]
 _PRODUCE_HEAD = b"\x93" + _PRODUCE_PREFIX
 _PRODUCE_CONTIGUOUS_HEAD = b"\x93" + _PRODUCE_CONTIGUOUS_PREFIX
+_PRODUCE_TRANSACTIONAL_HEAD = b"\x94" + _PRODUCE_CONTIGUOUS_PREFIX
 _BIN_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4}  # msgpack bin 8/16/32: bytes of the length after the tag
 
 
@@ -217,6 +225,8 @@ def _decode_produce(data: bytes | memoryview) -> Produce | None:
         contiguous = False
     elif data[:head] == _PRODUCE_CONTIGUOUS_HEAD:
         contiguous = True
+    elif data[:head] == _PRODUCE_TRANSACTIONAL_HEAD:
+        return _decode_transactional_produce(data, head)
     else:
         return None
     width = _BIN_LENGTH_BYTES.get(data[head])
@@ -226,6 +236,24 @@ def _decode_produce(data: bytes | memoryview) -> Produce | None:
     if int.from_bytes(data[head + 1 : start], "big") != len(data) - start:
         return None
     return Produce(memoryview(data)[start:], contiguous)
+
+
+def _decode_transactional_produce(data: bytes | memoryview, head: int) -> Produce | None:
+    """The second form of kind 10: the batch, then the transaction's ordinal (a non-negative int)."""
+    width = _BIN_LENGTH_BYTES.get(data[head])
+    if width is None or len(data) < head + 1 + width:
+        return None
+    start = head + 1 + width
+    end = start + int.from_bytes(data[head + 1 : start], "big")
+    if end >= len(data):
+        return None
+    try:
+        transaction = msgpack.unpackb(data[end:])
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError):
+        return None
+    if type(transaction) is not int or transaction < 0:
+        return None
+    return Produce(memoryview(data)[start:end], True, transaction)
 
 
 def decode(data: bytes | memoryview) -> Command:
@@ -241,6 +269,14 @@ def decode(data: bytes | memoryview) -> Command:
     kind = fields[1]
     if kind in (_PRODUCE, _PRODUCE_CONTIGUOUS) and len(fields) == 3 and isinstance(fields[2], bytes):
         return Produce(fields[2], kind == _PRODUCE_CONTIGUOUS)
+    if (
+        kind == _PRODUCE_CONTIGUOUS
+        and len(fields) == 4
+        and isinstance(fields[2], bytes)
+        and type(fields[3]) is int
+        and fields[3] >= 0
+    ):
+        return Produce(fields[2], True, fields[3])
     if kind == _COMMIT_OFFSET and len(fields) in (5, 6):
         group, offset, reset = fields[2:5]
         leader_epoch = fields[5] if len(fields) == 6 else NO_LEADER_EPOCH

@@ -94,7 +94,9 @@ from partitions.transactions.coordinator import (
     TRANSACTION_PARTITIONS_DEFAULT,
     TransactionCoordinator,
 )
+from partitions.transactions.errors import UnknownTransactionalId
 from partitions.transactions.service import Marker, TransactionService
+from partitions.transactions.state import TxnState
 from partitions.transactions.store import ReplicatedTransactionLog
 from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal_files
@@ -458,11 +460,24 @@ class Node:
 
     async def _verify_partition(
         self, transactional_id: str, producer_id: int, epoch: int, topic: str, partition: int
-    ) -> bool:
-        """Whether the id's coordinator has the partition in the producer's ongoing transaction."""
-        return await self.cluster.transactions.call(
-            TransactionService.verify_partition, transactional_id, producer_id, epoch, topic, partition
-        )
+    ) -> int | None:
+        """The ordinal of the producer's ongoing transaction (its start, as the coordinator stamped it)
+        when the id's coordinator has the partition in it at that epoch; None when it has not. Asked as
+        the transaction's description, which every release's coordinator serves."""
+        try:
+            described = await self.cluster.transactions.call(
+                TransactionService.describe_transaction, transactional_id
+            )
+        except UnknownTransactionalId:
+            return None
+        summary = described.summary
+        if (
+            (summary.producer_id, summary.producer_epoch) != (producer_id, epoch)
+            or summary.state != TxnState.ONGOING.value
+            or TopicPartition(topic, partition) not in described.partitions
+        ):
+            return None
+        return summary.started_ms
 
     async def _add_partition(
         self,

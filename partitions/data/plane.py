@@ -261,13 +261,16 @@ class DataPlane:
             if owned is not None and owned != header.producer_id:
                 batch = with_producer_id(batch, owned)
                 header = decode_header(batch)
+            transaction = commands.NO_TRANSACTION
             if header.is_transactional:  # a Kafka producer's; checked while the turn holds its place
                 tid = self._transactional.authorize(producer)
                 pid = header.producer_id
-                await self._transactional.verify(
+                machine = replica.machine
+                ended = commands.NO_TRANSACTION if pid is None else machine.transaction_ended(pid)
+                transaction = await self._transactional.verify(
                     replica.log.transactions, tid, header, topic, partition,
-                    None if pid is None else replica.machine.producers.epoch_of(pid),
-                    producer if join_transaction else None,
+                    None if pid is None else machine.producers.epoch_of(pid),
+                    producer if join_transaction else None, ended,
                 )  # fmt: skip
             if config.compacted:
                 await self._check_keys(topic, partition, batch, header, config)
@@ -282,7 +285,7 @@ class DataPlane:
         finally:
             turn.end()
         result = await self._propose_batch(
-            replica, partition, batch, header.record_count, timeout_ms, contiguous
+            replica, partition, batch, header.record_count, timeout_ms, contiguous, transaction
         )
         if not append_time:
             return result
@@ -360,15 +363,24 @@ class DataPlane:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work, *args)
 
     async def _propose_batch(
-        self, replica: Replica, partition: int, batch: bytes, count: int, timeout_ms: int, contiguous: bool
+        self,
+        replica: Replica,
+        partition: int,
+        batch: bytes,
+        count: int,
+        timeout_ms: int,
+        contiguous: bool,
+        transaction: int = commands.NO_TRANSACTION,
     ) -> ProduceResult:
         self.counters["produce_requests"] += 1
         admission.check_size(len(batch), replica.log.config)  # as recompressed or stamped
         if contiguous and self._features is not None and not self._features.allows(PRODUCE_CONTIGUOUS):
             contiguous = False  # kind 10 is unknown to release 0.1.0: its rule waits for the feature level
+        if not contiguous:  # kind 1 has no form with a transaction's ordinal (0.1.0 reads kind 1 only)
+            transaction = commands.NO_TRANSACTION
         started = time.perf_counter()
         result = await replica.group.propose(
-            commands.encode_parts(commands.Produce(batch, contiguous)), timeout_ms
+            commands.encode_parts(commands.Produce(batch, contiguous, transaction)), timeout_ms
         )
         self.commit_seconds.observe(time.perf_counter() - started)
         if isinstance(result, Refused):

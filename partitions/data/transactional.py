@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from partitions.commands import NO_TRANSACTION
 from partitions.data.service import Producer
 from partitions.errors import (
     AuthorizationFailed,
@@ -40,9 +41,10 @@ from raftlog.errors import RaftlogError
 from raftlog.storage.batch import BatchHeader
 from raftlog.storage.transactions import LogTransactions
 
-# (transactional id, producer id, epoch, topic, partition) -> whether the coordinator has the partition in
-# the producer's ongoing transaction (``TransactionService.verify_partition``, run on the id's coordinator)
-VerifyPartition = Callable[[str, int, int, str, int], Awaitable[bool]]
+# (transactional id, producer id, epoch, topic, partition) -> the ordinal of the producer's ongoing
+# transaction (``Transaction.started_ms``) when the coordinator has the partition in it, None when not (the
+# transaction's description, ``TransactionService.describe_transaction``, from the id's coordinator)
+VerifyPartition = Callable[[str, int, int, str, int], Awaitable[int | None]]
 # (transactional id, producer id, epoch, topic, partition, principal): the partition added to the
 # producer's transaction (``TransactionService.add_partitions``), raising what its coordinator answered
 AddPartition = Callable[[str, int, int, str, int, str | None], Awaitable[None]]
@@ -94,35 +96,46 @@ class TransactionalWrites:
         partition: int,
         open_epoch: int | None = None,
         join: Producer | None = None,
-    ) -> None:
+        ended: int = NO_TRANSACTION,
+    ) -> int:
         """KIP-890: ``InvalidTxnState`` unless the producer's transaction is open in the partition (its
         ``transactions``, at ``open_epoch``, the producer's epoch here; None: any) or its coordinator has the
         partition in it; ``TransactionUnverified`` when the coordinator could not say. ``join``: the
-        producer of a transaction version 2 batch, whose partition its coordinator adds instead."""
+        producer of a transaction version 2 batch, whose partition its coordinator adds instead.
+
+        Returns the least ordinal the batch's transaction can have (``commands.Produce.transaction``),
+        which apply holds it to, as Kafka's verification guard holds it on its leader: the coordinator's
+        ordinal of the transaction it verified, or, with the transaction open here, one past ``ended``
+        (the ordinal of the producer's last transaction ended here, read before the open transaction
+        was: a marker applied between the two reads makes it lower, never higher). A joined batch (version
+        2) needs none: every marker of version 2 carries an epoch above its transaction's batches."""
         producer_id = header.producer_id
         epoch = header.producer_epoch or 0
-        if producer_id is None or (transactions.is_open(producer_id) and open_epoch in (None, epoch)):
-            return
+        if producer_id is None:
+            return NO_TRANSACTION
+        if transactions.is_open(producer_id) and open_epoch in (None, epoch):
+            return ended + 1
         try:
-            verified = await self._verify_partition(tid, producer_id, epoch, topic, partition)
+            ordinal = await self._verify_partition(tid, producer_id, epoch, topic, partition)
         except UnknownTopic:  # no transactional id has ever been coordinated: none holds this partition
-            verified = False
+            ordinal = None
         except InvalidName:
             raise
         except RaftlogError as exc:  # as Kafka answers a verification it could not make: retriable
             if join is None:
                 raise TransactionUnverified(f"the coordinator could not verify it: {exc}") from exc
-            verified = False  # the add below is answered alike, or adds it
-        if not verified and join is not None:
+            ordinal = None  # the add below is answered alike, or adds it
+        if ordinal is not None:
+            return ordinal
+        if join is not None:
             # a batch of Produce v12 adds its partition (the read above spares a producer that added it
             # already with AddPartitionsToTxn, as librdkafka does at v12, the replicated add)
             await self._join(tid, producer_id, epoch, topic, partition, join.principal)
-            return
-        if not verified:
-            raise InvalidTxnState(
-                f"{topic}-{partition} is not in an ongoing transaction of {tid!r} "
-                f"(producer {producer_id}, epoch {epoch}): AddPartitionsToTxn first"
-            )
+            return NO_TRANSACTION
+        raise InvalidTxnState(
+            f"{topic}-{partition} is not in an ongoing transaction of {tid!r} "
+            f"(producer {producer_id}, epoch {epoch}): AddPartitionsToTxn first"
+        )
 
     async def _join(
         self, tid: str, producer_id: int, epoch: int, topic: str, partition: int, principal: str | None

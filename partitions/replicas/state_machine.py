@@ -46,7 +46,13 @@ a function of the command alone), and the producer's pending transactional offse
 the group's committed offsets (commit) or go (abort). Pending offsets are kept in the snapshot, and so is,
 per producer, the ordinal of the last transaction a marker ended here: a ``TxnOffset`` of that transaction
 or an earlier one (a request that outlived its transaction, applied after the marker) is refused, or it
-would wait pending and be committed by the producer's next transaction.
+would wait pending and be committed by the producer's next transaction. A transactional batch is bounded
+alike (``Produce.transaction``, the least ordinal its transaction can have, as its leader checked it: the
+coordinator's, or one past the last ended here while its transaction was open here): a batch checked
+before its transaction ended but applied after the marker (a Kafka producer's request its client timed out
+and aborted, still on its way) is refused, or it would open a transaction that the producer's next one,
+at the same epoch (transaction version 1), commits: a read_committed reader would read an aborted record.
+This is what Kafka's verification guard (KIP-890) does on its leader.
 
 Journals written before the upgrade: a ``Produce`` entry proposed by an older raftlog carries a batch of
 its own format (magic 1). Apply converts it to Kafka RecordBatch v2 first (``legacy_batch.convert``, a
@@ -66,6 +72,7 @@ import msgpack
 
 from partitions.commands import (
     NO_LEADER_EPOCH,
+    NO_TRANSACTION,
     Barrier,
     Command,
     CommitOffset,
@@ -238,7 +245,7 @@ class PartitionStateMachine:
 
     def _apply(self, decoded: Command, term: int) -> ApplyResult:
         if isinstance(decoded, Produce):
-            return self._produce(decoded.batch, term, decoded.contiguous)
+            return self._produce(decoded.batch, term, decoded.contiguous, decoded.transaction)
         if isinstance(decoded, CommitOffset):
             return self._commit_offset(decoded)
         if isinstance(decoded, GroupCommand):
@@ -271,7 +278,9 @@ class PartitionStateMachine:
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
 
-    def _produce(self, batch: bytes | memoryview, term: int, contiguous: bool) -> Produced | Refused:
+    def _produce(
+        self, batch: bytes | memoryview, term: int, contiguous: bool, transaction: int = NO_TRANSACTION
+    ) -> Produced | Refused:
         if legacy_batch.is_legacy(batch):  # a journal entry from before the upgrade (module docstring)
             try:
                 batch = legacy_batch.convert(batch)
@@ -289,6 +298,13 @@ class PartitionStateMachine:
                 return Produced(decision.base_offset, decision.end_offset, duplicate=True)
             if decision is not None:
                 return Refused(decision)
+            if transaction != NO_TRANSACTION and self.transaction_ended(producer_id) >= transaction:
+                return Refused(
+                    InvalidTxnState(
+                        f"producer {producer_id}: the transaction this batch was checked in (ordinal "
+                        f"{transaction} or later) has ended here already: a request that outlived it"
+                    )
+                )
         base_offset = self.high_watermark
         end_offset = base_offset + header.span
         self._write(batch, header, term, base_offset)
@@ -338,6 +354,12 @@ class PartitionStateMachine:
             len(existing) == 1 and existing[0].data == expected,
             f"{log.directory}: replayed entry at offset {base_offset} differs from the batch on disk",
         )
+
+    def transaction_ended(self, producer_id: int) -> int:
+        """The ordinal of the producer's last transaction a marker ended here (-1: none remembered). Read
+        on the event loop too, while apply changes it: a read racing a marker's gives the lower value (the
+        entry is popped, then set higher), which bounds a batch more, never less."""
+        return self.txn_ended.get(producer_id, NO_TRANSACTION)
 
     def _txn_marker(self, marker: TxnMarker, term: int) -> MarkerWritten | Refused:
         producer_id, epoch = marker.producer_id, marker.producer_epoch

@@ -109,8 +109,8 @@ from raftlog.histogram import HistogramSnapshot
 from raftlog.storage.config import LogConfig
 
 
-async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
-    return False  # the fake coordinates no transaction
+async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> int | None:
+    return None  # the fake coordinates no transaction
 
 
 async def _no_transaction(

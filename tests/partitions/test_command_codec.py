@@ -8,6 +8,7 @@ import pytest
 
 from partitions.commands import (
     NO_LEADER_EPOCH,
+    NO_TRANSACTION,
     Barrier,
     CommitOffset,
     GroupCommand,
@@ -28,6 +29,40 @@ def test_a_produce_decodes_to_a_view_of_its_batch(size: int) -> None:
     assert isinstance(decoded, Produce) and isinstance(decoded.batch, memoryview)
     assert decoded.batch == batch and decoded.batch.obj is data  # a view of the command, not a copy
     assert decode(memoryview(data)) == decoded
+
+
+@pytest.mark.parametrize("size", [0, 255, 65_536])
+@pytest.mark.parametrize("transaction", [0, 127, 1_764_000_000_123])
+def test_a_transactional_produce_carries_its_transactions_ordinal_after_the_batch(
+    size: int, transaction: int
+) -> None:
+    """Kind 10's second form, [1, 10, batch, transaction]: framed as msgpack frames it, its batch a view."""
+    batch = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    data = encode(Produce(batch, True, transaction))
+    assert data == msgpack.packb([1, 10, batch, transaction], use_bin_type=True)
+    decoded = decode(data)
+    assert isinstance(decoded, Produce) and isinstance(decoded.batch, memoryview)
+    assert (decoded.batch, decoded.contiguous, decoded.transaction) == (batch, True, transaction)
+    assert decoded.batch.obj is data
+    assert decode(encode(Produce(batch, True))) == Produce(batch, True, NO_TRANSACTION)  # the first form
+    with pytest.raises(ValueError):  # kind 1, the previous release's, has no such form
+        encode(Produce(batch, False, transaction))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [1, 10, b"abc", -2],
+        [1, 10, b"abc", "7"],
+        [1, 10, b"abc", True],
+        [1, 10, b"abc", 7, 8],
+        [1, 1, b"abc", 7],
+    ],
+    ids=repr,
+)
+def test_a_malformed_transactional_produce_is_refused(fields: list[object]) -> None:
+    with pytest.raises(InvalidCommand):
+        decode(msgpack.packb(fields, use_bin_type=True))
 
 
 @pytest.mark.parametrize(

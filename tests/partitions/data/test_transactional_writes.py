@@ -9,6 +9,7 @@ import pathlib
 
 import pytest
 
+from partitions.commands import NO_TRANSACTION
 from partitions.data.service import Producer
 from partitions.data.service import Producer as Joiner
 from partitions.data.transactional import TransactionalWrites
@@ -32,6 +33,7 @@ from raftlog.consensus.errors import NoLeader
 from raftlog.storage.batch import ProducerRecord, decode_header, encode_batch
 from raftlog.storage.transactions import LogTransactions
 
+ORDINAL = 1_764_000_000_123  # the verified transaction's ordinal: its start, as its coordinator stamped it
 WRITE_TX = AclBinding(
     ResourceType.TRANSACTIONAL_ID, "tx-", PatternType.PREFIXED, "User:bob", "*", AclOperation.WRITE,
     Permission.ALLOW,
@@ -41,11 +43,13 @@ WRITE_TX = AclBinding(
 def _writes(enforced: bool, verify: object = None) -> tuple[TransactionalWrites, list[tuple[object, ...]]]:
     asked: list[tuple[object, ...]] = []
 
-    async def verify_partition(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> bool:
+    async def verify_partition(
+        tid: str, producer_id: int, epoch: int, topic: str, partition: int
+    ) -> int | None:
         asked.append((tid, producer_id, epoch, topic, partition))
         if isinstance(verify, Exception):
             raise verify
-        return bool(verify)
+        return ORDINAL if verify else None  # the ongoing transaction's ordinal, as its coordinator has it
 
     authorizers = Authorizers({"User:root"}) if enforced else None
 
@@ -87,7 +91,8 @@ async def test_kip_890_asks_the_coordinator_unless_the_transaction_is_open_in_th
         await refusing.verify(transactions, "tx-1", header, "t", 0)
     assert asked == [("tx-1", 77, 3, "t", 0)]
     confirming, _ = _writes(enforced=False, verify=True)
-    await confirming.verify(transactions, "tx-1", header, "t", 0)
+    # the batch is held to the verified transaction: refused if applied after its marker
+    assert await confirming.verify(transactions, "tx-1", header, "t", 0) == ORDINAL
     no_coordinator, _ = _writes(enforced=False, verify=UnknownTopic("__transactions"))
     with pytest.raises(InvalidTxnState):  # no id was ever coordinated: none holds the partition
         await no_coordinator.verify(transactions, "tx-1", header, "t", 0)
@@ -95,7 +100,9 @@ async def test_kip_890_asks_the_coordinator_unless_the_transaction_is_open_in_th
     with pytest.raises(TransactionUnverified):  # retriable: Kafka's NOT_ENOUGH_REPLICAS
         await unreachable.verify(transactions, "tx-1", header, "t", 0)
     opened = LogTransactions(str(tmp_path), open_txns={77: 0})
-    await refusing.verify(opened, "tx-1", header, "t", 0)  # its transaction is open here already
+    # its transaction is open here already: held to one past the producer's last transaction ended here
+    assert await refusing.verify(opened, "tx-1", header, "t", 0, ended=ORDINAL - 5) == ORDINAL - 4
+    assert await refusing.verify(opened, "tx-1", header, "t", 0) == NO_TRANSACTION + 1  # none ended here
     assert len(asked) == 1, "the coordinator was not asked again"
 
 
@@ -111,7 +118,8 @@ async def test_transaction_version_2_adds_the_partition_and_waits_for_the_previo
     header = decode_header(batch)
     bob = Joiner("User:bob", "10.0.0.7", "tx-1")
     writes, asked = _writes(enforced=False, verify=False)
-    await writes.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob)
+    # joined: not held to an ordinal (every version 2 marker carries an epoch above the batch's)
+    assert await writes.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob) == -1
     assert asked == [("tx-1", 77, 4, "t", 0), ("add", "tx-1", 77, 4, "t", 0, "User:bob")]
     added_before, asked_added = _writes(enforced=False, verify=True)
     await added_before.verify(LogTransactions(str(tmp_path)), "tx-1", header, "t", 0, None, bob)

@@ -31,13 +31,19 @@ def open_machine(path: pathlib.Path) -> PartitionStateMachine:
 
 
 def txn_produce(
-    producer_id: int, sequence: int, epoch: int = 0, values: tuple[bytes, ...] = (b"v",)
+    producer_id: int,
+    sequence: int,
+    epoch: int = 0,
+    values: tuple[bytes, ...] = (b"v",),
+    transaction: int = commands.NO_TRANSACTION,
 ) -> bytes:
+    """A transactional batch's produce; with ``transaction``, Kafka's (kind 10) bound to that ordinal."""
     records = [ProducerRecord(v, timestamp_ms=1_000) for v in values]
     batch = bytearray(encode_batch(0, records, 0, 1_000, producer_id, sequence, producer_epoch=epoch))
     struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | 0x10)
     struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
-    return commands.encode(commands.Produce(bytes(batch)))
+    contiguous = transaction != commands.NO_TRANSACTION
+    return commands.encode(commands.Produce(bytes(batch), contiguous, transaction))
 
 
 def end(
@@ -140,6 +146,29 @@ def test_an_offset_that_outlived_its_transaction_is_refused(tmp_path: pathlib.Pa
     again.restore(machine.snapshot() or b"")
     late = again.apply(6, 1, txn_offset("g", 245, producer_id=7, transaction=11))
     assert isinstance(late, Refused) and isinstance(late.error, InvalidTxnState)
+
+
+def test_a_batch_that_outlived_its_transaction_is_refused(tmp_path: pathlib.Path) -> None:
+    """A transactional batch checked while transaction 10 was open, applied after its abort marker: at
+    the same epoch (transaction version 1) it would open a transaction that transaction 11's commit marker
+    ends, and read_committed readers would read the aborted record."""
+    machine = open_machine(tmp_path)
+    assert machine.apply(1, 1, txn_produce(7, 0, transaction=10)) == Produced(0, 1)
+    assert machine.apply(2, 1, end(7, commit=False, transaction=10)) == MarkerWritten(1)
+    late = machine.apply(3, 1, txn_produce(7, 1, values=(b"late",), transaction=10))
+    assert isinstance(late, Refused) and isinstance(late.error, InvalidTxnState)
+    assert machine.high_watermark == 2 and last_stable_offset(machine.log) == 2  # nothing opened
+    # a retry of the batch applied before the marker is answered its offsets, as any duplicate
+    assert machine.apply(4, 1, txn_produce(7, 0, transaction=10)) == Produced(0, 1, duplicate=True)
+    # the next transaction, from the sequence after the last written: the refused batch took none
+    assert machine.apply(5, 1, txn_produce(7, 1, values=(b"next",), transaction=11)) == Produced(2, 3)
+    assert machine.apply(6, 1, end(7, commit=True, transaction=11)) == MarkerWritten(3)
+    again = PartitionStateMachine(machine.log)  # the ordinal survives a snapshot
+    again.restore(machine.snapshot() or b"")
+    late = again.apply(7, 1, txn_produce(7, 2, transaction=11))
+    assert isinstance(late, Refused) and isinstance(late.error, InvalidTxnState)
+    # a batch of no bound (a previous form's, replayed) is applied as before
+    assert again.apply(8, 1, txn_produce(7, 2)) == Produced(4, 5)
 
 
 def test_pending_offsets_are_bounded(tmp_path: pathlib.Path, monkeypatch: object) -> None:
