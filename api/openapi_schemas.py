@@ -358,6 +358,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "description": "node -> why it takes no part in the cluster: its code is below the cluster's "
                 "finalized feature levels (a node of an earlier release started again)",
             },
+            "nodes_missing_doors": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string", "enum": ["kafka"]}},
+                "description": "alive node -> the doors the other nodes serve that it lacks (no Kafka "
+                "listener): it leads no partition until it is started with one",
+            },
             "leaderless_partitions": {"type": "array", "items": _obj({"topic": STR, "partition": _INT})},
             "under_replicated_partitions": {
                 "type": "array",
@@ -409,6 +415,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     **_nullable(STR),
                     "description": "why it takes no part in the cluster (its code is below the finalized "
                     "feature levels): no Raft, peer call or routing reaches it; null: it takes part",
+                },
+                "doors_missing": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": ["kafka"]},
+                    "description": "the doors the other nodes serve that it lacks: it leads no partition",
                 },
             }
         ),

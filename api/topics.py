@@ -256,6 +256,7 @@ class PartitionHealth:
     under_replicated: list[dict[str, Any]]
     disk_full: list[str]  # nodes refusing writes for want of room (not down)
     kept_out: dict[str, str]  # node -> why it takes no part (its code below the finalized feature levels)
+    doors_missing: dict[str, list[str]]  # alive node -> the doors the others serve that it lacks
 
     @property
     def healthy(self) -> bool:
@@ -266,6 +267,7 @@ class PartitionHealth:
             or self.under_replicated
             or self.disk_full
             or self.kept_out
+            or self.doors_missing
         )
         return self.controller is not None and not problems
 
@@ -277,7 +279,8 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
     own), or this node leads it and a replica is not in sync. A node whose disk is full (as it gossips)
     is listed apart: it serves reads and refuses writes, and leads nothing another replica can lead. So is
     a node kept out (its code cannot read the cluster's finalized formats: ``features.kept_out``): its
-    replicas count as missing."""
+    replicas count as missing. And a node lacking a door the others serve (no Kafka listener): it leads
+    nothing (``Routing.may_lead``), and health is not healthy until it is started with one."""
     view = node.metadata
     nodes = view.nodes()
     failed = view.failed_replicas()
@@ -285,6 +288,10 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
     states = {n.node_id: n.state for n in nodes}
     retired = {n.node_id for n in nodes if n.decommissioned}  # emptied by a decommission: may be gone
     kept_out = {n.node_id: n.kept_out for n in nodes if n.kept_out is not None}
+    alive = {n.node_id for n in nodes if n.state == "alive"}
+    doors_missing = {
+        n.node_id: list(n.doors_missing) for n in nodes if n.doors_missing and n.node_id in alive
+    }
     down = sorted(n for n, s in states.items() if s in ("dead", "left") and n not in retired)
     leaderless = []
     under_replicated = []
@@ -311,7 +318,9 @@ async def partition_health(node: FrontDoor) -> PartitionHealth:
             if lagging:
                 under_replicated.append(where)
     full = sorted(n.node_id for n in nodes if n.disk_full and n.node_id not in down)
-    return PartitionHealth(view.controller(), down, failed, leaderless, under_replicated, full, kept_out)
+    return PartitionHealth(
+        view.controller(), down, failed, leaderless, under_replicated, full, kept_out, doors_missing
+    )
 
 
 async def partition_health_metrics(node: FrontDoor) -> dict[str, float]:
@@ -325,7 +334,8 @@ async def partition_health_metrics(node: FrontDoor) -> dict[str, float]:
 
 async def cluster_health(request: web.Request) -> web.Response:
     """Redpanda's shape, from this node's view (``partition_health``). Healthy needs a controller, no node
-    down or with a full disk, no failed replica, and no leaderless or under-replicated partition."""
+    down, kept out, lacking a door or with a full disk, no failed replica, and no leaderless or
+    under-replicated partition."""
     node = state.node(request)
     health = await partition_health(node)
     nodes = node.metadata.nodes()
@@ -337,6 +347,7 @@ async def cluster_health(request: web.Request) -> web.Response:
             "nodes_down": health.down,
             "nodes_disk_full": health.disk_full,
             "nodes_kept_out": health.kept_out,
+            "nodes_missing_doors": health.doors_missing,
             "leaderless_partitions": health.leaderless,
             "under_replicated_partitions": health.under_replicated,
             "failed_replicas": [asdict(f) for f in health.failed],

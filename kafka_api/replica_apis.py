@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
 from kafka_api.errors import code_of
-from partitions.controller.elections import ElectionType, Outcome, decide
+from partitions.controller.elections import ElectionType, Outcome, decide, unfit_to_lead
 from partitions.errors import UnknownTopic
 from partitions.metadata.service import AdminService, MoveState
 from partitions.names import broker_id
@@ -191,7 +191,9 @@ async def elect_leaders(door: Door, request: wire.Request) -> Any:
     election = ElectionType(getattr(body, "election_type", 0))  # v1 on; v0: preferred
     timeout_ms = clamp_timeout(body.timeout.total_seconds() * 1000)
     metadata = door.node.metadata
-    alive = {n.node_id for n in metadata.nodes() if n.state == "alive"}
+    nodes = metadata.nodes()
+    alive = {n.node_id for n in nodes if n.state == "alive"}
+    unfit = {n.node_id: why for n in nodes if (why := unfit_to_lead(n.node_id, n.doors_missing)) is not None}
     authorized = door.allows(AclOperation.ALTER, CLUSTER)
     everything = body.topic_partitions is None
     if everything:
@@ -209,7 +211,7 @@ async def elect_leaders(door: Door, request: wire.Request) -> Any:
             replicas = None
         if replicas is None:
             return ErrorCode.unknown_topic_or_partition, f"No such partition as {topic}-{partition}"
-        decision = decide(election, replicas, metadata.known_leader(topic, partition), alive)
+        decision = decide(election, replicas, metadata.known_leader(topic, partition), alive, unfit)
         if decision.outcome is Outcome.NOT_NEEDED:
             return ErrorCode.election_not_needed, None
         if decision.outcome is Outcome.PREFERRED_NOT_AVAILABLE:

@@ -49,6 +49,11 @@ def health_summary(body: dict[str, Any]) -> str:
     ]
     for node, reason in sorted(body.get("nodes_kept_out", {}).items()):
         lines.append(f"kept out: {node}: {reason}")
+    for node, doors in sorted(body.get("nodes_missing_doors", {}).items()):
+        lines.append(
+            f"missing a door: {node} has no {' or '.join(doors)} listener, so it leads nothing "
+            "(start it with --kafka)"
+        )
     failed = body.get("failed_replicas", [])
     lines.append(f"failed replicas (cannot open or replay): {'none' if not failed else len(failed)}")
     for row in failed:
@@ -137,6 +142,7 @@ def _flags(node: dict[str, Any]) -> str:
         flags = [f if f != "decommissioning" else "decommissioned" for f in flags]
     if node.get("kept_out"):  # why: on a line of its own below the table
         flags.append("KEPT-OUT")
+    flags += [f"NO-{door.upper()}" for door in node.get("doors_missing", ())]
     return ",".join(flags) or "-"
 
 

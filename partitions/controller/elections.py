@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -39,11 +39,27 @@ class Decision:
     reason: str = ""
 
 
+def unfit_to_lead(node_id: str, doors_missing: Sequence[str]) -> str | None:
+    """Why a node lacking ``doors_missing`` (doors the other nodes serve, ``Routing.doors_missing``) may
+    not lead a partition; None when it lacks none."""
+    if not doors_missing:
+        return None
+    return (
+        f"node {node_id} has no {' or '.join(doors_missing)} listener while other nodes serve one, so "
+        "those clients could not reach it as a leader: start it with --kafka"
+    )
+
+
 def decide(
-    election: ElectionType, replicas: Sequence[str], leader: str | None, alive: Collection[str]
+    election: ElectionType,
+    replicas: Sequence[str],
+    leader: str | None,
+    alive: Collection[str],
+    unfit: Mapping[str, str] | None = None,
 ) -> Decision:
     """What an election of ``election`` type does for a partition of ``replicas`` (the preferred leader
-    first) led by ``leader`` (None: no leader known), ``alive``: the nodes gossip reports alive."""
+    first) led by ``leader`` (None: no leader known), ``alive``: the nodes gossip reports alive,
+    ``unfit``: nodes that may not lead, and why (``Routing.may_lead``)."""
     if election is ElectionType.UNCLEAN:
         if leader is not None:
             return Decision(Outcome.NOT_NEEDED)
@@ -63,6 +79,9 @@ def decide(
         return Decision(
             Outcome.PREFERRED_NOT_AVAILABLE, reason=f"the preferred leader {preferred} is not alive"
         )
+    why = (unfit or {}).get(preferred)
+    if why is not None:
+        return Decision(Outcome.PREFERRED_NOT_AVAILABLE, reason=f"the preferred leader may not lead: {why}")
     if leader is None:
         return Decision(
             Outcome.PREFERRED_NOT_AVAILABLE,

@@ -114,11 +114,15 @@ class PartitionAdmin:
         self, topic: str, partition: int, target: str | None, timeout_ms: int
     ) -> str | None:
         """Move leadership to ``target`` (None: the most caught-up replica); the leader this node saw take
-        over (never a guess). ``NodeKeptOut`` for a target whose code is below the cluster's levels."""
+        over (never a guess). ``NodeKeptOut`` for a target whose code is below the cluster's levels,
+        ``InvalidReassignment`` for one lacking a door the other nodes serve (``Routing.may_lead``)."""
         replica = self._data.leader_replica(topic, partition)
         kept_out = None if target is None else self._routing.kept_out(target)
         if target is not None and kept_out is not None:
             raise NodeKeptOut(target, kept_out)
+        unfit = None if target is None else self._routing.may_lead(target)
+        if unfit is not None:
+            raise InvalidReassignment(unfit)
         if target != self.node_id:
             await replica.group.transfer_leadership(target, timeout_ms)
         return self._routing.known_leader(topic, partition)

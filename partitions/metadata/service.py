@@ -69,6 +69,8 @@ class NodeInfo:
     # why it takes no part in the cluster (``features.kept_out``: its code is below the finalized levels, as
     # it gossiped them or as it announced them at its last Raft handshake here); None: it does
     kept_out: str | None = None
+    # doors the other nodes serve that it lacks (``("kafka",)``: no Kafka listener): it leads nothing
+    doors_missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ applied the metadata committed before its election. Each tick it:
    account of its partition log (``reconfigure.ReplicaLog``: a joiner is promoted, an old replica removed
    and the move ended only once the joiners' logs hold every record);
 2. starts moves off decommissioning nodes, a few at a time (``reconfigure.replacement_for``);
-3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance still leads something), performs one
+3. every ``BALANCE_INTERVAL_S`` (at once while a node in maintenance, or one lacking a door the others
+   serve, ``Routing.may_lead``, still leads something), performs one
    leadership transfer from ``balancer.plan``: a drain at once, a transfer that evens leaders out only
    on a lasting imbalance (``balancer.Hysteresis``: seen in 3 rounds in a row, never a partition whose
    leader changed in the last 10 s, at most 10 transfers a minute, a gap of at least 10% of a node's
@@ -91,6 +92,8 @@ class Nodes(Protocol):
     def known_nodes(self) -> set[str]: ...
 
     def known_leader(self, topic: str, partition: int) -> str | None: ...
+
+    def may_lead(self, node_id: str) -> str | None: ...
 
 
 class PartitionLeaders(Protocol):
@@ -279,22 +282,24 @@ class Operator(Worker):
 
     async def _balance(self, moving: bool) -> None:
         machine = self._controller.metadata()
-        maintenance = machine.node_flags["maintenance"]
+        alive = self._nodes.alive_nodes()
+        # in maintenance, or lacking a door the others serve (its clients could not reach it): lead nothing
+        unfit = set(machine.node_flags["maintenance"]) | {n for n in alive if self._nodes.may_lead(n)}
         now = self._clock()
         due = not moving and now - self._balanced_at >= BALANCE_INTERVAL_S
-        if not due and not maintenance:
+        if not due and not unfit:
             return  # nothing to drain, not yet time to even out: no walk over every partition
         partitions = []
         for metadata in machine.topics.values():
             for partition, replicas in enumerate(metadata.replicas):
                 leader = self._nodes.known_leader(metadata.name, partition)
                 partitions.append(balancer.Led(metadata.name, partition, replicas, leader))
-        draining = any(p.leader in maintenance for p in partitions)
+        draining = any(p.leader in unfit for p in partitions)
         if not draining and not due:
             return
         self._balanced_at = now
         leaving = machine.node_flags["decommissioning"]
-        eligible = [n for n in self._nodes.alive_nodes() if n not in maintenance and n not in leaving]
+        eligible = [n for n in alive if n not in unfit and n not in leaving]
         hysteresis = self._hysteresis
         hysteresis.observe(partitions, now)
         settling = hysteresis.settling(now)

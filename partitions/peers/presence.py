@@ -305,6 +305,7 @@ class Presence:
                 self._disk_full_of(node_id),
                 *self._release_of(node_id),
                 self._routing.kept_out(node_id),
+                self._routing.doors_missing(node_id),
             )
             for node_id in sorted(self._routing.known_nodes())
         ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from partitions import features
+from partitions.controller import elections
 from partitions.controller.state import ControllerMetadata, TopicMetadata
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.replicas.cluster_view import ClusterView
@@ -84,6 +85,22 @@ class Routing:
             return refused
         meta = self._view.meta(node_id) if self._view.state(node_id) == "alive" else None
         return None if meta is None else self._kept_out(meta.supported)  # as it gossips (None: 0.1.0)
+
+    def doors_missing(self, node_id: str) -> tuple[str, ...]:
+        """The doors another serving node has and ``node_id`` lacks, as gossip tells them: ``("kafka",)``
+        when another node has a Kafka listener and it has none; () for a node not heard from yet. Such a
+        node leads nothing, since that door's clients could not reach it as a leader (Kafka answers them
+        LEADER_NOT_AVAILABLE): the leader balancer drains it, a transfer or preferred election to it is
+        refused, and health names it."""
+        if node_id in self._kafka or (node_id != self.node_id and self._view.meta(node_id) is None):
+            return ()
+        if any(other != node_id and self.serving(other) for other in self._kafka):
+            return ("kafka",)
+        return ()
+
+    def may_lead(self, node_id: str) -> str | None:
+        """Why ``node_id`` may not lead a partition (None: it may): a door it lacks."""
+        return elections.unfit_to_lead(node_id, self.doors_missing(node_id))
 
     def serving(self, node_id: str) -> bool:
         """Alive by gossip and not kept out."""

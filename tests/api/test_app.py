@@ -516,6 +516,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "nodes_decommissioned": [],
         "nodes_disk_full": [],
         "nodes_kept_out": {},
+        "nodes_missing_doors": {},
         "leaderless_partitions": [],
         "under_replicated_partitions": [],
         "failed_replicas": [],
@@ -552,6 +553,7 @@ async def test_health_nodes_metrics_and_status(cluster: FakeCluster, n1: Node) -
         "version": None,  # the fake's node gossips none, as a node of release 0.1.0
         "features": None,
         "kept_out": None,
+        "doors_missing": [],
     }
     assert nodes[1]["state"] == "dead"
 

@@ -169,3 +169,24 @@ def test_a_node_kept_out_is_neither_alive_nor_placeable_and_the_hubs_refusal_nam
     assert routing.alive_nodes() == ["n1"]
     view.update("n4", "dead", 1, b"")  # a node not heard from is down, not kept out
     assert routing.kept_out("n4") is None
+
+
+def test_a_node_without_the_kafka_listener_the_others_serve_may_not_lead() -> None:
+    """As gossip tells the listeners: a node lacking the Kafka door while another serving node has one is
+    named (it would lead partitions Kafka clients cannot reach); a node not heard from yet is not judged,
+    and in a cluster where no node serves Kafka none lacks it."""
+    view = ClusterView("n1")
+    for node, kafka in (("n2", "127.0.0.1:9093"), ("n3", None)):
+        view.update(node, "alive", 1, encode_meta(f"http://{node}", f"{node}:1", 1, {}, 512, kafka=kafka))
+    addresses = {n: f"http://{n}" for n in ("n1", "n2", "n3", "n4")}
+    routing = Routing("n1", addresses, view, None, dict, kafka="127.0.0.1:9092")  # type: ignore[arg-type]
+    routing.learn("n2", "http://n2", "127.0.0.1:9093")
+    routing.learn("n3", "http://n3", None)
+    assert [routing.doors_missing(n) for n in ("n1", "n2", "n3", "n4")] == [(), (), ("kafka",), ()]
+    assert routing.may_lead("n3") is not None and "--kafka" in str(routing.may_lead("n3"))
+    assert routing.may_lead("n2") is None
+    routing.learn("n3", "http://n3", "127.0.0.1:9094")  # started again with --kafka
+    assert routing.may_lead("n3") is None
+    plain = Routing("n1", addresses, view, None, dict)  # type: ignore[arg-type]  # no node serves Kafka
+    plain.learn("n3", "http://n3", None)
+    assert plain.doors_missing("n3") == ()

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from partitions.controller import decommission
+from partitions.controller import decommission, elections
 from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MemberView, ReplicaLog
 from partitions.controller.state import (
@@ -53,6 +53,7 @@ class FakeNode:
     # (node, topic, partition) -> the records its replica's log still lacks (absent: none), or None: the
     # node does not answer for its log
     copying: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+    without_kafka: set[str] = field(default_factory=set)  # nodes started without a Kafka listener
 
     def metadata(self) -> ControllerMetadata:
         return self.machine.metadata
@@ -137,6 +138,9 @@ class FakeNode:
 
     def known_leader(self, topic: str, partition: int) -> str | None:
         return self.groups[(topic, partition)].leader
+
+    def may_lead(self, node_id: str) -> str | None:
+        return elections.unfit_to_lead(node_id, ("kafka",) if node_id in self.without_kafka else ())
 
     async def recommission(self, node_id: str) -> None:
         """What the metadata frontend does when a decommission is cleared."""
@@ -225,6 +229,19 @@ async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
     for group in node.groups.values():
         leaders[group.leader] = leaders.get(group.leader, 0) + 1
     assert "n2" not in leaders and sum(leaders.values()) == 4
+
+
+async def test_a_node_without_the_kafka_door_is_drained_of_leadership_at_once_and_given_none() -> None:
+    """The README's added node started without ``--kafka`` and made a partition's preferred leader: Kafka
+    clients would get LEADER_NOT_AVAILABLE for what it leads, so it leads nothing, whatever the balance."""
+    node = FakeNode(alive=["n1", "n2", "n3", "n4"], without_kafka={"n4"})
+    await node.propose(CreateTopic("t", [["n4", "n1", "n2"]] * 4 + [["n1", "n2", "n3"]] * 4))
+    operator = Operator(node, node, node, node)
+    await ticks(operator, 6)  # a drain ignores the balance interval: one transfer per tick
+    leaders = {group.leader for group in node.groups.values()}
+    assert "n4" not in leaders and len(node.changes) == 4, node.changes
+    node.without_kafka.clear()  # started again with --kafka: it may lead, the balancer evens out later
+    assert node.may_lead("n4") is None
 
 
 async def test_a_controller_learner_is_asked_to_join_then_promoted_once_caught_up() -> None:
