@@ -18,7 +18,7 @@ from partitions.metadata.service import PartitionState, ReplicaState
 from partitions.replicas.manager import ReplicaManager
 from partitions.replicas.raft_host import RaftHost
 from partitions.replicas.routing import Routing
-from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.errors import NoLeader, NotLeader, OutcomeUnknown
 from raftlog.consensus.interface import Role
 
 IN_SYNC_LAG_MAX = 1_000  # Raft entries a follower may trail and still count as in sync
@@ -124,7 +124,11 @@ class PartitionAdmin:
         if unfit is not None:
             raise InvalidReassignment(unfit)
         if target != self.node_id:
-            await replica.group.transfer_leadership(target, timeout_ms)
+            try:
+                await replica.group.transfer_leadership(target, timeout_ms)
+            except OutcomeUnknown as exc:  # named as the caller named it, not by its Raft group's id
+                where = f"partition {topic}/{partition}"
+                raise OutcomeUnknown(exc.group_id, exc.reason, about=where) from exc
         return self._routing.known_leader(topic, partition)
 
     # -- a replica move's membership changes, on the partition's leader ------------------------------

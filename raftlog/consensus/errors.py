@@ -67,7 +67,13 @@ class OutcomeUnknown(ConsensusError):
 
     group_id: str
     reason: str
+    about: str = ""  # what the group is to its users (e.g. "partition orders/1"); "": its id is named
     template = "group {group_id}: outcome unknown: {reason}"
+
+    def describe(self) -> str:
+        if self.about:
+            return f"{self.about}: outcome unknown: {self.reason}"
+        return super().describe()
 
 
 @with_fields

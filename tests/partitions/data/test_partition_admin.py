@@ -14,7 +14,7 @@ from in_process import Served, configs, controller_leader, partition_leader, pro
 
 from partitions.broker.node import Node
 from partitions.errors import InvalidReassignment, UnknownPartition
-from raftlog.consensus.errors import NoLeader, NotLeader
+from raftlog.consensus.errors import NoLeader, NotLeader, OutcomeUnknown
 from raftlog.storage import ProducerRecord
 
 RECORDS = 5
@@ -85,6 +85,30 @@ async def test_leadership_moves_to_the_named_replica_and_only_the_leader_gives_i
     await until(lambda: target.partition_admin.local_member_view("moved", 0), WAIT_S, "the new leader")
     with pytest.raises((NotLeader, NoLeader)):
         leader.partition_admin.member_view("moved", 0)
+
+
+async def test_a_transfer_to_a_node_just_stopped_names_the_partition_not_its_raft_group(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The operator transfers leadership to a node that stopped a moment ago (gossip still says alive): the
+    transfer is not observed, and the 504's message names the partition as the operator did, never the
+    Raft group's internal id."""
+    served = [Served(c) for c in configs(tmp_path)]
+    await asyncio.gather(*(s.start() for s in served))
+    stopped: list[Served] = []
+    try:
+        nodes = [s.node for s in served]
+        leader = await _topic(nodes, "orders", 3)
+        gone = next(s for s in served if s.node is not leader)
+        group_id = leader.routing.partition_topic("orders", 0).group_id(0)  # type: ignore[union-attr]
+        stopped.append(gone)
+        await gone.stop()
+        with pytest.raises(OutcomeUnknown) as unknown:
+            await leader.partition_admin.transfer_leadership("orders", 0, gone.node.node_id, 1_500)
+        assert str(unknown.value).startswith("partition orders/0: outcome unknown: "), str(unknown.value)
+        assert group_id not in str(unknown.value)
+    finally:
+        await asyncio.gather(*(s.stop() for s in served if s not in stopped))
 
 
 async def test_membership_changes_of_a_move_are_made_once_and_may_be_repeated(nodes: list[Node]) -> None:
