@@ -92,6 +92,67 @@ def test_every_page_loads_and_the_overview_charts_refresh(
     browser_log.assert_no_errors()
 
 
+# a topic whose partitions' metrics lines (three per partition led: high watermark, log start, bytes) put
+# more than 128 KiB into a node's /metrics: the ~128 KiB one read of a node's body returned once cut the
+# histograms that come after them, and the charts went blank
+WIDE_TOPIC = "metrics-" + "x" * 190
+WIDE_PARTITIONS = 510
+METRICS_CUT_BYTES = 128 * 1024
+
+# whether any two of a chart's time labels, as drawn (data-ticks: [x px, label]), overlap in its font
+TICKS_OVERLAP = """box => {
+  const ticks = JSON.parse(box.dataset.ticks || "[]");
+  const context = box.querySelector("canvas").getContext("2d");
+  context.font = "12px system-ui, -apple-system, sans-serif";
+  const widths = ticks.map(([, label]) => context.measureText(label).width);
+  const overlaps = ticks.slice(1).some(([x], i) => x - ticks[i][0] < (widths[i] + widths[i + 1]) / 2);
+  return { count: ticks.length, overlaps };
+}"""
+
+
+def test_the_charts_stay_drawn_past_128_kib_of_metrics_and_their_time_labels_never_overlap(
+    plain_cluster: ConsoleCluster, page: Page, browser_log: BrowserLog
+) -> None:
+    api_call(
+        plain_cluster, "POST", "/v1/topics", {"name": "charted", "partitions": 1, "replication_factor": 3}
+    )
+    api_call(
+        plain_cluster, "POST", "/v1/topics",
+        {"name": WIDE_TOPIC, "partitions": WIDE_PARTITIONS, "replication_factor": 1},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        largest = 0
+        while time.monotonic() < deadline:  # each partition's lines once its leader took it
+            nodes = api_call(plain_cluster, "GET", "/v1/cluster/metrics")["nodes"]
+            largest = max(len((n["metrics"] or "").encode()) for n in nodes)
+            if largest > METRICS_CUT_BYTES:
+                break
+            time.sleep(1)
+        assert largest > METRICS_CUT_BYTES, f"no node's /metrics passed 128 KiB ({largest} bytes)"
+        page.set_viewport_size({"width": 700, "height": 900})  # narrow: the charts at their least width
+        _open(page, plain_cluster, "overview")
+        kafka_produce(plain_cluster, "charted", 20)
+        for chart in ("records", "commit", "http", "kafka"):
+            box = page.get_by_test_id(f"chart-{chart}")
+            if chart == "http":
+                api_call(
+                    plain_cluster, "POST", "/topics/charted/partitions/0", {"records": [{"value": 1}] * 5},
+                    content_type="application/vnd.kafka.json.v2+json",
+                )  # fmt: skip
+            expect(box).to_have_attribute("data-shown", "true", timeout=60_000)
+            # at least two labels to judge (the time axis spans a minute at least): drawn at a refresh
+            page.wait_for_function(f"box => ({TICKS_OVERLAP})(box).count >= 2", arg=box.element_handle())
+            drawn = box.evaluate(TICKS_OVERLAP)
+            assert not drawn["overlaps"], (chart, box.get_attribute("data-ticks"))
+        expect(page.get_by_test_id("chart-note")).to_have_attribute("data-nodes", "3")
+        screenshot(page, "console-overview-wide-metrics")
+        browser_log.assert_no_errors()
+    finally:
+        for topic in (WIDE_TOPIC, "charted"):
+            api_call(plain_cluster, "DELETE", f"/v1/topics/{topic}")
+
+
 def test_create_a_topic_then_produce_and_browse_json_text_and_binary(
     plain_cluster: ConsoleCluster, page: Page, browser_log: BrowserLog
 ) -> None:

@@ -172,12 +172,26 @@ export class Series {
 
 const COLORS = ["#2563eb", "#dc2626"];
 
+// The time axis: HH:MM:SS, its ticks at least TICK_GAP_PX apart, so that labels never overlap however
+// narrow the chart (uPlot's default spaces them 50 px apart and writes "11:42:30 PM", which then do)
+export const TICK_GAP_PX = 90;
+const clock = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+export const timeLabels = (splits) => splits.map((t) => (t === null ? null : clock.format(new Date(t * 1000))));
+
+// The time labels of a drawing, each also kept on the chart's element with where it is drawn ([x px,
+// label] in data-ticks), so that a test can see that none overlaps another
+function ticked(target, u, splits) {
+  const labels = timeLabels(splits);
+  target.dataset.ticks = JSON.stringify(splits.map((t, i) => [u.valToPos(t, "x"), labels[i]]).filter(([, l]) => l));
+  return labels;
+}
+
 export function draw(target, chart, data, width) {
   if (typeof window.uPlot !== "function") return null;
   return new window.uPlot({
     width, height: 180, title: chart.title,
     series: [{}, ...chart.series.map((label, i) => ({ label, stroke: COLORS[i], width: 2, spanGaps: true }))],
-    axes: [{}, { label: chart.unit, size: 60 }],
+    axes: [{ space: TICK_GAP_PX, values: (u, splits) => ticked(target, u, splits) }, { label: chart.unit, size: 60 }],
     scales: {
       x: { time: true, range: (u, min, max) => [Math.min(min ?? max, max - 60), max] }, // a minute at least
       y: { range: (u, min, max) => [0, Math.max(1, max)] },
