@@ -58,15 +58,8 @@ from partitions.metadata.service import AdminService
 from partitions.names import is_internal
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
-from raftlog.storage.batch import (
-    BatchFormatError,
-    BatchRows,
-    Record,
-    batches_end,
-    records_by_batch,
-    records_from,
-    rows_by_batch,
-)
+from raftlog.storage.batch import BatchFormatError, Record
+from raftlog.storage.batch_reads import BatchRows, batches_end, records_by_batch, records_from, rows_by_batch
 from raftlog_contract import HIGH_WATERMARK_HEADER, LEADER_HEADER, RECORD_BATCH
 
 FETCH_TIMEOUT_MS_MAX = 60_000

@@ -2,7 +2,7 @@
 consumer instance's records).
 
 A binary-flavour row is written as bytes directly from the C reader's plain rows
-(``raftlog.storage.batch.rows_by_batch``: no ``Record`` per record): its fields are numbers, base64 text
+(``raftlog.storage.batch_reads.rows_by_batch``: no ``Record`` per record): its fields are numbers, base64 text
 (pybase64, in SIMD) and names, so the row is known without building a dict for ``json.dumps``, and a
 batch's rows are joined once, each value's base64 copied once into the answer. The text is exactly what
 ``json.dumps`` gives for ``schemas.render_record``'s row (``tests/api/test_rendering.py`` checks it on
@@ -18,7 +18,8 @@ from typing import Any
 import pybase64
 
 from api.schemas import TIMESTAMP_TYPE_NAMES, Flavour, render_record
-from raftlog.storage.batch import BatchRows, Record
+from raftlog.storage.batch import Record
+from raftlog.storage.batch_reads import BatchRows
 
 _TYPES = {kind: json.dumps(name).encode() for kind, name in TIMESTAMP_TYPE_NAMES.items()}
 _b64 = pybase64.b64encode

@@ -33,7 +33,8 @@ import msgpack
 
 from raftlog.errors import check
 from raftlog.storage import legacy_batch
-from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, record_rows
+from raftlog.storage.batch import Compression, ProducerRecord, encode_batch
+from raftlog.storage.batch_reads import decode_batch, record_rows
 from raftlog_bench.arguments import add_json_argument, positive_ints, standalone_parser
 from raftlog_bench.output import emit
 from raftlog_bench.targets import sample_values

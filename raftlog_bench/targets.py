@@ -24,7 +24,8 @@ from typing import Any, Protocol
 import msgpack
 import pybase64
 
-from raftlog.storage.batch import Compression, ProducerRecord, encode_batch, record_rows, split_batches
+from raftlog.storage.batch import Compression, ProducerRecord, encode_batch
+from raftlog.storage.batch_reads import record_rows, split_batches
 from raftlog_bench.cluster_http import REMOVAL_METRIC, Http
 from raftlog_client.errors import ClientError
 from raftlog_client.http1 import Http1Client, ProtocolError

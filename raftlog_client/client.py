@@ -43,13 +43,8 @@ from typing import Any, NamedTuple
 
 import pybase64
 
-from raftlog.storage.batch import (
-    Compression,
-    ProducerRecord,
-    TimestampType,
-    encode_batch,
-    records_from,
-)
+from raftlog.storage.batch import Compression, ProducerRecord, TimestampType, encode_batch
+from raftlog.storage.batch_reads import records_from
 from raftlog_client.cluster_admin import ClusterAdmin
 from raftlog_client.credentials import trusting, user_authorization
 from raftlog_client.errors import ClientError, RequestFailed, decode_error

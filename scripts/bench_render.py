@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from api.rendering import records_json
 from api.schemas import Flavour
-from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
+from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog.storage.batch_reads import records_from
 from raftlog_client.client import _fetched
 
 BATCH = 500

@@ -178,6 +178,7 @@ def test_a_relative_import_is_resolved_against_its_package() -> None:
 
 CLIENT_MAY_USE_OF_RAFTLOG = {
     "raftlog.storage.batch",  # the pure batch codec
+    "raftlog.storage.batch_reads",  # and its reading of fetch answers
     "raftlog.storage.errors",
     "raftlog.storage.partitioner",  # Kafka's key -> partition rule, as the server applies it
 }

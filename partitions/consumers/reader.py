@@ -26,7 +26,8 @@ from partitions.consumers.protocol import FetchedPart, ReadPlan
 from partitions.data.service import DataService, Served
 from partitions.groups.assignors import TopicPartition
 from raftlog.errors import RaftlogError
-from raftlog.storage.batch import decode_header, split_batches
+from raftlog.storage.batch import decode_header
+from raftlog.storage.batch_reads import split_batches
 from raftlog.storage.errors import OffsetOutOfRange
 
 P = ParamSpec("P")

@@ -38,7 +38,8 @@ from typing import Protocol
 
 from partitions.errors import PartitionError
 from raftlog.errors import check, with_fields
-from raftlog.storage.batch import BatchFormatError, BatchHeader, split_batches, verify
+from raftlog.storage.batch import BatchFormatError, BatchHeader, verify
+from raftlog.storage.batch_reads import split_batches
 from raftlog.storage.cleaner import note_rewritten
 from raftlog.storage.errors import LogClosed, NotBatchBoundary, StorageUnavailable
 from raftlog.storage.log import AppendResult, Log

@@ -12,7 +12,8 @@ import crc32c
 from fake_node import FakeCluster
 from harness import Harness, Node
 
-from raftlog.storage.batch import Compression, ProducerRecord, decode_batch, encode_batch, split_batches
+from raftlog.storage.batch import Compression, ProducerRecord, encode_batch
+from raftlog.storage.batch_reads import decode_batch, split_batches
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_contract import BINARY_V2, RECORD_BATCH
 

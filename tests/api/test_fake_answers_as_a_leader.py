@@ -19,7 +19,8 @@ from fake_node import FakeCluster, FakeData
 
 from partitions.data.service import HIGH_WATERMARK, DataService, ProduceResult
 from raftlog.errors import InvariantViolation, RaftlogError
-from raftlog.storage.batch import ProducerRecord, Record, TimestampType, encode_batch, records_from
+from raftlog.storage.batch import ProducerRecord, Record, TimestampType, encode_batch
+from raftlog.storage.batch_reads import records_from
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "partitions"))  # in_process
 from in_process import Served, configs, controller_leader, partition_leader, until

@@ -36,7 +36,8 @@ from partitions.peers.service import PeerService
 from partitions.registry.service import RegistryService
 from partitions.transactions.service import TransactionService
 from raftlog.consensus.errors import NoLeader, NotLeader
-from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
+from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog.storage.batch_reads import records_from
 from raftlog.storage.errors import OffsetOutOfRange
 from raftlog_contract import LEADER_HEADER
 

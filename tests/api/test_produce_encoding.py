@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from api.produce_encoding import encode_exactly, encode_fast, encode_json_produce
 from api.schemas import Flavour
-from raftlog.storage.batch import decode_batch
+from raftlog.storage.batch_reads import decode_batch
 
 NOW_MS = 1_700_000_000_000
 

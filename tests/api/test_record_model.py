@@ -21,11 +21,10 @@ from raftlog.storage.batch import (
     Compression,
     ProducerRecord,
     TimestampType,
-    decode_batch,
     encode_batch,
-    split_batches,
     with_log_append_time,
 )
+from raftlog.storage.batch_reads import decode_batch, split_batches
 from raftlog_contract import (
     BINARY_V2,
     COLUMNAR_JSON,

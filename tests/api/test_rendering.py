@@ -15,12 +15,11 @@ from raftlog.storage.batch import (
     ProducerRecord,
     Record,
     TimestampType,
-    decode_batch,
     encode_batch,
     encode_retained,
-    records_from,
     with_log_append_time,
 )
+from raftlog.storage.batch_reads import decode_batch, records_from
 
 maybe_bytes = (
     st.none() | st.binary(max_size=40) | st.sampled_from([b"null", b'{"a": [1, 2]}', b'"\xe2\x82\xac"'])

@@ -17,7 +17,8 @@ from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from raftlog.storage.batch import ProducerRecord, encode_batch, records_from
+from raftlog.storage.batch import ProducerRecord, encode_batch
+from raftlog.storage.batch_reads import records_from
 
 pytestmark = pytest.mark.slow
 

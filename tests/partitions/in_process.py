@@ -21,7 +21,8 @@ from partitions.errors import UnknownTopic
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.consensus.snapshot import decode_snapshot
-from raftlog.storage.batch import ProducerRecord, Record, encode_batch, records_from
+from raftlog.storage.batch import ProducerRecord, Record, encode_batch
+from raftlog.storage.batch_reads import records_from
 from raftlog_dev.layout import free_port
 
 SECRET = b"test-cluster-secret-0123456789abcdef"

@@ -24,7 +24,8 @@ import pytest
 from partitions.peers.client import PeerClient, internal_credential, remote_peer
 from partitions.peers.service import PeerService
 from raftlog.errors import RaftlogError
-from raftlog.storage.batch import decode_header, split_batches
+from raftlog.storage.batch import decode_header
+from raftlog.storage.batch_reads import split_batches
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import ClientError
 from tests.waiting import wait_until

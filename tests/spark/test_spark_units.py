@@ -27,7 +27,8 @@ from pyspark.sql.types import (
 )
 from spark_cluster import SparkTestCluster
 
-from raftlog.storage.batch import Compression, ProducerRecord, RecordBatch, decode_batch, split_batches
+from raftlog.storage.batch import Compression, ProducerRecord, RecordBatch
+from raftlog.storage.batch_reads import decode_batch, split_batches
 from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.blocking import BlockingClient, Page
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable

@@ -19,7 +19,6 @@ from raftlog.storage.batch import (
     TimestampType,
     crc_ok,
     crc_ok_at,
-    decode_batch,
     decode_header,
     encode_batch,
     frame_at,
@@ -29,6 +28,7 @@ from raftlog.storage.batch import (
     with_log_append_time,
     with_producer_id,
 )
+from raftlog.storage.batch_reads import decode_batch
 from raftlog.storage.errors import InvalidRecord
 
 from .helpers import as_stored, record_lists

@@ -30,10 +30,10 @@ from raftlog.storage.batch import (
     Compression,
     TimestampType,
     check_producer_batch,
-    decode_batch,
     encode_batch,
     with_log_append_time,
 )
+from raftlog.storage.batch_reads import decode_batch
 
 header_values = st.none() | st.binary(max_size=8)
 headers = st.lists(st.tuples(st.text(max_size=6), header_values), max_size=3).map(tuple)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from raftlog.storage import Record, legacy_batch
-from raftlog.storage.batch import decode_batch
+from raftlog.storage.batch_reads import decode_batch
 
 from .legacy_fixture import FIXTURE, LOGS, expected_rows, rows_of
 from .legacy_v1 import encode_v1

@@ -19,13 +19,11 @@ from raftlog.storage.batch import (
     BatchFormatError,
     Compression,
     check_producer_batch,
-    decode_batch,
     encode_batch,
-    record_rows,
-    split_batches,
     verify,
     with_log_append_time,
 )
+from raftlog.storage.batch_reads import decode_batch, record_rows, split_batches
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord, RecordTooLarge
 
 from .helpers import record_lists

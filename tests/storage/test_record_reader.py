@@ -24,12 +24,11 @@ from raftlog.storage.batch import (
     InvalidRecord,
     Record,
     TimestampType,
-    decode_batch,
     decode_header,
     encode_batch,
-    record_rows,
     with_log_append_time,
 )
+from raftlog.storage.batch_reads import decode_batch, record_rows
 
 header_values = st.none() | st.binary(max_size=8)
 headers = st.lists(st.tuples(st.text(max_size=6), header_values), max_size=3).map(tuple)

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raftlog.storage import Log
-from raftlog.storage.batch import BatchFormatError, ProducerRecord, decode_batch, encode_batch, verify
+from raftlog.storage.batch import BatchFormatError, ProducerRecord, encode_batch, verify
+from raftlog.storage.batch_reads import decode_batch
 from raftlog.storage.transactions import (
     ABORT,
     CHECKPOINT_FILE,
@@ -275,7 +276,7 @@ def last_stable(log: Log) -> int:
 def test_a_read_committed_reader_leaves_out_aborted_records_and_every_marker(tmp_path: object) -> None:
     """As Kafka's consumer: a producer's batches from its aborted transaction's first offset up to its
     ABORT marker are dropped; its next transaction, committed, is read."""
-    from raftlog.storage.batch import records_from
+    from raftlog.storage.batch_reads import records_from
 
     log = open_log(tmp_path)
     log.append_prepared(keyed_txn(1, b"a", b"aborted-1", 0), 1)  # 0

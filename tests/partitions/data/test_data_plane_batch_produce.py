@@ -16,14 +16,8 @@ from in_process import Served, configs, controller_leader, http_of, partition_le
 from partitions.broker.node import Node
 from raftlog.consensus.errors import NotLeader
 from raftlog.storage import ProducerRecord
-from raftlog.storage.batch import (
-    Compression,
-    TimestampType,
-    decode_batch,
-    encode_batch,
-    split_batches,
-    with_log_append_time,
-)
+from raftlog.storage.batch import Compression, TimestampType, encode_batch, with_log_append_time
+from raftlog.storage.batch_reads import decode_batch, split_batches
 from raftlog.storage.errors import InvalidRecord, RecordBatchTooLarge, RecordTooLarge
 from raftlog.storage.log import wall_clock_ms
 from raftlog_contract import RECORD_BATCH

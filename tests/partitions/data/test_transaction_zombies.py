@@ -27,7 +27,8 @@ from partitions.transactions.errors import ConcurrentTransactions
 from partitions.transactions.service import ProducerIdAndEpoch, TransactionService
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage import ProducerRecord
-from raftlog.storage.batch import decode_batch, encode_batch, split_batches
+from raftlog.storage.batch import encode_batch
+from raftlog.storage.batch_reads import decode_batch, split_batches
 
 T = TypeVar("T")
 TID = "payments-tx"

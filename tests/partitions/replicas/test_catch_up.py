@@ -16,7 +16,8 @@ from in_process import Served, configs, controller_leader, fetch, http_of, parti
 from partitions.broker import node as node_module
 from partitions.errors import ReplicaRecovering
 from raftlog.storage import ProducerRecord
-from raftlog.storage.batch import Compression, TimestampType, decode_batch, encode_batch
+from raftlog.storage.batch import Compression, TimestampType, encode_batch
+from raftlog.storage.batch_reads import decode_batch
 
 
 async def test_a_replica_behind_a_compacted_journal_copies_records_from_a_peer(

@@ -27,7 +27,8 @@ from partitions.replicas.recovery import (
 )
 from partitions.replicas.state_machine import PartitionStateMachine, Produced
 from raftlog.storage import Log, LogConfig, ProducerRecord
-from raftlog.storage.batch import Compression, TimestampType, decode_batch, encode_batch, with_log_append_time
+from raftlog.storage.batch import Compression, TimestampType, encode_batch, with_log_append_time
+from raftlog.storage.batch_reads import decode_batch
 
 CONFIG = LogConfig(segment_bytes=16 * 1024, index_interval_bytes=512)
 KiB = 1024
