@@ -24,7 +24,7 @@ from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService, MoveState
 from partitions.peers.cluster import FrontDoor, Routed
-from partitions.topic_configs import settable
+from partitions.topic_configs import alterable
 from raftlog.storage.config import LogConfig
 from raftlog_contract import replicas_path
 
@@ -80,7 +80,7 @@ async def alter_configs(request: web.Request) -> web.Response:
     configs = body.get("configs")
     if not isinstance(configs, dict) or not configs or len(configs) > CONFIG_KEYS_MAX:
         raise BadRequest(f"configs must be a non-empty object of at most {CONFIG_KEYS_MAX} properties")
-    LogConfig.from_properties(settable(configs))  # an unknown property, a bad value: 400, nothing changed
+    LogConfig.from_properties(alterable(configs))  # read-only, unknown, a bad value: 400, nothing changed
     meta = await _admin(request).call(AdminService.alter_configs, request.match_info["topic"], configs)
     return web.json_response({"topic": meta.name, "configs": dict(meta.configs)})
 

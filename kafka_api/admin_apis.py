@@ -37,6 +37,7 @@ from partitions.resource_configs import TOPIC as TOPIC_KIND
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.topic_configs import (
     ConfigEntry,
+    alterable,
     check_changeable,
     creation_configs,
     describe_broker,
@@ -384,6 +385,7 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
                 result[config.name] = _not_null(config.name, config.value)
             elif config.config_operation == DELETE:
                 if config.name not in PROPERTY_FIELDS:
+                    check_changeable([config.name])  # a read-only one is refused as such
                     raise InvalidConfig(config.name, None, "unknown property")
                 result[config.name] = None  # removed from the topic's configs: its default applies
             else:
@@ -426,7 +428,6 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
             if resource.resource_type != TOPIC_RESOURCE:
                 raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
             throttled = [c for c in resource.configs if c.name in THROTTLED_REPLICAS] if incremental else []
-            check_changeable([config.name for config in resource.configs if config not in throttled])
             topic = await admin.call(AdminService.topic, resource.resource_name, fresh=True)
             if throttled:
                 current = await resource_configs.topic_throttles(door, resource.resource_name)
@@ -437,7 +438,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
                 if len(throttled) == len(resource.configs):
                     return _resource_answer(response_cls, resource, code, message)
             wanted = changes(resource, topic.configs)
-            typed = LogConfig.from_properties(merge_configs(topic.configs, settable(wanted))).to_properties()
+            typed = LogConfig.from_properties(merge_configs(topic.configs, alterable(wanted))).to_properties()
             # typed, as the HTTP API sends them; None removes the property
             wanted = {k: None if value is None else typed[stored_name(k)] for k, value in wanted.items()}
             if not body.validate_only:

@@ -11,7 +11,7 @@ one of them is refused (``InvalidConfig``: INVALID_CONFIG on the Kafka door)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -218,11 +218,20 @@ def creation_configs(configs: Mapping[str, object], replication_factor: int) -> 
     return kept
 
 
-def check_changeable(names: list[str]) -> None:
+def check_changeable(names: Iterable[str]) -> None:
     """Refuse a change to a config raftlog describes read-only, naming why."""
     for name in names:
         if name in READ_ONLY or name == MIN_INSYNC_REPLICAS:
             raise InvalidConfig(name, None, "read-only under raftlog (docs/kafka-compatibility.md)")
+
+
+def alterable(changes: Mapping[str, object]) -> dict[str, object]:
+    """The configs an alteration sets, as the topic stores them: a config raftlog describes read-only is
+    refused by name (``check_changeable``: a creation instead accepts one raftlog already behaves as,
+    ``creation_configs``), then ``settable``'s. The one rule of an alteration, whichever door asked: the
+    controller's ``TopicChanges.alter_configs`` applies it, and a door that checks early calls it too."""
+    check_changeable(changes)
+    return settable(changes)
 
 
 def describe_broker(keys: tuple[str, ...] | None = None) -> list[ConfigEntry]:

@@ -44,7 +44,7 @@ from partitions.errors import (
 from partitions.metadata.frontend import ADMIN_TIMEOUT_MS, Members, MetadataFrontend
 from partitions.metadata.service import TOPIC_CHANGE_WAIT_MAX_MS, MoveState
 from partitions.names import is_reserved_topic
-from partitions.topic_configs import creation_configs, settable
+from partitions.topic_configs import alterable, creation_configs, settable
 from raftlog.errors import check
 from raftlog.storage.config import SCHEMA_VALIDATION_PROPERTIES, LogConfig
 
@@ -202,7 +202,7 @@ class TopicChanges:
         """Change a topic's configs (a None value removes a property: back to its default); every replica
         applies them live (``Log.reconfigure``)."""
         metadata = self._frontend.topic(name)
-        configs = settable(configs)
+        configs = alterable(configs)  # a read-only one refused by name, whichever door asked
         LogConfig.from_properties(merge_configs(metadata.configs, configs))  # InvalidConfig before proposing
         self._check_schema_validation_allowed(configs)
         result = await self._frontend.propose(AlterConfigs(name, dict(configs)))

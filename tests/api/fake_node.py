@@ -99,7 +99,7 @@ from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
-from partitions.topic_configs import settable
+from partitions.topic_configs import alterable, settable
 from partitions.transactions.coordinator import TransactionCoordinator
 from partitions.transactions.service import Marker
 from partitions.transactions.state import TransactionTable, TxnCommand, TxnResult
@@ -617,7 +617,7 @@ class FakeAdmin:
         self.data._enter("alter_configs")
         self.data._controller_here()
         meta = self.data.topic(name)
-        configs = settable(configs)
+        configs = alterable(configs)  # as the controller's TopicChanges.alter_configs
         merged = {**meta.configs, **configs}
         LogConfig.from_properties(merged)
         altered = TopicMetadata(meta.name, meta.topic_id, meta.replicas, merged)

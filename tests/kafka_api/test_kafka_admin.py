@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from test_sasl_clients import authentication_errors, refused
 
 from kafka_api import wire
+from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
 
 
@@ -88,6 +89,19 @@ def test_topics_are_created_configured_and_deleted_through_the_admin_client(
     with http_client(kafka_cluster) as client:
         configs = json.loads(client.request("GET", "/topics/adm-a").body)["configs"]
     assert configs == {"retention.ms": 7200000}
+    # a config raftlog describes read-only is refused by name through either door: one rule, below both
+    isr = ConfigResource("topic", "adm-a", incremental_configs=[
+        ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET),
+    ])  # fmt: skip
+    refused_here = _error(admin.incremental_alter_configs([isr])[isr])
+    assert "INVALID_CONFIG" in refused_here and "read-only under raftlog" in refused_here, refused_here
+    with http_client(kafka_cluster) as client, pytest.raises(RequestFailed) as refused_there:
+        body = json.dumps({"configs": {"min.insync.replicas": 2}}).encode()
+        client.request("PATCH", "/v1/topics/adm-a/configs", body, {"Content-Type": "application/json"})
+    assert refused_there.value.status == 400 and "read-only under raftlog" in refused_there.value.message
+    with http_client(kafka_cluster) as client:
+        configs = json.loads(client.request("GET", "/topics/adm-a").body)["configs"]
+    assert configs == {"retention.ms": 7200000}, "nothing was changed"
 
     cluster = admin.describe_cluster().result(30)
     assert sorted(node.id for node in cluster.nodes) == [1, 2, 3] and cluster.controller is not None

@@ -7,6 +7,7 @@ import pytest
 
 from partitions.topic_configs import (
     KAFKA_TOPIC_CONFIGS,
+    alterable,
     check_changeable,
     creation_configs,
     describe_broker,
@@ -57,6 +58,21 @@ def test_a_change_to_a_read_only_config_is_refused_by_name(name: str) -> None:
     with pytest.raises(InvalidConfig, match=name):
         check_changeable(["retention.ms", name])
     check_changeable(["retention.ms", "cleanup.policy"])
+
+
+def test_an_alteration_refuses_a_read_only_config_by_name_and_keeps_settables_rules() -> None:
+    """``alterable``, the one rule of an alteration whichever door asked: read-only refused even at the value
+    raftlog behaves as (a creation takes that one: ``creation_configs``), the segment floor and
+    ``internal.segment.bytes`` as ``settable`` has them."""
+    for name, value in (("min.insync.replicas", 1), ("unclean.leader.election.enable", "false")):
+        with pytest.raises(InvalidConfig, match=f"{name}.*read-only under raftlog"):
+            alterable({"retention.ms": 1000, name: value})
+    with pytest.raises(InvalidConfig, match="at least 1048576"):
+        alterable({"segment.bytes": 65536})
+    assert alterable({"internal.segment.bytes": 4096, "retention.ms": 5}) == {
+        "segment.bytes": 4096,
+        "retention.ms": 5,
+    }
 
 
 def test_a_broker_describes_its_topics_defaults_read_only() -> None:
