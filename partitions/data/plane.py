@@ -24,7 +24,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,7 +31,7 @@ from typing import Any, TypeVar
 
 from partitions import commands
 from partitions.controller.state import TopicMetadata
-from partitions.data import admission, schema_checks
+from partitions.data import admission, long_poll, schema_checks
 from partitions.data.service import (
     HIGH_WATERMARK,
     NO_LEADER_EPOCH,
@@ -541,54 +540,7 @@ class DataPlane:
         wait's watcher, which looks again at that replica only; the wait resumes in the loop turn after
         the apply's wake-up. ``step`` is awaited after each partition as they are first looked at (a
         door's pacing of a request naming very many)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0, timeout_ms) / 1000
-        woke: list[tuple[Replica, str, int, int]] = []
-        woken: asyncio.Future[None] = loop.create_future()
-
-        def wake(replica: Replica, topic: str, partition: int, offset: int) -> None:
-            woke.append((replica, topic, partition, offset))
-            if not woken.done():
-                woken.set_result(None)
-
-        watched: list[tuple[Replica, Callable[[], None]]] = []
-        try:
-            for topic, partition, offset in reads:
-                try:
-                    replica = self.ready_leader(topic, partition)
-                except Exception:  # its read answers the error
-                    return
-                replica.waiters += 1  # before the high watermark is read: see replicas.Notifying
-                watcher = functools.partial(wake, replica, topic, partition, offset)
-                replica.watchers.add(watcher)
-                watched.append((replica, watcher))
-                if not _waits(replica, offset, stable):
-                    return
-                if step is not None:
-                    await step()
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return
-                try:
-                    async with asyncio.timeout(remaining):
-                        await woken
-                except TimeoutError:
-                    return
-                for replica, topic, partition, offset in woke:
-                    try:
-                        if self.ready_leader(topic, partition) is not replica:
-                            return  # opened anew: its read finds the one now there
-                    except Exception:
-                        return
-                    if not _waits(replica, offset, stable):
-                        return
-                woke.clear()
-                woken = loop.create_future()
-        finally:
-            for replica, watching in watched:
-                replica.waiters -= 1
-                replica.watchers.discard(watching)
+        await long_poll.wait_any(self.ready_leader, reads, timeout_ms, stable, step)
 
     async def _read(
         self, replica: Replica, offset: int, max_bytes: int, high_watermark: int, stable: int | None = None
@@ -807,14 +759,3 @@ def _batch_time(log: Log, offset: int) -> int:
 def _read_all(view: LogView) -> bytes:
     with view:
         return view.read_bytes()
-
-
-def _waits(replica: Replica, offset: int, stable: bool) -> bool:
-    """Whether a long poll at ``offset`` still waits on the replica: nothing committed there yet (below
-    the last stable offset with ``stable``), and the offset within [log start, high watermark] (outside
-    it, the read answers OffsetOutOfRange at once)."""
-    high_watermark = replica.machine.high_watermark
-    if not replica.log.log_start_offset <= offset <= high_watermark:
-        return False
-    end = min(last_stable_offset(replica.log), high_watermark) if stable else high_watermark
-    return offset >= end
