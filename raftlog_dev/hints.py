@@ -14,6 +14,8 @@ import sys
 from raftlog_contract import ADMIN_TOPICS_PATH, partition_path, records_path
 from raftlog_dev.secure import DevSecurity, client_files
 
+HINTS_TOPIC = "hello"  # the topic the hints make and use: the tour's "orders" is its own
+
 
 def _kafka_settings(kafka: str, ca: str | None) -> dict[str, str]:
     """A Kafka client's configuration for the cluster without credentials (librdkafka's names, as kcat
@@ -66,26 +68,28 @@ def up_text(
         admin = f"{curl} -K {shlex.quote(files.admin_curl)}"
         curl += f" -K {shlex.quote(files.user_curl)}"
         kcat = f"kcat -b {kafka} -F {shlex.quote(files.kafka)}"
-    topic = json.dumps({"name": "orders", "partitions": 3, "replication_factor": min(3, count)})
+    # a topic of the hints' own: the README's tour, run after them, creates "orders" from nothing
+    topic = json.dumps({"name": HINTS_TOPIC, "partitions": 3, "replication_factor": min(3, count)})
     record = json.dumps({"records": [{"key": "k", "value": {"hello": "world"}}]})
     lines = [
         f"{admin} -XPOST {http}{ADMIN_TOPICS_PATH} -H 'Content-Type: application/json' -d '{topic}'",
-        f"{curl} -XPOST {http}{partition_path('orders', 0)} "
+        f"{curl} -XPOST {http}{partition_path(HINTS_TOPIC, 0)} "
         f"-H 'Content-Type: application/vnd.kafka.json.v2+json' -d '{record}'",
-        f"{curl} '{http}{records_path('orders', 0)}?offset=0'",
+        f"{curl} '{http}{records_path(HINTS_TOPIC, 0)}?offset=0'",
         f"{kcat} -L   # Kafka clients and tools: bootstrap.servers={kafka}",
-        f"echo 'k1:hello' | {kcat} -P -t orders -K: && {kcat} -C -t orders -e",
+        f"echo 'k1:hello' | {kcat} -P -t {HINTS_TOPIC} -K: && {kcat} -C -t {HINTS_TOPIC} -e",
     ]
     if security is not None:
         group = json.dumps({"bootstrap.servers": kafka, "group.id": "hint", "auto.offset.reset": "earliest"})
         consumer = (
             f"from confluent_kafka import Consumer; c = Consumer({{**{group}, **dict(line.strip()"
-            f".split('=', 1) for line in open({files.kafka!r}) if '=' in line)}}); c.subscribe(['orders']); "
-            "print([m.value() for m in c.consume(1, 20) if not m.error()]); c.close()"
+            f".split('=', 1) for line in open({files.kafka!r}) if '=' in line)}}); "
+            f"c.subscribe([{HINTS_TOPIC!r}]); print([m.value() for m in c.consume(1, 20) if not m.error()]); "
+            "c.close()"
         )
         lines += [
             f"{shlex.quote(python)} -c {shlex.quote(consumer)}   # confluent-kafka, the same settings",
-            f"RAFTLOG_CONFIG={shlex.quote(files.profile)} {raftlog} consume orders --partition 0",
+            f"RAFTLOG_CONFIG={shlex.quote(files.profile)} {raftlog} consume {HINTS_TOPIC} --partition 0",
         ]
     lines += [
         f"{raftlog} dev status --data-dir {data_dir}",

@@ -42,6 +42,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.sasl import failure_message
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_dev.hints import HINTS_TOPIC
 from tests.waiting import wait_for
 
 PATIENCE_S = 15.0  # a user made on one node reaches the others' controller metadata within it
@@ -238,10 +239,10 @@ def test_the_printed_hints_work_as_printed(cluster: LocalCluster) -> None:
         assert done.returncode == 0, (hint, done.stdout, done.stderr)
         outputs.append(done.stdout)
     created, produced, fetched, listed, kcat_read, confluent, consumed, status = outputs
-    assert json.loads(created)["name"] == "orders"
+    assert json.loads(created)["name"] == HINTS_TOPIC  # not the tour's "orders", which the README creates
     assert json.loads(produced)["offsets"][0]["error_code"] is None
     assert [r["value"] for r in json.loads(fetched)] == [{"hello": "world"}]
-    assert "3 brokers" in listed and 'topic "orders"' in listed
+    assert "3 brokers" in listed and f'topic "{HINTS_TOPIC}"' in listed
     assert "hello" in kcat_read.splitlines(), kcat_read  # what kcat produced, read back by kcat
     assert re.fullmatch(r"\[b'.+'\]\n", confluent), confluent  # a record, read by a confluent-kafka group
     assert "hello" in consumed, consumed  # the raftlog command over HTTPS, trusting the CA with --ca
