@@ -265,9 +265,14 @@ class DataPlane:
                 tid = self._transactional.authorize(producer)
                 pid = header.producer_id
                 machine = replica.machine
+                # the partition's own view counts once this leader applied its term's first entry (asked
+                # before the view is read): before, a marker a former leader wrote may be missing here, the
+                # producer's ended transaction would look open, and the batch of its next one be bound
+                # below that one's ordinal and refused
+                current = replica.group.status().leader_ready
                 ended = commands.NO_TRANSACTION if pid is None else machine.transaction_ended(pid)
                 transaction = await self._transactional.verify(
-                    replica.log.transactions, tid, header, topic, partition,
+                    replica.log.transactions if current else None, tid, header, topic, partition,
                     None if pid is None else machine.producers.epoch_of(pid),
                     producer if join_transaction else None, ended,
                 )  # fmt: skip

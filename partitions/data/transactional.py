@@ -89,7 +89,7 @@ class TransactionalWrites:
 
     async def verify(
         self,
-        transactions: LogTransactions,
+        transactions: LogTransactions | None,
         tid: str,
         header: BatchHeader,
         topic: str,
@@ -100,7 +100,10 @@ class TransactionalWrites:
     ) -> int:
         """KIP-890: ``InvalidTxnState`` unless the producer's transaction is open in the partition (its
         ``transactions``, at ``open_epoch``, the producer's epoch here; None: any) or its coordinator has the
-        partition in it; ``TransactionUnverified`` when the coordinator could not say. ``join``: the
+        partition in it; ``TransactionUnverified`` when the coordinator could not say. ``transactions`` None:
+        the partition's view may be behind (a leader that has not applied its term's first entry yet may
+        miss a marker a former leader wrote, and the producer's ended transaction would look open there),
+        so only the coordinator answers. ``join``: the
         producer of a transaction version 2 batch, whose partition its coordinator adds instead.
 
         Returns the least ordinal the batch's transaction can have (``commands.Produce.transaction``),
@@ -113,7 +116,7 @@ class TransactionalWrites:
         epoch = header.producer_epoch or 0
         if producer_id is None:
             return NO_TRANSACTION
-        if transactions.is_open(producer_id) and open_epoch in (None, epoch):
+        if transactions is not None and transactions.is_open(producer_id) and open_epoch in (None, epoch):
             return ended + 1
         try:
             ordinal = await self._verify_partition(tid, producer_id, epoch, topic, partition)

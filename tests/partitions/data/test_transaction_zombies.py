@@ -10,8 +10,10 @@ in it (KIP-890's verification); and the producer's next transaction at the same 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import pathlib
 import struct
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
@@ -80,6 +82,21 @@ async def nodes(tmp_path: pathlib.Path) -> AsyncIterator[list[Node]]:
         await asyncio.gather(*(s.stop() for s in served))
 
 
+def _coordinator(node: Node) -> Callable[..., Awaitable[T]]:
+    async def coordinator(method: Callable[..., Awaitable[T]], *args: object, **kwargs: object) -> T:
+        """The transactional id's coordinator's answer, asked again while it elects or the previous
+        transaction's markers are written (as a client asks)."""
+        for _ in range(300):
+            try:
+                answer: T = await node.cluster.transactions.call(method, *args, **kwargs)
+                return answer
+            except (NotLeader, NoLeader, UnknownTopic, ConcurrentTransactions):
+                await asyncio.sleep(0.05)
+        raise AssertionError(f"{method.__name__} never answered")
+
+    return coordinator
+
+
 def _held_after_its_checks(
     node: Node, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[asyncio.Event, asyncio.Event]:
@@ -105,20 +122,9 @@ async def test_a_batch_that_outlived_its_transaction_is_refused_and_never_read_c
 ) -> None:
     leader = await until(lambda: partition_leader(nodes, PAY.topic), what="partition leader")
     await leader.local.transactions.ensure_topic()  # as FindCoordinator does
-
-    async def coordinator(method: Callable[..., Awaitable[T]], *args: object, **kwargs: object) -> T:
-        """The transactional id's coordinator's answer, asked again while it elects or the previous
-        transaction's markers are written (as a client asks)."""
-        for _ in range(300):
-            try:
-                answer: T = await leader.cluster.transactions.call(method, *args, **kwargs)
-                return answer
-            except (NotLeader, NoLeader, UnknownTopic, ConcurrentTransactions):
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"{method.__name__} never answered")
-
+    coordinator = _coordinator(leader)
     service = TransactionService
-    producer = await coordinator(service.init_producer_id, TID, 60_000, -1, -1)
+    producer: ProducerIdAndEpoch = await coordinator(service.init_producer_id, TID, 60_000, -1, -1)
     pid, epoch = producer.producer_id, producer.producer_epoch
     who = Producer(None, "", TID)
     await coordinator(service.add_partitions, TID, pid, epoch, [PAY])
@@ -153,3 +159,47 @@ async def test_a_batch_that_outlived_its_transaction_is_refused_and_never_read_c
             break
         await asyncio.sleep(0.05)
     assert values == [b"next"], values
+
+
+async def test_a_new_leader_not_caught_up_asks_the_coordinator_so_the_next_transaction_is_not_refused(
+    nodes: list[Node], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader just elected that has not applied its term's first entry yet may miss the marker a former
+    leader wrote of the producer's last transaction: that transaction looks open there. A batch of the
+    producer's next transaction (the rolling upgrade's load had one refused so, as one whose transaction
+    had ended) is checked with its coordinator instead, bound to the next transaction's ordinal, and
+    written. Here the leader shows the view it had before the marker, and says its term's entry is not
+    applied."""
+    leader = await until(lambda: partition_leader(nodes, PAY.topic), what="partition leader")
+    await leader.local.transactions.ensure_topic()
+    coordinator = _coordinator(leader)
+    service = TransactionService
+    producer: ProducerIdAndEpoch = await coordinator(service.init_producer_id, TID, 60_000, -1, -1)
+    pid, epoch = producer.producer_id, producer.producer_epoch
+    who = Producer(None, "", TID)
+    await coordinator(service.add_partitions, TID, pid, epoch, [PAY])
+    await leader.data.produce_batch(*PAY, _transactional(producer, 0, b"first"), 5000, who, contiguous=True)
+    await coordinator(service.end_transaction, TID, pid, epoch, True)
+    await coordinator(service.add_partitions, TID, pid, epoch, [PAY])  # once the commit's markers are in
+    replica = leader.data.leader_replica(*PAY)
+    assert replica.machine.transaction_ended(pid) >= 0  # the marker is applied: the view is put back
+    status = replica.group.status
+    monkeypatch.setattr(replica.log.transactions, "is_open", lambda producer_id: producer_id == pid)
+    ended = replica.machine.transaction_ended
+    loop = threading.get_ident()  # the leader's checks read the view here; its Raft thread applies
+
+    def view_before_the_marker(producer_id: int) -> int:
+        return -1 if threading.get_ident() == loop else ended(producer_id)
+
+    monkeypatch.setattr(replica.machine, "transaction_ended", view_before_the_marker)
+    monkeypatch.setattr(replica.group, "status", lambda: dataclasses.replace(status(), leader_ready=False))
+    second = _transactional(producer, 1, b"second")
+    await leader.data.produce_batch(*PAY, second, 5000, who, contiguous=True)
+    monkeypatch.undo()
+    await coordinator(service.end_transaction, TID, pid, epoch, True)
+    for _ in range(200):
+        values = await _read_committed(leader)
+        if len(values) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert values == [b"first", b"second"], values

@@ -104,6 +104,11 @@ async def test_kip_890_asks_the_coordinator_unless_the_transaction_is_open_in_th
     assert await refusing.verify(opened, "tx-1", header, "t", 0, ended=ORDINAL - 5) == ORDINAL - 4
     assert await refusing.verify(opened, "tx-1", header, "t", 0) == NO_TRANSACTION + 1  # none ended here
     assert len(asked) == 1, "the coordinator was not asked again"
+    # a leader whose view may be behind (None) asks the coordinator, whatever the partition shows
+    with pytest.raises(InvalidTxnState, match="AddPartitionsToTxn first"):
+        await refusing.verify(None, "tx-1", header, "t", 0, ended=ORDINAL - 5)
+    assert len(asked) == 2
+    assert await confirming.verify(None, "tx-1", header, "t", 0, ended=ORDINAL - 5) == ORDINAL
 
 
 async def test_transaction_version_2_adds_the_partition_and_waits_for_the_previous_marker(
