@@ -36,7 +36,7 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # quiet run (11.0 to 11.9 minutes) where four used four fifths (12.2 to 14.5 minutes, the machine's speed varies
 # by the hour) and two 18.6; eight spent more CPU on the same work (14.1 minutes) and starved Spark's
 # Python workers past the 10 s Spark gives them to connect. Loaded with four CPU-bound processes: see
-# README, "tests". Loaded six-worker runs took up to 5.6 GiB more than the idle machine at their peak: a machine
+# docs/testing.md. Loaded six-worker runs took up to 5.6 GiB more than the idle machine at their peak: a machine
 # with less than 10 GiB available runs two (WORKERS=N chooses).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
@@ -85,7 +85,7 @@ bench-compare: bench-setup
 
 # A short fault run (about a minute: 3 nodes, kill + pause + partition; root for the partitions; HTTP and
 # Kafka clients in turn) into runs/.
-# `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see the README.
+# `make test` runs the same through tests/jepsen/test_jepsen_runner.py. Longer runs: see docs/testing.md.
 jepsen-short: bootstrap
 	.venv/bin/python -m jepsen run --nodes 3 --nemesis kill,pause,partition --time-limit 45 --clients http,kafka --dir runs
 

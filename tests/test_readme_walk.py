@@ -1,13 +1,13 @@
 """The README's tour, walked as a user walks it: every shell command and Python example of "A five-minute
-tour" up to "Operator tour" (the HTTP tour, consumer groups, Kafka's tools and clients, the command line,
+tour" up to "Going further" (the HTTP tour, consumer groups, Kafka's tools and clients, the command line,
 the Python client), in order, against a real 3-node ``raftlog dev`` cluster, each command as printed but
 for the cluster's ports (the README's 8081-8083 and 9092 are ``make dev``'s; the walk's cluster takes free
 ones, so the suite's workers never collide). Each command must exit 0; the README's output comments are
-checked where they show an answer's shape. The Kafka Connect section is walked too, against the same
-cluster (its worker from the jars ``make test`` installs, its REST port a free one), and so is the Spark
-section, after ``make examples`` (its reads, and the word count running while a line is added). The
-operator tour (a fourth node, decommissions) and the secure tour (``raftlog dev --secure``) are not walked
-here: their commands are covered by their own tests.
+checked where they show an answer's shape. The Kafka Connect page (docs/connect.md) is walked too,
+against the same cluster (its worker from the jars ``make test`` installs, its REST port a free one), and
+so is the Spark page (docs/spark.md), after ``make examples`` (its reads, and the word count running while
+a line is added). The operator tour (docs/operations.md: a fourth node, decommissions) and the secure tour
+(``raftlog dev --secure``) are not walked here: their commands are covered by their own tests.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from raftlog_dev.layout import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
 from tests.waiting import wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-START, END = "## A five-minute tour", "### Operator tour"
+# the pages a user runs commands from: the README and the pages it leads to
+USER_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+START, END = "## A five-minute tour", "## Going further"
 COMMAND_TIMEOUT_S = 120
 
 
@@ -162,17 +164,9 @@ def test_every_tour_command_runs_as_printed_in_order(walk_dir: tuple[pathlib.Pat
     assert '"billing"' in groups
 
 
-CONNECT = "## Kafka Connect"
+CONNECT = "docs/connect.md"
 CONNECT_REST_PORT = 8383  # the README's listeners= port; the walk's worker takes a free one
 CONNECT_WAIT_S = 180.0  # a JVM's start, the worker's group and its connectors' tasks, on a loaded machine
-
-
-def section_blocks(readme: str, heading: str) -> list[tuple[str, int, str]]:
-    """(language, first line number, text) of every ``sh`` and ``python`` block of one ``## `` section."""
-    lines = readme.splitlines()
-    first = lines.index(heading)
-    last = next((i for i in range(first + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    return _blocks(lines, first, last)
 
 
 def _answers(url: str) -> bool:
@@ -193,8 +187,7 @@ def test_the_kafka_connect_section_runs_as_printed(walk_dir: tuple[pathlib.Path,
     peers = directory / ".peers"
     if not peers.exists():
         peers.symlink_to(ROOT / ".peers")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    [(_, first_line, block)] = section_blocks(readme, CONNECT)
+    [(_, first_line, block)] = all_blocks((ROOT / CONNECT).read_text(encoding="utf-8"))
     rest = free_port()
     env = {**os.environ, "RAFTLOG_SERVER": cluster.servers[0], "PYTHONPATH": str(ROOT)}
     env.pop("RAFTLOG_ADMIN_TOKEN", None)
@@ -207,7 +200,7 @@ def test_the_kafka_connect_section_runs_as_printed(walk_dir: tuple[pathlib.Path,
     log = directory / "connect-worker.log"
     try:
         for line, command in commands(block, first_line):
-            where = f"README.md:{line}"
+            where = f"{CONNECT}:{line}"
             if "ConnectDistributed" in command:  # runs until stopped: started, then waited for
                 with log.open("wb") as out:
                     worker = subprocess.Popen(
@@ -278,8 +271,8 @@ def test_the_examples_listen_on_ports_make_dev_leaves_free() -> None:
     """A program the README starts beside ``make dev`` (the Connect worker's REST listener) must not take a
     port of the dev cluster's nodes: the Connect example once listened on n3's Raft port and failed to
     bind as printed."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    listened = {int(port) for port in re.findall(r"^listeners=\w+://[\d.]+:(\d+)$", readme, re.MULTILINE)}
+    pages = "\n".join(page.read_text(encoding="utf-8") for page in USER_PAGES)
+    listened = {int(port) for port in re.findall(r"^listeners=\w+://[\d.]+:(\d+)$", pages, re.MULTILINE)}
     assert listened, "the Connect example's listeners= line moved: update this test"
     dev_ports = {
         port
@@ -299,8 +292,8 @@ OWN_MODULES = {"raftlog", "raftlog_client", "raftlog_spark", "quixstreams"}
 def test_make_examples_installs_every_client_the_examples_import() -> None:
     """``make dev`` installs only the node: a README example whose client is not in the ``examples`` extra
     (``make examples``) fails with ModuleNotFoundError as printed."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    sources = [block for language, _, block in all_blocks(readme) if language == "python"]
+    pages = [page.read_text(encoding="utf-8") for page in USER_PAGES]
+    sources = [block for page in pages for language, _, block in all_blocks(page) if language == "python"]
     sources += [path.read_text(encoding="utf-8") for path in (ROOT / "examples").glob("*.py")]
     imported = {
         match.split(".")[0]
@@ -317,7 +310,7 @@ def test_make_examples_installs_every_client_the_examples_import() -> None:
     assert not missing, f"the examples extra lacks {sorted(missing)}"
 
 
-SPARK = "## Data pipelines on Spark"
+SPARK = "docs/spark.md"
 SPARK_WAIT_S = (
     600.0  # a JVM's start and a job or micro-batch: 165 s for the first read on a loaded 2-core machine
 )
@@ -385,8 +378,7 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
     if not _answers(f"{cluster.servers[0]}/topics/orders"):  # the tour's topic, if the tour ran not first
         client.create_topic("orders", 3, 3)
         client.produce("orders", [{"value": base64.b64encode(b"hello").decode()}], partition=0)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = section_blocks(readme, SPARK)
+    blocks = all_blocks((ROOT / SPARK).read_text(encoding="utf-8"))
     assert [language for language, _, _ in blocks] == ["python", "python", "python", "python", "sh", "sh"], (
         "the Spark section's blocks changed: walk the new ones here"
     )
@@ -405,7 +397,7 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
     # servers it uses, as a reader of the section runs them.
     script = local_ports(kafka_format + "\n" + raftlog_read + "\n" + typed, cluster) + "\n" + probe
     done = _run([".venv/bin/python", "-"], script, directory, env, SPARK_WAIT_S)
-    where = f"README.md:{kafka_line}, README.md:{raftlog_line}, README.md:{typed_line}: the Python examples"
+    where = f"{SPARK}:{kafka_line}, {SPARK}:{raftlog_line}, {SPARK}:{typed_line}: the Python examples"
     assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr[-5000:]}"
     assert "|partition|offset|" in done.stdout.replace(" ", ""), f"{where}: no table printed:\n{done.stdout}"
     assert "|0|1|9.5|" in done.stdout.replace(" ", ""), f"{where}: no typed columns printed:\n{done.stdout}"
@@ -417,7 +409,7 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
     log = directory / "word-count.log"
     try:
         for line, command in commands(block, first_line):
-            where = f"README.md:{line}"
+            where = f"{SPARK}:{line}"
             text = local_ports(command, cluster)
             assignment = re.fullmatch(r"([A-Z_]+)=(\S+)", text)
             if assignment is not None:  # the terminal's variable, for the commands after it
@@ -455,3 +447,25 @@ def test_the_spark_section_runs_as_printed(walk_dir: tuple[pathlib.Path, LocalCl
         if pipeline is not None and pipeline.poll() is None:
             os.killpg(pipeline.pid, signal.SIGKILL)
             pipeline.wait(30)
+
+
+README_LINES_MAX = 350  # what the product is, the two commands, the tour; the rest lives in docs/
+
+
+def test_the_readme_is_a_page_and_every_link_of_the_users_pages_leads_somewhere() -> None:
+    """The README stays short enough to read through (measurements and test machinery live in docs/),
+    and every relative link of it and of docs/*.md names a file that exists (sections moved to docs/
+    once left links behind)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_LINES_MAX, (
+        "README.md is past its length: move a section to docs/"
+    )
+    broken = []
+    for page in USER_PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken

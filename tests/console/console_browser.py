@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Error, Page, Playwright, Request, Response
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "console"  # git-ignored; named in the README's test section
+ARTIFACTS = ROOT / "test-artifacts" / "console"  # git-ignored; named in docs/testing.md
 SET_UP = "run scripts/bootstrap.sh test (make test's set-up) to install it"
 CHROMIUM = "/usr/bin/chromium"  # Debian's chromium package
 NO_NETLINK_SOURCE = pathlib.Path(__file__).with_name("no_netlink.c")

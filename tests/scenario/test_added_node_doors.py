@@ -1,4 +1,4 @@
-"""A node added as the README's operator tour adds one, on real node processes: started without
+"""A node added as the operator tour (docs/operations.md) adds one, on real node processes: started without
 ``--kafka``, it would lead partitions that Kafka clients cannot reach (Kafka answers them
 LEADER_NOT_AVAILABLE), so it leads none. Health names it and is not healthy, ``cluster nodes`` flags it, a
 transfer to it is refused saying to start it with ``--kafka``, and a move that makes it a partition's

@@ -232,8 +232,9 @@ async def test_maintenance_drains_leadership_and_nothing_goes_back() -> None:
 
 
 async def test_a_node_without_the_kafka_door_is_drained_of_leadership_at_once_and_given_none() -> None:
-    """The README's added node started without ``--kafka`` and made a partition's preferred leader: Kafka
-    clients would get LEADER_NOT_AVAILABLE for what it leads, so it leads nothing, whatever the balance."""
+    """The operator tour's added node (docs/operations.md) started without ``--kafka`` and made a
+    partition's preferred leader: Kafka clients would get LEADER_NOT_AVAILABLE for what it leads, so it
+    leads nothing, whatever the balance."""
     node = FakeNode(alive=["n1", "n2", "n3", "n4"], without_kafka={"n4"})
     await node.propose(CreateTopic("t", [["n4", "n1", "n2"]] * 4 + [["n1", "n2", "n3"]] * 4))
     operator = Operator(node, node, node, node)
