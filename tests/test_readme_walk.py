@@ -13,6 +13,7 @@ a line is added). The operator tour (docs/operations.md: a fourth node, decommis
 from __future__ import annotations
 
 import base64
+import json
 import os
 import pathlib
 import re
@@ -138,6 +139,7 @@ def test_every_tour_command_runs_as_printed_in_order(walk_dir: tuple[pathlib.Pat
     env = {**os.environ, "RAFTLOG_SERVER": cluster.servers[0], "PYTHONPATH": str(ROOT)}
     env.pop("RAFTLOG_ADMIN_TOKEN", None)
     answers: dict[str, str] = {}
+    copied = Copied()
     for language, first_line, block in blocks:
         if language == "python":
             done = _run([sys.executable, "-"], local_ports(block, cluster), directory, env)
@@ -145,11 +147,12 @@ def test_every_tour_command_runs_as_printed_in_order(walk_dir: tuple[pathlib.Pat
             assert done.returncode == 0, f"{where} failed:\n{done.stdout}\n{done.stderr}"
             continue
         for line, command in commands(block, first_line):
-            done = _run(["bash", "-c", local_ports(command, cluster)], "", directory, env)
+            done = _run(["bash", "-c", local_ports(copied.into(command), cluster)], "", directory, env)
             assert done.returncode == 0, (
                 f"README.md:{line}: {command!r} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
             )
             answers[command] = done.stdout
+            copied.take(done.stdout)
     offsets = next(
         out
         for cmd, out in answers.items()
@@ -162,6 +165,53 @@ def test_every_tour_command_runs_as_printed_in_order(walk_dir: tuple[pathlib.Pat
         out for cmd, out in answers.items() if cmd.startswith("curl -s localhost:8081/v1/consumer-groups ")
     )
     assert '"billing"' in groups
+    # the share group's member acquired what the tour wrote (from the earliest) and acknowledged one record
+    acquired = json.loads(
+        next(out for cmd, out in answers.items() if "/records?" in cmd and "share-groups" in cmd)
+    )
+    assert acquired["records"] and acquired["records"][0]["delivery_count"] == 1, acquired
+    acked = json.loads(next(out for cmd, out in answers.items() if cmd.startswith(SHARE_ACK)))
+    assert acked["partitions"][0]["acknowledged"] == 1 and acked["partitions"][0]["error"] is None, acked
+
+
+SHARE_MEMBER = "5f0c..."  # the README's elided member id
+SHARE_ACK = "curl -s -XPOST localhost:8081/share-groups/workers/members/5f0c.../acknowledgements"
+SHARE_ACKED = '"topic": "orders", "partition": 0, "offset": 0'  # the README's sample of a record acquired
+
+
+class Copied:
+    """What a user copies from one answer of the tour into a later command, as the README's elided
+    samples ask: the share group member's id from its join, and a record it acquired."""
+
+    def __init__(self) -> None:
+        self.member: str | None = None
+        self.record: str | None = None
+
+    def into(self, command: str) -> str:
+        if self.member is not None:
+            command = command.replace(SHARE_MEMBER, self.member)
+        if self.record is not None and command.startswith(SHARE_ACK.replace(SHARE_MEMBER, self.member or "")):
+            command = command.replace(SHARE_ACKED, self.record)
+        return command
+
+    def take(self, answer: str) -> None:
+        try:
+            parsed = json.loads(answer)
+        except ValueError:
+            return
+        if not isinstance(parsed, dict):
+            return
+        if (
+            isinstance(parsed.get("member_id"), str)
+            and "base_uri" in parsed
+            and "share-groups" in parsed["base_uri"]
+        ):
+            self.member = parsed["member_id"]
+        records = parsed.get("records")
+        if self.member is not None and self.record is None and records and "delivery_count" in records[0]:
+            first = records[0]
+            topic, partition, offset = json.dumps(first["topic"]), first["partition"], first["offset"]
+            self.record = f'"topic": {topic}, "partition": {partition}, "offset": {offset}'
 
 
 CONNECT = "docs/connect.md"
