@@ -50,7 +50,6 @@ import logging
 import socket
 import ssl as ssl_module
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -58,6 +57,19 @@ from kio.schema.errors import ErrorCode
 from kafka_api import throttling, wire
 from kafka_api.answers import LARGE_ANSWER_KEYS
 from kafka_api.apis import API_VERSIONS_KEY, APIS, Api, versions_response
+from kafka_api.connections import (
+    WRITE_BUFFER_HIGH_BYTES,
+    Answer,
+    Close,
+    Connection,
+    Held,
+    Stats,
+    Throttled,
+    ended_as,
+    read_frame,
+    settle,
+    write_out,
+)
 from kafka_api.door import Door
 from kafka_api.limits import Clock, Limits, admission, overdue
 from kafka_api.security import SASL_APIS
@@ -74,96 +86,6 @@ LOG_INTERVAL_S = 60.0  # at most one line per kind of refusal or cut in it
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(slots=True)
-class Stats:
-    refused_connections: int = 0  # over ``connections_max``
-    refused_per_address: int = 0  # over ``connections_per_address_max``
-    refused_unauthenticated: int = 0  # over ``unauthenticated_connections_max``
-    cut_unauthenticated: int = 0  # the oldest of the address holding most, for a newcomer from another
-    cut_for_newcomer: int = 0  # at ``connections_max``, without login: the same, of all its connections
-    refused_frames_before_auth: int = 0  # over ``frame_bytes_before_auth_max``
-    cut_login_timeout: int = 0
-    cut_frame_timeout: int = 0
-    cut_idle_timeout: int = 0
-    cut_credential_gone: int = 0  # its user deleted, its token revoked or expired, its password changed
-    refused_per_user: int = 0  # a login past ``connections_per_user_max``
-    refused_reserved: int = 0  # an ordinary user's login when the room left is ``super_user_reserve``'s
-    cut_for_login: int = 0  # the least recently active idle one of the user holding most, for a login
-    cut_idle_at_cap: int = 0  # a user at its cap: idle past ``idle_at_cap_timeout_s``
-    cut_over_share: int = 0  # a frame arriving, for a holder below its share of request bytes waiting
-
-    def count(self, kind: str) -> None:
-        setattr(self, _STAT_OF[kind], getattr(self, _STAT_OF[kind]) + 1)
-
-
-_STAT_OF = {
-    "connections": "refused_connections",
-    "per_address": "refused_per_address",
-    "unauthenticated": "refused_unauthenticated",
-    "evicted": "cut_unauthenticated",
-    "evicted_at_bound": "cut_for_newcomer",
-    "frame_before_auth": "refused_frames_before_auth",
-    "login_timeout": "cut_login_timeout",
-    "frame_timeout": "cut_frame_timeout",
-    "idle_timeout": "cut_idle_timeout",
-    "credential_gone": "cut_credential_gone",
-    "per_user": "refused_per_user",
-    "reserved": "refused_reserved",
-    "for_login": "cut_for_login",
-    "idle_at_cap": "cut_idle_at_cap",
-    "over_share": "cut_over_share",
-}
-
-
-class _Throttled:
-    """Log lines of one kind at most once per interval, saying how many were left out since the last."""
-
-    def __init__(self, interval_s: float) -> None:
-        self._interval_s = interval_s
-        self._next_s: dict[str, float] = {}
-        self._left_out: dict[str, int] = {}
-
-    def log(self, level: int, kind: str, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now < self._next_s.get(kind, 0.0):
-            self._left_out[kind] = self._left_out.get(kind, 0) + 1
-            return
-        self._next_s[kind] = now + self._interval_s
-        left_out = self._left_out.pop(kind, 0)
-        if left_out:
-            message += f" ({left_out} more like it in the last {self._interval_s:g} s not logged)"
-        log.log(level, message, *args)
-
-
-@dataclass(slots=True, eq=False)
-class _Connection:
-    """An open connection as the listener keeps it: its door, client address, times and, once the
-    listener cut it, why."""
-
-    door: Door
-    address: str
-    clock: Clock
-    writer: asyncio.StreamWriter
-    receiver: asyncio.Task[Any] | None = None
-    cut: tuple[str, str] | None = None  # (kind, why)
-    in_flight: int = 0  # requests read and not yet answered
-    reading: bool = False  # a request's size came: its bytes are awaited, or room for them
-    active_s: float = 0.0  # when a request last came or was answered
-    muted_until_s: float = 0.0  # throttled by a client quota: nothing is read before (monotonic)
-    # set while no answer waits for the client to read what the transport holds: nothing is read meanwhile
-    answers_read: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-
-    def idle_since_s(self) -> float | None:
-        """Since when nothing of the connection is being read or answered; None while something is (or
-        once it is cut: it is not chosen again)."""
-        busy = self.in_flight or self.reading or self.cut is not None
-        return None if busy else self.active_s
-
-    def last_active_s(self) -> float | None:
-        """When a request last came or was answered, busy or not; None once it is cut (not chosen again)."""
-        return None if self.cut is not None else self.active_s
-
-
 # A request frame larger than this is decoded, and its answer encoded, on a worker thread: kio spends a
 # few microseconds of Python per entry, so a request naming a million partitions (16 MiB) held the event
 # loop for 2.7 s. A Metadata answer is always encoded there: its size follows the cluster's, not the
@@ -171,55 +93,6 @@ class _Connection:
 OFF_LOOP_FRAME_BYTES = 256 * 1024
 METADATA_KEY = 3
 FAILED_AUTHENTICATION_LINGER_S = 0.1  # Kafka's connections.failed.authentication.delay.ms
-
-
-@dataclass(slots=True)
-class _Held:
-    """A request's bytes taken from the listener's budget, given back once (by its handler's end once
-    ``handed`` to it)."""
-
-    budget: RequestBytes
-    holder: str
-    size: int
-    handed: bool = False
-    given_back: bool = False
-
-    def give_back(self) -> None:
-        if not self.given_back:
-            self.given_back = True
-            self.budget.give_back(self.holder, self.size)
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """A request's answer to come, in request order: the handler's future, whether the answer is
-    encoded on a worker thread (``OFF_LOOP_FRAME_BYTES``) and, for a large answer, the future settled once
-    it is written out (``kafka_api.answers``)."""
-
-    correlation_id: int
-    future: asyncio.Future[Any]
-    off_loop: bool = False
-    written: asyncio.Future[None] | None = None
-
-
-# What a connection's transport buffers of its answers, beyond which the sender waits for the client to
-# read (and the receiver reads nothing, as Kafka mutes a connection whose answer is not sent): an answer
-# is written a slice at a time, so at most this plus a slice of it is ever copied into the buffer
-WRITE_BUFFER_HIGH_BYTES = 256 * 1024
-WRITE_SLICE_BYTES = 256 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class _Close:
-    """Why a connection's reading ended ("": the client closed its side), whether what it asked before
-    is answered first, and how long the connection then stays open: a client that failed to authenticate
-    reads its answer before the connection closes (some, kafka-python among them, take a close that
-    arrives with the answer for a lost connection), and a client guessing passwords waits a little."""
-
-    why: str
-    answer_first: bool
-    linger_s: float = 0.0
-    kind: str = "protocol"  # for the throttled log line and, for a limit, its count in ``Stats``
 
 
 class KafkaServer:
@@ -231,13 +104,13 @@ class KafkaServer:
         # handler's answer (the wait in a produce for its commit included; encoding and sending not)
         self.request_seconds: dict[str, Histogram] = {}
         self._server: asyncio.Server | None = None
-        self._open: dict[asyncio.StreamWriter, _Connection] = {}
+        self._open: dict[asyncio.StreamWriter, Connection] = {}
         # open connections by client address, oldest first
-        self._per_address: dict[str, dict[_Connection, None]] = {}
+        self._per_address: dict[str, dict[Connection, None]] = {}
         # not yet authenticated (on a listener that requires it), by client address, oldest first
-        self._unauthenticated: dict[str, dict[_Connection, None]] = {}
+        self._unauthenticated: dict[str, dict[Connection, None]] = {}
         # logged-in connections by user, oldest first (``partitions.security.holds``)
-        self._per_user: dict[str, dict[_Connection, None]] = {}
+        self._per_user: dict[str, dict[Connection, None]] = {}
         self._pressed_until_s: dict[str, float] = {}  # users at their cap lately (``idle_at_cap``)
         # bytes of requests being received or queued, per user (an anonymous connection: per address)
         self.request_bytes = RequestBytes(
@@ -248,7 +121,7 @@ class KafkaServer:
         )  # fmt: skip
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
-        self._throttled = _Throttled(LOG_INTERVAL_S)
+        self._throttled = Throttled(LOG_INTERVAL_S)
         self._login_required = door.security.require_auth
         door.share_sessions.per_connection_max = limits.share_sessions_per_connection_max
         door.share_sessions.per_user_max = limits.share_sessions_per_user_max
@@ -291,7 +164,7 @@ class KafkaServer:
         limits = self.limits
         for connection in idle_at_cap(
             self._per_user, self.door.security.super_users, limits.connections_per_user_max,
-            limits.idle_at_cap_timeout_s, _Connection.idle_since_s, now_s, self._pressed_until_s,
+            limits.idle_at_cap_timeout_s, Connection.idle_since_s, now_s, self._pressed_until_s,
         ):  # fmt: skip
             user = connection.door.session.user
             why = (f"user {user!r} holds its {limits.connections_per_user_max} connections and this one "
@@ -309,7 +182,7 @@ class KafkaServer:
             if gone is not None:
                 self._cut(connection, "credential_gone", gone)
 
-    def _cut(self, connection: _Connection, kind: str, why: str) -> None:
+    def _cut(self, connection: Connection, kind: str, why: str) -> None:
         """Close a connection the listener gives up on: its reading stops, what it holds is dropped."""
         if connection.cut is not None:
             return
@@ -341,7 +214,7 @@ class KafkaServer:
             task.cancel()
         self.door.auto_topics.cancel()
 
-    def _admit(self, writer: asyncio.StreamWriter, address: str) -> _Connection | None:
+    def _admit(self, writer: asyncio.StreamWriter, address: str) -> Connection | None:
         """The new connection's entry, or None: refused (logged, counted)."""
         unauthenticated = {a: len(held) for a, held in self._unauthenticated.items()}
         at_bound = len(self._open) >= self.limits.connections_max
@@ -367,7 +240,7 @@ class KafkaServer:
                 self._cut(next(iter(self._unauthenticated[refusal.evict])), "evicted", why)
         now = time.monotonic()
         door = self.door.for_connection(address, self.request_bytes)
-        connection = _Connection(door, address, Clock(now), writer, active_s=now)
+        connection = Connection(door, address, Clock(now), writer, active_s=now)
         connection.answers_read.set()
         self._open[writer] = connection
         self._per_address.setdefault(address, {})[connection] = None
@@ -375,14 +248,14 @@ class KafkaServer:
             self._unauthenticated.setdefault(address, {})[connection] = None
         return connection
 
-    def _authenticated(self, connection: _Connection) -> None:
+    def _authenticated(self, connection: Connection) -> None:
         connection.clock.authenticated = True
         self._forget_unauthenticated(connection)
         user = connection.door.session.user
         if user is not None:
             self._per_user.setdefault(user, {})[connection] = None
 
-    def _login_refusal(self, connection: _Connection) -> tuple[str, str] | None:
+    def _login_refusal(self, connection: Connection) -> tuple[str, str] | None:
         """(kind, why) a connection that just logged in must close, or None: it may stay (perhaps by
         cutting the least recently active connection, busy or not, of the user most above its fair
         share)."""
@@ -393,23 +266,23 @@ class KafkaServer:
         verdict = login_admission(
             user, self.door.security.super_users, {name: c for name, c in held.items() if c},
             limits.connections_max, limits.connections_per_user_max, limits.super_user_reserve,
-            _Connection.last_active_s,
+            Connection.last_active_s,
         )  # fmt: skip
         if verdict is None:
             return None
-        if isinstance(verdict.evict, _Connection):
+        if isinstance(verdict.evict, Connection):
             self._cut(verdict.evict, "for_login", f"{verdict.why}, for a login of {user!r}")
             return None
         return verdict.kind, verdict.why
 
-    def _forget_unauthenticated(self, connection: _Connection) -> None:
+    def _forget_unauthenticated(self, connection: Connection) -> None:
         held = self._unauthenticated.get(connection.address)
         if held is not None:
             held.pop(connection, None)
             if not held:
                 del self._unauthenticated[connection.address]
 
-    def _forget(self, connection: _Connection) -> None:
+    def _forget(self, connection: Connection) -> None:
         self._open.pop(connection.writer, None)
         connection.door.share_sessions.disconnected(connection.door.session)  # as Kafka's, they end with it
         self._forget_unauthenticated(connection)
@@ -439,7 +312,7 @@ class KafkaServer:
         if self.limits.send_buffer_bytes is not None and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
         writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH_BYTES)
-        answers: asyncio.Queue[_Answer | None] = asyncio.Queue()
+        answers: asyncio.Queue[Answer | None] = asyncio.Queue()
         slots = asyncio.Semaphore(self.limits.in_flight_max)
         sender = asyncio.ensure_future(self._send(writer, answers, slots, connection))
         receiver = asyncio.ensure_future(self._receive(connection, reader, answers, slots))
@@ -470,7 +343,7 @@ class KafkaServer:
                 self.stats.count(kind)
                 self._log_close(peer, kind, why)
                 writer.transport.abort()  # nothing more is owed to it; what it holds is dropped now
-            elif over_limit or _ended_as(sender) == "stalled":
+            elif over_limit or ended_as(sender) == "stalled":
                 writer.transport.abort()  # its unread answers would keep a graceful close waiting
             else:
                 writer.close()
@@ -479,11 +352,11 @@ class KafkaServer:
 
     async def _receive(
         self,
-        connection: _Connection,
+        connection: Connection,
         reader: asyncio.StreamReader,
-        answers: asyncio.Queue[_Answer | None],
+        answers: asyncio.Queue[Answer | None],
         slots: asyncio.Semaphore,
-    ) -> _Close:
+    ) -> Close:
         """Read and dispatch requests until the client closes, sends what is not a request or may not be
         served, or fails to authenticate."""
         try:
@@ -493,14 +366,14 @@ class KafkaServer:
                 if close is not None:
                     return close
         except (ConnectionError, asyncio.IncompleteReadError):
-            return _Close("", answer_first=True)
+            return Close("", answer_first=True)
 
     async def _read_one(
         self,
-        connection: _Connection,
+        connection: Connection,
         reader: asyncio.StreamReader,
-        answers: asyncio.Queue[_Answer | None],
-    ) -> _Close | None:
+        answers: asyncio.Queue[Answer | None],
+    ) -> Close | None:
         """Read and dispatch one request. None: go on."""
         clock = connection.clock
         muted_s = connection.muted_until_s - time.monotonic()
@@ -511,7 +384,7 @@ class KafkaServer:
         head = await reader.read(wire.SIZE.size)
         clock.idle_since_s = None
         if not head:
-            return _Close("", answer_first=True)
+            return Close("", answer_first=True)
         clock.frame_since_s, clock.frame_bytes = time.monotonic(), 0
         connection.active_s, connection.reading = clock.frame_since_s, True
         try:
@@ -521,11 +394,11 @@ class KafkaServer:
 
     async def _read_rest(
         self,
-        connection: _Connection,
+        connection: Connection,
         reader: asyncio.StreamReader,
-        answers: asyncio.Queue[_Answer | None],
+        answers: asyncio.Queue[Answer | None],
         head: bytes,
-    ) -> _Close | None:
+    ) -> Close | None:
         """The rest of a request whose first bytes (``head``) came: its size, its room, its body."""
         door, clock, limits = connection.door, connection.clock, self.limits
         if len(head) < wire.SIZE.size:
@@ -534,13 +407,13 @@ class KafkaServer:
         if self._login_required and door.session.user is None and size > limits.frame_bytes_before_auth_max:
             bound = limits.frame_bytes_before_auth_max
             why = f"a frame of {size} bytes before authenticating (at most {bound} until then)"
-            return _Close(why, answer_first=False, kind="frame_before_auth")
+            return Close(why, answer_first=False, kind="frame_before_auth")
         if size < wire.HEAD.size or size > limits.frame_bytes_max:
             bounds = f"a request is {wire.HEAD.size} to {limits.frame_bytes_max}"
-            return _Close(f"a frame of {size} bytes ({bounds})", answer_first=False)
+            return Close(f"a frame of {size} bytes ({bounds})", answer_first=False)
         # the request's bytes are taken from the listener's budget before its body is read, and given back
         # once it is answered: while it waits for room nothing more is read from the socket (backpressure)
-        held = _Held(self.request_bytes, door.session.principal or f"address:{connection.address}", size)
+        held = Held(self.request_bytes, door.session.principal or f"address:{connection.address}", size)
         clock.frame_since_s = None  # the node's wait, not the client's: no frame deadline runs meanwhile
         await self.request_bytes.take(held.holder, size)
         # while its bytes come, the frame may be cut for a holder below its share that waits for room
@@ -549,7 +422,7 @@ class KafkaServer:
         )
         try:
             clock.frame_since_s, clock.frame_bytes = time.monotonic(), size
-            frame = await _read_frame(reader, size, clock)
+            frame = await read_frame(reader, size, clock)
             clock.frame_since_s, clock.frame_received = None, None
             self.request_bytes.arrived(arrival)
             return await self._dispatch(connection, frame, answers, held)
@@ -560,11 +433,11 @@ class KafkaServer:
 
     async def _dispatch(
         self,
-        connection: _Connection,
+        connection: Connection,
         frame: bytes | memoryview,
-        answers: asyncio.Queue[_Answer | None],
-        held: _Held,
-    ) -> _Close | None:
+        answers: asyncio.Queue[Answer | None],
+        held: Held,
+    ) -> Close | None:
         """Serve one whole request frame whose bytes are ``held`` of the budget: its handler gives them
         back when it ends (``held.handed``). None: go on reading."""
         door, size = connection.door, held.size
@@ -574,23 +447,21 @@ class KafkaServer:
             if key == API_VERSIONS_KEY:
                 answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
                 answered.set_result(versions_response(0, ErrorCode.unsupported_version))
-                answers.put_nowait(_Answer(correlation_id, answered))
+                answers.put_nowait(Answer(correlation_id, answered))
                 return None
-            return _Close(f"API {key} version {version} is not served (see ApiVersions)", answer_first=False)
+            return Close(f"API {key} version {version} is not served (see ApiVersions)", answer_first=False)
         if not door.security.admits(door.session, key):
-            return _Close(
-                f"{api.name} before authenticating (the listener requires SASL)", answer_first=False
-            )
+            return Close(f"{api.name} before authenticating (the listener requires SASL)", answer_first=False)
         if door.session.user is not None:
             metadata = door.node.metadata
             gone = door.security.credential_gone(door.session, metadata.users(), metadata.tokens())
             if gone is not None:
-                return _Close(gone, answer_first=False, kind="credential_gone")
+                return Close(gone, answer_first=False, kind="credential_gone")
         large = size > OFF_LOOP_FRAME_BYTES
         try:
             request = await asyncio.to_thread(wire.parse, frame) if large else wire.parse(frame)
         except wire.MalformedRequest as exc:
-            return _Close(str(exc), answer_first=False)
+            return Close(str(exc), answer_first=False)
         written = None
         if key in LARGE_ANSWER_KEYS:  # one at a time, as Kafka serves a connection's requests
             held.give_back()  # its answer's bytes are taken from the same budget (kafka_api.answers)
@@ -610,19 +481,19 @@ class KafkaServer:
         task.add_done_callback(ended)
         task.add_done_callback(self._timer(api.name))
         if key not in SASL_APIS:
-            answers.put_nowait(_Answer(correlation_id, task, large or key == METADATA_KEY, written))
+            answers.put_nowait(Answer(correlation_id, task, large or key == METADATA_KEY, written))
             return None
         # one at a time: the next request is judged by its outcome; a login past a user bound is answered
         # as a failed authentication, saying which bound
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        answers.put_nowait(_Answer(correlation_id, answer))
+        answers.put_nowait(Answer(correlation_id, answer))
         try:
             await asyncio.wait((task,))
             return self._after_sasl(connection, task, answer)
         finally:
-            _settle(answer, task)
+            settle(answer, task)
 
-    async def _served(self, connection: _Connection, api: Api, request: wire.Request, size: int) -> Any:
+    async def _served(self, connection: Connection, api: Api, request: wire.Request, size: int) -> Any:
         """The handler's answer, counted against the client's quotas (``throttling``): past them, its
         ``throttle_time_ms`` set and the connection muted that long (an old version's answer held back)."""
         door = connection.door
@@ -644,15 +515,15 @@ class KafkaServer:
         return response
 
     def _after_sasl(
-        self, connection: _Connection, task: asyncio.Task[Any], answer: asyncio.Future[Any]
-    ) -> _Close | None:
+        self, connection: Connection, task: asyncio.Task[Any], answer: asyncio.Future[Any]
+    ) -> Close | None:
         """What a SASL request's outcome does to its connection; a login refused for a user bound is
         answered here (SASL_AUTHENTICATION_FAILED, saying why), any other answer is the handler's."""
         session = connection.door.session
         if task.cancelled() or task.exception() is not None:
             return None  # the sender meets the failure and closes the connection
         if session.closing is not None:
-            return _Close(session.closing, True, FAILED_AUTHENTICATION_LINGER_S)
+            return Close(session.closing, True, FAILED_AUTHENTICATION_LINGER_S)
         if session.user is None or connection.clock.authenticated:
             return None
         refusal = self._login_refusal(connection)
@@ -662,7 +533,7 @@ class KafkaServer:
         kind, why = refusal
         refused = ErrorCode.sasl_authentication_failed
         answer.set_result(dataclasses.replace(task.result(), error_code=refused, error_message=why))
-        return _Close(
+        return Close(
             f"{session.principal} logged in, refused: {why}", True, FAILED_AUTHENTICATION_LINGER_S, kind
         )
 
@@ -681,9 +552,9 @@ class KafkaServer:
     async def _send(
         self,
         writer: asyncio.StreamWriter,
-        answers: asyncio.Queue[_Answer | None],
+        answers: asyncio.Queue[Answer | None],
         slots: asyncio.Semaphore,
-        connection: _Connection,
+        connection: Connection,
     ) -> str:
         """Write answers in request order until told to stop ("done"); "stalled": the client did not read
         an answer within the send timeout; "failed": a handler raised (a bug, logged). A large answer's
@@ -718,7 +589,7 @@ class KafkaServer:
                 return "failed"
             try:
                 async with asyncio.timeout(self.limits.send_timeout_s):
-                    await _write_out(writer, frame, connection.answers_read)
+                    await write_out(writer, frame, connection.answers_read)
             except TimeoutError:
                 log.info("Kafka: closing a connection whose client does not read its answers")
                 return "stalled"
@@ -732,82 +603,3 @@ class KafkaServer:
             del item, frame, response  # not held while the next answer is awaited
             if written is not None:
                 connection.door.answers.written_out(written)
-
-
-async def _write_out(
-    writer: asyncio.StreamWriter, frame: list[bytes | bytearray | memoryview], answers_read: asyncio.Event
-) -> None:
-    """An answer's frame into the transport a slice at a time (never copied whole), waiting after each
-    while the transport holds more than its high-water mark; ``answers_read`` is clear meanwhile."""
-    transport = writer.transport
-    for part in frame:
-        view = memoryview(part)
-        for start in range(0, len(view), WRITE_SLICE_BYTES):
-            writer.write(view[start : start + WRITE_SLICE_BYTES])
-            if transport.get_write_buffer_size() > WRITE_BUFFER_HIGH_BYTES:
-                answers_read.clear()
-                try:
-                    await writer.drain()
-                finally:
-                    answers_read.set()
-    await writer.drain()  # a closed connection's error, as the whole frame's drain raised it
-
-
-READ_CHUNK_BYTES = 1024 * 1024
-
-
-async def _read_frame(reader: asyncio.StreamReader, size: int, clock: Clock) -> bytes | memoryview:
-    """``size`` bytes. A large frame is gathered from the reader's small buffer into one buffer of its
-    size, handed on read-only (kio reads from it as it would from bytes): ``readexactly`` grows its own
-    buffer to the frame's size and then copies it twice, three times the frame's bytes at its end. What
-    came of a large frame is told to ``clock`` as it comes (its bytes must keep coming: ``overdue``), and
-    its buffer made once its first bytes came, so a frame announced and never sent holds no memory."""
-    if size <= READ_CHUNK_BYTES:
-        return await reader.readexactly(size)
-    clock.frame_received = 0
-    chunk = await reader.read(READ_CHUNK_BYTES)
-    if not chunk:
-        raise asyncio.IncompleteReadError(b"", size)
-    buffer = bytearray(size)  # once its first bytes came: a frame that never comes holds none
-    view = memoryview(buffer)
-    try:
-        view[: len(chunk)] = chunk
-        filled = clock.frame_received = len(chunk)
-        while filled < size:
-            chunk = await reader.read(min(size - filled, READ_CHUNK_BYTES))
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", size)
-            view[filled : filled + len(chunk)] = chunk
-            filled = clock.frame_received = filled + len(chunk)
-    except BaseException:
-        # a frame cut or broken off gives its memory back now, not when the collector finds the traceback
-        # that refers to this call (a reference cycle: freed only by a collection, which large buffers do
-        # not set off)
-        view.release()
-        del buffer[:]
-        raise
-    return view.toreadonly()
-
-
-def _settle(answer: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:
-    """``answer`` as ``task`` ended, unless it is settled already."""
-    if answer.done():
-        return
-    if not task.done() or task.cancelled():
-        answer.cancel()
-    elif task.exception() is not None:
-        answer.set_exception(task.exception())  # type: ignore[arg-type]
-    else:
-        answer.set_result(task.result())
-
-
-def _ended_as(task: asyncio.Task[str]) -> str | None:
-    """What a finished task returned; None while it runs, or when it was cancelled or raised (logged: a
-    bug, since the sender answers every failure it expects)."""
-    if not task.done() or task.cancelled():
-        return None
-    failure = task.exception()
-    if failure is not None:
-        log.error("Kafka: a connection's sender failed", exc_info=failure)
-        return None
-    return task.result()

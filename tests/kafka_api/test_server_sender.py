@@ -11,8 +11,9 @@ import types
 import pytest
 
 import kafka_api.server as server_module
+from kafka_api.connections import READ_CHUNK_BYTES, Answer, read_frame
 from kafka_api.limits import Limits
-from kafka_api.server import KafkaServer, _Answer
+from kafka_api.server import KafkaServer
 
 
 class ClosedWriter:
@@ -28,8 +29,8 @@ class ClosedWriter:
         raise AssertionError("never reached")
 
 
-async def _send(answer: _Answer) -> str:
-    answers: asyncio.Queue[_Answer | None] = asyncio.Queue()
+async def _send(answer: Answer) -> str:
+    answers: asyncio.Queue[Answer | None] = asyncio.Queue()
     answers.put_nowait(answer)
     answers.put_nowait(None)
     slots = asyncio.Semaphore(0)
@@ -45,19 +46,19 @@ async def test_an_answer_to_a_closed_transport_ends_the_connection_quietly(
     monkeypatch.setattr(server_module.wire, "encode", lambda correlation_id, response: [b"frame"])
     future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
     future.set_result(object())
-    assert await _send(_Answer(1, future)) == "done"
+    assert await _send(Answer(1, future)) == "done"
 
 
 @pytest.mark.asyncio
 async def test_a_handler_cancelled_at_the_nodes_stop_ends_the_connection_quietly() -> None:
     future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
     future.cancel()
-    assert await _send(_Answer(1, future)) == "done"
+    assert await _send(Answer(1, future)) == "done"
 
 
 def test_a_large_frame_broken_off_gives_its_buffer_back_though_its_traceback_is_kept() -> None:
     """A frame cut mid-way (its connection closed by a bound, or by the client) raises out of
-    ``_read_frame``; the traceback refers to that call, and a caught error kept anywhere (a task, a log
+    ``read_frame``; the traceback refers to that call, and a caught error kept anywhere (a task, a log
     record, a cycle) would hold the frame's whole buffer until a collection, which large buffers do not
     set off: 846 MiB of a node in a hostile run. The buffer is emptied before the error leaves."""
     import tracemalloc
@@ -68,10 +69,10 @@ def test_a_large_frame_broken_off_gives_its_buffer_back_though_its_traceback_is_
 
     async def broken() -> BaseException:
         reader = asyncio.StreamReader()
-        reader.feed_data(b"x" * (2 * server_module.READ_CHUNK_BYTES))
+        reader.feed_data(b"x" * (2 * READ_CHUNK_BYTES))
         reader.feed_eof()
         try:
-            await server_module._read_frame(reader, size, Clock(opened_s=0.0))
+            await read_frame(reader, size, Clock(opened_s=0.0))
         except asyncio.IncompleteReadError as error:
             return error
         raise AssertionError("a frame broken off was read whole")
