@@ -18,9 +18,9 @@ from api.access import ALTER, ALTER_CONFIGS, DESCRIBE, DESCRIBE_CONFIGS, cluster
 from api.errors import BadRequest
 from api.openapi import Operation
 from api.schemas import require_json_body
+from partitions.controller.defaults import PARTITIONS_MAX
 from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MoveProgress
-from partitions.controller.state import PARTITIONS_MAX
 from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService, MoveState
 from partitions.peers.cluster import FrontDoor, Routed

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from kafka_api.errors import code_of
+from partitions.controller.defaults import NUM_PARTITIONS_DEFAULT, REPLICATION_FACTOR_DEFAULT
 from partitions.errors import TopicExists
 from partitions.metadata.service import AdminService
 from partitions.peers.cluster import FrontDoor
@@ -52,8 +53,10 @@ class TopicDefaults:
     (-1). ``replication_factor`` 0: three replicas, or one on every live node when fewer are alive."""
 
     auto_create: bool = False  # auto.create.topics.enable (serve --auto-create-topics)
-    partitions: int = 1  # num.partitions (serve --num-partitions)
-    replication_factor: int = 0  # default.replication.factor (serve --default-replication-factor)
+    partitions: int = NUM_PARTITIONS_DEFAULT  # num.partitions (serve --num-partitions)
+    replication_factor: int = (
+        REPLICATION_FACTOR_DEFAULT  # default.replication.factor (serve --default-replication-factor)
+    )
 
     def __post_init__(self) -> None:
         if self.partitions < 1 or self.replication_factor < 0:

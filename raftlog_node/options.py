@@ -3,7 +3,11 @@ gives every node, and what it does. From this table come the command line (``add
 bounds checks (``check_bounds``), what ``raftlog dev`` adds to each node's options (``dev_arguments``) and
 the option table of ``docs/serve-options.md`` (``python -m raftlog_node.options > docs/serve-options.md``;
 a test compares).
-A default is the constant of the module that uses the setting, never a second copy of it."""
+A default is declared once, in a leaf: its room's defaults (``partitions/groups/defaults.py``,
+``raftlog/storage/defaults.py``...) or a module that only declares settings (``api/http_settings.py``,
+``kafka_api/limits.py``); the modules that use it import it from there. The table imports only leaves, so
+building a command line (``raftlog dev``, the fault harness) loads nothing of the server
+(``tests/test_architecture.py``)."""
 
 from __future__ import annotations
 
@@ -11,25 +15,36 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from api.http_limits import HttpLimits
-from kafka_api.auto_topics import TOPIC_DEFAULTS
+from api.http_settings import HttpLimits
 from kafka_api.limits import Limits as KafkaLimits
-from partitions.broker.node import JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT, JOURNAL_SYNC_THREADS_DEFAULT
-from partitions.controller.placement import REPLICAS_MAX_DEFAULT
-from partitions.controller.state import PARTITIONS_MAX
-from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT
-from partitions.groups.consumer_coordinator import SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
-from partitions.groups.share_coordinator import SHARE_GROUPS_MAX_DEFAULT
-from partitions.groups.share_partition import LOCK_MS_DEFAULT as SHARE_LOCK_MS_DEFAULT
-from partitions.groups.topic_regex import RESOLVE_BUDGET_MS_DEFAULT as REGEX_BUDGET_MS_DEFAULT
-from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
+from partitions.controller.defaults import (
+    NUM_PARTITIONS_DEFAULT,
+    PARTITIONS_MAX,
+    REPLICAS_MAX_DEFAULT,
+    REPLICATION_FACTOR_DEFAULT,
+)
+from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
+from partitions.groups.defaults import (
+    INITIAL_DELAY_MS_DEFAULT,
+    SHARE_GROUPS_MAX_DEFAULT,
+    SHARE_LOCK_MS_DEFAULT,
+)
+from partitions.groups.defaults import REGEX_RESOLVE_BUDGET_MS_DEFAULT as REGEX_BUDGET_MS_DEFAULT
+from partitions.replicas.defaults import RECOVERY_RATE_BYTES_PER_S_DEFAULT as RATE_BYTES_PER_S_DEFAULT
 from partitions.security.login_failures import LoginLimits
 from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT, TOKEN_LIFETIME_MS_MAX
-from partitions.transactions.coordinator import TIMEOUT_MS_MAX_DEFAULT as TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
-from raftlog.consensus.config import CoreConfig
-from raftlog.storage import cleaner
-from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
-from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT
+from partitions.transactions.defaults import TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
+from raftlog.consensus.defaults import (
+    COMPACTION_MIN_BYTES_DEFAULT,
+    JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT,
+    JOURNAL_SYNC_THREADS_DEFAULT,
+)
+from raftlog.storage.defaults import (
+    CLEANER_INTERVAL_MS_DEFAULT,
+    CLEANER_RATE_BYTES_PER_S_DEFAULT,
+    INFLATED_BYTES_MAX_DEFAULT,
+    RETENTION_CHECK_MS_DEFAULT,
+)
 from raftlog_node.logs import LOG_FILE_MAX_MIB_DEFAULT, LOG_FILES_KEPT_DEFAULT
 from raftlog_node.process import GC_GEN0_DEFAULT, MALLOC_KEEP_MIB_DEFAULT
 from raftlog_node.tls import CLIENT_AUTH
@@ -38,7 +53,7 @@ SECRET_ENV = "RAFTLOG_CLUSTER_SECRET"
 TOKEN_ENV = "RAFTLOG_ADMIN_TOKEN"
 MiB = 1024 * 1024
 RECOVERY_RATE_MIB_DEFAULT = RATE_BYTES_PER_S_DEFAULT // MiB
-JOURNAL_COMPACTION_MIN_MIB_DEFAULT = CoreConfig().compaction_min_bytes // MiB
+JOURNAL_COMPACTION_MIN_MIB_DEFAULT = COMPACTION_MIN_BYTES_DEFAULT // MiB
 INFLATED_BATCH_MAX_MIB_DEFAULT = INFLATED_BYTES_MAX_DEFAULT // MiB
 INFLATED_BATCH_MAX_MIB_LIMIT = 2047  # a stored batch is read up to 2 GiB inflated (batch.py)
 GROUP_INITIAL_DELAY_MS_MAX = 300_000  # five minutes, a Kafka consumer's default rebalance timeout
@@ -175,9 +190,9 @@ TUNING = (
            default=RETENTION_CHECK_MS_DEFAULT, low=1),
     Option("--cleaner-interval-ms",
            "how often compaction looks at the node's compacted logs (cleanup.policy compact; Kafka's "
-           "log.cleaner.backoff.ms)", default=cleaner.INTERVAL_MS_DEFAULT, low=10, high=3_600_000),
+           "log.cleaner.backoff.ms)", default=CLEANER_INTERVAL_MS_DEFAULT, low=10, high=3_600_000),
     Option("--cleaner-rate-mib", "MiB per second that compaction reads and writes, all logs of this node "
-           "together", default=cleaner.RATE_BYTES_PER_S_DEFAULT // MiB, low=1, high=1 << 20),
+           "together", default=CLEANER_RATE_BYTES_PER_S_DEFAULT // MiB, low=1, high=1 << 20),
     Option("--gc-gen0",
            "allocations between young-generation garbage collections once serving; startup objects are "
            "frozen (0 keeps Python's defaults)", default=GC_GEN0_DEFAULT, low=0,
@@ -219,12 +234,12 @@ TUNING = (
            "switch", dev=True),
     Option("--num-partitions",
            "partitions of a topic created by --auto-create-topics, or by a Kafka CreateTopics that leaves "
-           "them to the broker (Kafka's num.partitions)", default=TOPIC_DEFAULTS.partitions, low=1,
+           "them to the broker (Kafka's num.partitions)", default=NUM_PARTITIONS_DEFAULT, low=1,
            high=PARTITIONS_MAX),
     Option("--default-replication-factor",
            "replicas of such a topic (Kafka's default.replication.factor; a creation it cannot place is "
            "refused INVALID_REPLICATION_FACTOR); 0: three, or one on every live node when fewer are alive",
-           default=TOPIC_DEFAULTS.replication_factor, low=0,
+           default=REPLICATION_FACTOR_DEFAULT, low=0,
            note="0: three, or every live node when fewer"),
     Option("--transaction-max-timeout-ms",
            "the longest transaction a transactional producer may ask for (its transaction.timeout.ms): a "

@@ -460,6 +460,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.registry.schema_cache",  # registered schemas by id, parsed once per node
     "partitions.registry.table",  # the compatibility levels and modes (the registry's words)
     "partitions.controller.state",  # TopicMetadata, merge_configs
+    "partitions.controller.defaults",  # the controller's defaults (a leaf): topics' partitions, replicas
     "partitions.topic_configs",  # a topic's configs as DescribeConfigs describes them (pure)
     "partitions.resource_configs",  # client metrics, group, broker throttle configs: keys and checks (pure)
     "partitions.controller.members",  # ControllerMembers
@@ -785,3 +786,45 @@ def test_the_test_name_rule_catches_a_clash(tmp_path: pathlib.Path) -> None:
         (tmp_path / folder / "test_same.py").write_text("")
     (tmp_path / "c" / "__init__.py").write_text("")
     assert clashing_test_modules(tmp_path) == {"test_same": ["a/test_same.py", "b/test_same.py"]}
+
+
+# What building a node's command line may load (``raftlog dev``, the fault harness, ``raftlog serve
+# --help``): the option table and the leaves it names, declarations only. The node's stack (its Raft
+# engine, aiohttp, kio, the doors' handlers) is loaded only by the node that runs it.
+COMMAND_LINE_MODULES = (
+    "import raftlog_node.options, raftlog_dev.dev, raftlog_dev.layout; import sys; "
+    "print(' '.join(sorted(sys.modules)))"
+)
+NEVER_FOR_A_COMMAND_LINE = ("aiohttp", "kio", "pysyncobj", "membership", "api.app", "kafka_api.server")
+LEAF_SUFFIXES = (".defaults", ".errors")
+LEAVES = {
+    "api.http_settings", "kafka_api.limits", "kafka_api.share_sessions", "partitions.groups.assignors",
+    "partitions.security.holds", "partitions.security.login_failures", "partitions.security.tokens",
+    "raftlog.gc_pauses", "raftlog.histogram", "raftlog.loop_lag",
+    "raftlog.storage.dirlock", "raftlog.storage.closing",  # raftlog dev's lock of its data folder
+}  # fmt: skip
+
+
+def test_building_a_command_line_loads_only_the_option_table_and_its_leaves() -> None:
+    """The option table imports each room's defaults from a leaf of that room, never the module that uses
+    them: before, ``import raftlog_node.options`` loaded 114 modules of the broker, aiohttp and kio (0.9
+    CPU seconds) for every ``raftlog dev`` and fault harness process."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND_LINE_MODULES], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    loaded = done.stdout.split()
+    heavy = [m for m in loaded if any(m == n or m.startswith(n + ".") for n in NEVER_FOR_A_COMMAND_LINE)]
+    assert not heavy, f"building a command line loads the server: {heavy}"
+    server = [
+        m
+        for m in loaded
+        if m.split(".")[0] in ("api", "kafka_api", "partitions", "raftlog")
+        and "." in m
+        and not m.endswith(LEAF_SUFFIXES)
+        and m not in LEAVES
+        and not (ROOT / m.replace(".", "/") / "__init__.py").is_file()
+    ]
+    assert not server, f"the option table reaches modules that are not leaves: {server}"

@@ -40,8 +40,9 @@ from partitions.broker.local import LocalAdmin, PeerServer
 from partitions.consumers.reader import PartitionData
 from partitions.consumers.service import ConsumerService
 from partitions.consumers.store import ReplicatedGroupLog
+from partitions.controller.defaults import REPLICAS_MAX_DEFAULT
 from partitions.controller.members import ControllerMembers
-from partitions.controller.placement import REPLICAS_MAX_DEFAULT, internal_replication_factor
+from partitions.controller.placement import internal_replication_factor
 from partitions.controller.state import TopicMetadata
 from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
@@ -101,24 +102,23 @@ from partitions.transactions.store import ReplicatedTransactionLog
 from raftlog import gc_pauses, loop_lag
 from raftlog.consensus import journal_files
 from raftlog.consensus.config import CoreConfig
-from raftlog.consensus.driver import ROUND_SECONDS, SYNC_THREAD_MIN_BYTES_DEFAULT
+from raftlog.consensus.defaults import JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT, JOURNAL_SYNC_THREADS_DEFAULT
+from raftlog.consensus.driver import ROUND_SECONDS
 from raftlog.consensus.group import election_counts, leader_changes
 from raftlog.consensus.interface import Role
 from raftlog.errors import check
 from raftlog.histogram import HistogramSnapshot
 from raftlog.storage import cleaner, removal
-from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
+from raftlog.storage.defaults import INFLATED_BYTES_MAX_DEFAULT, RETENTION_CHECK_MS_DEFAULT
 from raftlog.storage.dirlock import DirectoryLock
 from raftlog.storage.errors import LegacyLogFormat
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.log_format import needs_migration
-from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT, LogManager
+from raftlog.storage.manager import LogManager
 from raftlog.storage.space import DiskSpace
 
 log = logging.getLogger("raftlog.node")
 CONTROLLER_VOTERS_MAX = 5
-JOURNAL_SYNC_THREADS_DEFAULT = 2
-JOURNAL_SYNC_THREAD_MIN_KIB_DEFAULT = SYNC_THREAD_MIN_BYTES_DEFAULT // 1024
 MARKER_TIMEOUT_MS = 10_000  # how long a transaction marker's proposal may wait on its partition's leader
 LOGS_DIR = "logs"  # under the data directory: one directory per partition log (its Raft group id)
 DAMAGED_DIR = "damaged"  # under the data directory: damaged segments set aside, kept for an operator

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from partitions.errors import CapacityExceeded, PartitionError, PlacementImpossible, TooFewLiveNodes
 
-REPLICAS_MAX_DEFAULT = 12_000
 """Partition replicas one node holds at most by default (``raftlog serve --replicas-max``). What a replica
 costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions per cluster"): about 28 KiB
 of memory, no open file and no CPU while its group is idle, and the time to open it (~110-140 per second

@@ -27,6 +27,7 @@ from partitions.controller import quotas as controller_quotas
 from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.acls import AclCommand, AclResult, CreateAcls, DeleteAcls
+from partitions.controller.defaults import PARTITIONS_MAX
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import AlterClientQuotas, Entity
 from partitions.controller.resource_configs import AlterResourceConfigs, Resource
@@ -61,7 +62,6 @@ from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
 CONTROLLER_GROUP = "controller"  # the Raft group (and log directory) name of the controller
-PARTITIONS_MAX = 10_000
 SNAPSHOT_VERSION = 1
 _CREATE, _DELETE, _ALTER = 1, 2, 3
 _MOVE, _CANCEL_MOVE, _STEP_MOVE, _NODE_FLAG = 4, 5, 6, 7

@@ -69,7 +69,6 @@ from raftlog.consensus.interface import READ_NOT_READY, READ_STANDING_STILL, REA
 from raftlog.errors import InvariantViolation, check
 from raftlog.histogram import Histogram
 from raftlog.storage.batch import (
-    INFLATED_BYTES_MAX_DEFAULT,
     BatchHeader,
     Record,
     TimestampType,
@@ -82,6 +81,7 @@ from raftlog.storage.batch import (
     with_producer_id,
 )
 from raftlog.storage.config import LogConfig
+from raftlog.storage.defaults import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import (
     InflatedTooLarge,
     OffsetOutOfRange,

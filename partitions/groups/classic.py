@@ -55,6 +55,7 @@ from partitions.groups.classic_members import (
 )
 from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
 from partitions.groups.coordinator import Recorded
+from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.group_model import ClassicMember
 from partitions.groups.live import LiveGroup, LiveMember
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader
@@ -66,7 +67,6 @@ log = logging.getLogger(__name__)
 MEMBERS_MAX = 1000  # per group
 SESSION_TIMEOUT_MIN_MS = 1_000
 SESSION_TIMEOUT_MAX_MS = 300_000
-INITIAL_DELAY_MS_DEFAULT = 3_000  # Kafka's group.initial.rebalance.delay.ms
 ADOPT_INTERVAL_MS = 1_000  # how often a tick looks for groups to load (or drop) as leadership moved
 
 

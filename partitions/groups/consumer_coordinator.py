@@ -37,6 +37,7 @@ from partitions.groups.consumer_group import (
     validate,
 )
 from partitions.groups.consumer_group import heartbeat as step
+from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     GroupTopicsHidden,
@@ -55,7 +56,7 @@ from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.groups")
 
-SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.consumer.session.timeout.ms
+SESSION_TIMEOUT_MS_DEFAULT = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.consumer.heartbeat.interval.ms
 OFFSET_COMMIT_CONSUMER_VERSION = 9  # the first OffsetCommit a consumer protocol member may use
 

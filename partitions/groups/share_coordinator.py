@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.defaults import SHARE_GROUPS_MAX_DEFAULT
 from partitions.groups.errors import (
     FencedMemberEpoch,
     GroupFull,
@@ -53,7 +54,6 @@ from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember, assign
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms
-SHARE_GROUPS_MAX_DEFAULT = 100  # share groups per coordinator partition (--group-share-max-groups)
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 ASSIGNOR = "simple"
 EMPTY, STABLE = "Empty", "Stable"

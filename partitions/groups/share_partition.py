@@ -41,6 +41,7 @@ from typing import Any
 import msgpack
 
 from partitions.errors import InvalidCommand
+from partitions.groups.defaults import SHARE_LOCK_MS_DEFAULT
 from partitions.groups.errors import InvalidRecordState
 
 VERSION = 1
@@ -49,7 +50,7 @@ GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3  # Kafka's acknowledge types
 ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT))
 RECORD_LOCKS_MAX = 2_000  # Kafka's group.share.partition.max.record.locks
 DELIVERY_LIMIT_DEFAULT = 5  # Kafka's group.share.delivery.count.limit
-LOCK_MS_DEFAULT = 30_000  # Kafka's group.share.record.lock.duration.ms
+LOCK_MS_DEFAULT = SHARE_LOCK_MS_DEFAULT
 _ACQUIRE, _ACKNOWLEDGE, _EXPIRE, _RELEASE_MEMBER, _RESET, _DELETE = 1, 2, 3, 4, 5, 6
 
 

@@ -30,11 +30,12 @@ from typing import Any, TypeVar
 
 import re2
 
+from partitions.groups.defaults import REGEX_RESOLVE_BUDGET_MS_DEFAULT
 from partitions.groups.errors import InvalidRegularExpression
 
 REGEX_CHARS_MAX = 1_000  # an alternation of dozens of whole topic names fits; RE2's work grows with it
 REGEX_MEMORY_BYTES = 8 << 20  # RE2's max_mem (its default) for one regex: its program and its DFAs' cache
-RESOLVE_BUDGET_MS_DEFAULT = 1_000  # one resolution's time; 10,000 topics of 200 characters take ~10 ms
+RESOLVE_BUDGET_MS_DEFAULT = REGEX_RESOLVE_BUDGET_MS_DEFAULT
 # (regex, viewer) results kept, the least recently used dropped, all of them when the topics or ACLs change:
 # each at most the cluster's 10,000 topic names (80 KiB of references), 20 MiB at most
 RESOLVED_CACHED_MAX = 256

@@ -16,10 +16,10 @@ from typing import Any
 from partitions import features
 from partitions.controller import decommission, reconfigure
 from partitions.controller import resource_configs as controller_configs
+from partitions.controller.defaults import PARTITIONS_MAX
 from partitions.controller.placement import check_capacity, place, replica_counts
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import (
-    PARTITIONS_MAX,
     AddPartitions,
     AlterConfigs,
     CancelMove,

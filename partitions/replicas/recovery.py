@@ -37,6 +37,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Protocol
 
 from partitions.errors import PartitionError
+from partitions.replicas.defaults import RECOVERY_RATE_BYTES_PER_S_DEFAULT
 from raftlog.errors import check, with_fields
 from raftlog.storage.batch import BatchFormatError, BatchHeader, verify
 from raftlog.storage.batch_reads import split_batches
@@ -48,7 +49,7 @@ log = logging.getLogger("raftlog.recovery")
 
 MiB = 1024 * 1024
 CHUNK_BYTES = 4 * MiB  # asked of a peer at a time
-RATE_BYTES_PER_S_DEFAULT = 100 * MiB  # all recoveries of a node together
+RATE_BYTES_PER_S_DEFAULT = RECOVERY_RATE_BYTES_PER_S_DEFAULT
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 5.0
 THROTTLE_RECHECK_S = 1.0  # the longest a throttled recovery waits before it reads its rate again

@@ -49,6 +49,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_topic_name, check_transactional_id
 from partitions.security.producer_ids import ProducerIds, owner_number
+from partitions.transactions.defaults import TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
 from partitions.transactions.errors import (
     ConcurrentTransactions,
     InvalidTransactionTimeout,
@@ -91,7 +92,7 @@ from raftlog.storage.partitioner import partition_for_key
 log = logging.getLogger("raftlog.transactions")
 
 TRANSACTION_PARTITIONS_DEFAULT = 4  # of the internal __transactions topic
-TIMEOUT_MS_MAX_DEFAULT = 900_000  # Kafka's transaction.max.timeout.ms: 15 minutes
+TIMEOUT_MS_MAX_DEFAULT = TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
 SWEEP_INTERVAL_S = 1.0  # how often the leader looks for transactions to time out or complete
 MARKER_RETRY_MIN_S = 0.05
 MARKER_RETRY_MAX_S = 2.0

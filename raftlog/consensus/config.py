@@ -9,6 +9,8 @@ from typing import Any
 
 from pysyncobj import SyncObjConf
 
+from raftlog.consensus.defaults import COMPACTION_MIN_BYTES_DEFAULT
+
 # A node's check-quorum: a leader that heard from no majority for 3 s (the longest election timeout) of
 # its running time steps down. At 1.5 s (the shortest election timeout), followers slow to answer on a
 # loaded machine deposed leaders that every follower still followed; with pre-vote a follower that hears
@@ -42,7 +44,7 @@ class CoreConfig:
     # Also compact while the journal holds more than this on disk: a few large entries would otherwise
     # keep gigabytes in memory and on disk, all replayed on restart. (Above the journal's 64 MiB segment
     # size: the segment holding the compaction point stays until the journal moves past it.)
-    compaction_min_bytes: int = 256 * 1024 * 1024
+    compaction_min_bytes: int = COMPACTION_MIN_BYTES_DEFAULT
     snapshot_path: str | None = None  # None: no compaction (the journal grows until restart)
     # A leader tells its followers of a new commit index at once (an AppendEntries to each in the tick
     # that commits) instead of with its next entries or heartbeat: for a group whose followers act on

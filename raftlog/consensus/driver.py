@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from pysyncobj.poller import POLL_EVENT_TYPE, createPoller
 
 from raftlog.consensus.core import RaftCore, poll_transport
+from raftlog.consensus.defaults import SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.journal_files import SyncJob
 from raftlog.consensus.liveness import Liveness
@@ -48,7 +49,6 @@ logger = logging.getLogger(__name__)
 FailureHandler = Callable[[RaftCore, BaseException], None]
 TIMER_GRID_MS_DEFAULT = 100
 HUB_POLL_MAX_S = 0.1  # a driven hub's timers (pings, dials, handshake deadlines) run at least this often
-SYNC_THREAD_MIN_BYTES_DEFAULT = 64 * 1024
 DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
 # A round stops ticking after this long and reads its sockets again; the cores it did not reach go first in
 # the next round. Thousands of groups ready at once (every group of a node woken by a reconnect, a storm

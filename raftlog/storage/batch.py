@@ -49,6 +49,7 @@ import crc32c
 
 from raftlog.errors import check
 from raftlog.storage import _records  # type: ignore[attr-defined]
+from raftlog.storage.defaults import INFLATED_BYTES_MAX_DEFAULT
 from raftlog.storage.errors import InflatedTooLarge, InvalidRecord
 from raftlog.storage.inflate import InflateLimit, Undecompressable, inflate
 
@@ -72,10 +73,6 @@ _NO_PRODUCER = -1
 MiB = 1024 * 1024
 # The most a producer's batch's records may inflate to unless its caller says otherwise (a node: its
 # --inflated-batch-max-mib, or the topic's max.message.bytes when larger): 64 times Kafka's default
-# max.message.bytes and four times the largest batch the HTTP door encodes from records (a request of at
-# most 16 MiB), so batches compressed ten or twenty times still pass, while a bomb holds at most this
-# much of a node's memory per inflating thread.
-INFLATED_BYTES_MAX_DEFAULT = 64 * MiB
 # What a stored batch's records are inflated up to when read: more than any bound a produce may have been
 # checked with (max.message.bytes and a node's bound are both below 2 GiB), so every stored batch reads,
 # and still a bound should bytes that were never checked (a damaged disk) be read as one.

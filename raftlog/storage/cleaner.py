@@ -53,6 +53,7 @@ from raftlog.storage.compaction import (
     plan_cleaning,
     rewrite,
 )
+from raftlog.storage.defaults import CLEANER_INTERVAL_MS_DEFAULT, CLEANER_RATE_BYTES_PER_S_DEFAULT
 from raftlog.storage.log import _MAX_RELATIVE_OFFSET, Log, last_stable_offset
 from raftlog.storage.log_cut import hold_closed_segments, release_held, replace_segments
 from raftlog.storage.log_open import CleanerOffsets, read_cleaner_offsets, write_cleaner_offsets
@@ -63,8 +64,8 @@ log = logging.getLogger("raftlog.cleaner")
 
 MiB = 1024 * 1024
 KEYS_MAX_DEFAULT = 1_000_000  # a map entry costs ~150 bytes: ~150 MB at most, for one log at a time
-RATE_BYTES_PER_S_DEFAULT = 64 * MiB
-INTERVAL_MS_DEFAULT = 15_000  # Kafka's log.cleaner.backoff.ms
+RATE_BYTES_PER_S_DEFAULT = CLEANER_RATE_BYTES_PER_S_DEFAULT
+INTERVAL_MS_DEFAULT = CLEANER_INTERVAL_MS_DEFAULT
 _CONTROL = 0x20
 
 

@@ -24,6 +24,7 @@ from raftlog.errors import RaftlogError
 from raftlog.storage import log_format
 from raftlog.storage.cleaner import INTERVAL_MS_DEFAULT, KEYS_MAX_DEFAULT, RATE_BYTES_PER_S_DEFAULT, Cleaner
 from raftlog.storage.config import LogConfig
+from raftlog.storage.defaults import RETENTION_CHECK_MS_DEFAULT
 from raftlog.storage.errors import InvalidConfig
 from raftlog.storage.log import Log, wall_clock_ms
 from raftlog.storage.periodic import Periodic
@@ -36,7 +37,6 @@ IDLE_TICK_MS = 1000
 HANDLE_SWEEP_S = 2.0
 HANDLES_IDLE_S = 10.0
 OPEN_LOGS_MAX = 512
-RETENTION_CHECK_MS_DEFAULT = 60_000  # how often retention deletes old segments
 
 
 class LogManager:

@@ -93,7 +93,7 @@ def test_findings_are_what_shows_a_door_that_did_not_hold() -> None:
 def test_each_listener_is_held_to_its_own_budget_as_its_gauge_shows() -> None:
     from api import http_limits
     from partitions.security import holds
-    from raftlog.storage.batch import INFLATED_BYTES_MAX_DEFAULT
+    from raftlog.storage.defaults import INFLATED_BYTES_MAX_DEFAULT
 
     defaults = hostile_budgets.REQUEST_BYTES_MAX_DEFAULT  # the server's, which jepsen may not import
     assert defaults == {

@@ -13,7 +13,7 @@ import pytest
 from serve_args import args_for, token_file
 
 from kafka_api.auto_topics import TopicDefaults
-from partitions.controller.state import PARTITIONS_MAX
+from partitions.controller.defaults import PARTITIONS_MAX
 from raftlog_node import settings
 from raftlog_node.options import TOKEN_ENV, ServeConfigError
 from raftlog_node.settings import node_config

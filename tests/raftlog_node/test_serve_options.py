@@ -13,7 +13,8 @@ from serve_args import serve_args
 
 from partitions.broker.node import NodeConfig
 from partitions.peers.client import CALL_TIMEOUT_S_DEFAULT
-from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT, LogManager
+from raftlog.storage.defaults import RETENTION_CHECK_MS_DEFAULT
+from raftlog.storage.manager import LogManager
 from raftlog_node.options import (
     OPTIONS,
     Option,

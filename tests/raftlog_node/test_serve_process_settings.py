@@ -11,7 +11,7 @@ import sys
 import pytest
 from serve_args import check_int_option, serve_args
 
-from partitions.broker.node import JOURNAL_SYNC_THREADS_DEFAULT
+from raftlog.consensus.defaults import JOURNAL_SYNC_THREADS_DEFAULT
 from raftlog_node.process import GIVE_BACK_GROWTH_BYTES, MALLOC_KEEP_MIB_DEFAULT
 from raftlog_node.settings import node_config
 

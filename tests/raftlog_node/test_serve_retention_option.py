@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from serve_args import serve_args
 
-from raftlog.storage.manager import RETENTION_CHECK_MS_DEFAULT
+from raftlog.storage.defaults import RETENTION_CHECK_MS_DEFAULT
 from raftlog_node.options import SECRET_ENV, ServeConfigError
 from raftlog_node.settings import node_config
 

@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 
-from partitions.groups.classic import INITIAL_DELAY_MS_DEFAULT, ClassicGroups
+from partitions.groups.classic import ClassicGroups
 from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupState, Joined, MemberIdRequired
 from partitions.groups.consumer_protocol import encode_subscription
+from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
 
