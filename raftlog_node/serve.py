@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import dataclasses
 import hashlib
 import logging
 import os
@@ -77,11 +76,6 @@ async def serve(settings: ServeSettings) -> None:
     config, http, kafka, tls = settings.node, settings.http, settings.kafka, settings.tls
     require_auth, enforce_acls, topics = settings.require_auth, settings.enforce_acls, settings.topics
     node = Node(config)
-    node.groups.consumer.session_timeout_ms = settings.consumer_session_timeout_ms
-    node.groups.consumer.regexes.budget_ms = settings.consumer_regex_budget_ms
-    node.groups.share.groups_max = settings.share_groups_max
-    shares = node.local.shares
-    shares.settings = dataclasses.replace(shares.settings, lock_ms=settings.share_lock_ms)
     await node.start()
     login_failures = LoginFailures(
         settings.login_limits

@@ -262,6 +262,10 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         cleaner_interval_ms=args.cleaner_interval_ms,
         inflated_batch_bytes_max=args.inflated_batch_max_mib * MiB,
         transaction_timeout_ms_max=args.transaction_max_timeout_ms,
+        consumer_session_timeout_ms=args.group_consumer_session_timeout_ms,
+        consumer_regex_budget_ms=args.group_consumer_regex_budget_ms,
+        share_lock_ms=args.group_share_record_lock_duration_ms,
+        share_groups_max=args.group_share_max_groups,
         kafka_address=kafka[1] if kafka is not None else None,
         peer_ssl=None if tls is None else peer_context(tls),
         enforce_acls=args.enforce_acls,
@@ -313,10 +317,6 @@ class ServeSettings:
     metrics_token: str | None
     public_metrics: bool
     group_initial_delay_ms: int
-    consumer_session_timeout_ms: int
-    consumer_regex_budget_ms: int
-    share_lock_ms: int
-    share_groups_max: int
     topics: TopicDefaults
     gc_gen0: int
     api_token_lifetime_ms: int
@@ -341,10 +341,6 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         metrics_token(args),
         args.public_metrics,
         args.group_initial_rebalance_delay_ms,
-        args.group_consumer_session_timeout_ms,
-        args.group_consumer_regex_budget_ms,
-        args.group_share_record_lock_duration_ms,
-        args.group_share_max_groups,
         topic_defaults(args),
         args.gc_gen0,
         args.api_token_lifetime_ms,

@@ -48,11 +48,17 @@ from partitions.data.partition_admin import PartitionAdmin
 from partitions.data.plane import DataPlane
 from partitions.data.schema_checks import SchemaChecks
 from partitions.data.service import DataService
-from partitions.data.share_records import ShareRecords
+from partitions.data.share_records import ShareRecords, ShareSettings
 from partitions.data.transactional import TransactionalWrites
 from partitions.features import PRODUCER_OWNERS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
+from partitions.groups.defaults import (
+    CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
+    REGEX_RESOLVE_BUDGET_MS_DEFAULT,
+    SHARE_GROUPS_MAX_DEFAULT,
+    SHARE_LOCK_MS_DEFAULT,
+)
 from partitions.internal_topic import InternalTopicLog
 from partitions.metadata import local_levels
 from partitions.metadata.controller_voters import ControllerVoters
@@ -166,6 +172,13 @@ class NodeConfig:
     # the most a producer's compressed batch's records may inflate to, or its topic's max.message.bytes
     # when larger: past it the batch is refused (a decompression bomb), inflating stopped there
     inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
+    # groups (raftlog serve --group-*): the consumer protocol's session timeout and the budget of one
+    # regex's resolution, a share group's record locks and how many share groups a coordinator partition
+    # holds
+    consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
+    consumer_regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT
+    share_lock_ms: int = SHARE_LOCK_MS_DEFAULT
+    share_groups_max: int = SHARE_GROUPS_MAX_DEFAULT
     kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
     # ACLs decide what the data plane checks of a producer (its transactional id), as both doors check
     # the rest (``raftlog serve --enforce-acls``); super users (user names) pass every check
@@ -390,6 +403,9 @@ class Node:
             self._internal_topic_log(ReplicatedGroupLog, config.group_partitions),
             topics=lambda: self.frontend.metadata().topics,  # replaced whole when topics change
             features=self.features,
+            consumer_session_timeout_ms=config.consumer_session_timeout_ms,
+            consumer_regex_budget_ms=config.consumer_regex_budget_ms,
+            share_groups_max=config.share_groups_max,
         )
         self.groups.consumer.group_configs = self._group_configs
         self.transactions = TransactionCoordinator(
@@ -410,6 +426,7 @@ class Node:
                 self.data,
                 clock,
                 self.features,
+                settings=ShareSettings(lock_ms=config.share_lock_ms),
                 group_configs=self._group_configs,
             ),
             SchemaRegistry(

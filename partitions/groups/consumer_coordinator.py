@@ -37,7 +37,7 @@ from partitions.groups.consumer_group import (
     validate,
 )
 from partitions.groups.consumer_group import heartbeat as step
-from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
+from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT, REGEX_RESOLVE_BUDGET_MS_DEFAULT
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     GroupTopicsHidden,
@@ -104,6 +104,7 @@ class ConsumerGroupCoordinator:
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT,
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         group_configs: Callable[[str], Mapping[str, str]] = lambda group: {},
+        regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT,
     ) -> None:
         """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
         self._records = records
@@ -114,7 +115,7 @@ class ConsumerGroupCoordinator:
         self.group_configs = group_configs
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, _Timers] = {}
-        self.regexes = RegexResolver()  # its budget_ms: --group-consumer-regex-budget-ms
+        self.regexes = RegexResolver(budget_ms=regex_budget_ms)  # --group-consumer-regex-budget-ms
 
     def timeouts(self, name: str) -> tuple[int, int]:
         """The group's session timeout and heartbeat interval (ms) as its configs say now."""

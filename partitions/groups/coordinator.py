@@ -47,6 +47,11 @@ from partitions.features import (
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
+from partitions.groups.defaults import (
+    CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
+    REGEX_RESOLVE_BUDGET_MS_DEFAULT,
+    SHARE_GROUPS_MAX_DEFAULT,
+)
 from partitions.groups.errors import (
     ConsumerProtocolNotFinalized,
     GroupFull,
@@ -192,8 +197,13 @@ class GroupCoordinator:
         rng: random.Random | None = None,
         topics: Callable[[], Collection[str]] = tuple,
         features: Features | None = None,
+        consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
+        consumer_regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT,
+        share_groups_max: int = SHARE_GROUPS_MAX_DEFAULT,
     ) -> None:
-        """``features``: the gate before a format the previous release cannot read (None: every one)."""
+        """``features``: the gate before a format the previous release cannot read (None: every one);
+        the consumer protocol's session timeout and regex budget, and the share groups a coordinator
+        partition holds at most (``raftlog serve --group-*``)."""
         self._log = group_log
         # every topic there is, an object replaced whole when they change (regex subscriptions match them)
         self.topics = topics
@@ -207,9 +217,14 @@ class GroupCoordinator:
         self._full_unlogged = 0  # joins refused since
         self._live: LiveGroups = NoLiveGroups()
         # the consumer group protocol's groups (KIP-848), kept in the same table
-        self.consumer = ConsumerGroupCoordinator(_ConsumerTable(self), monotonic)
+        self.consumer = ConsumerGroupCoordinator(
+            _ConsumerTable(self),
+            monotonic,
+            session_timeout_ms=consumer_session_timeout_ms,
+            regex_budget_ms=consumer_regex_budget_ms,
+        )
         # share groups' membership (KIP-932): the coordinator's soft state (``share_coordinator``)
-        self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic)
+        self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic, groups_max=share_groups_max)
 
     def hold_live(self, live: LiveGroups) -> None:
         """The Kafka door's groups, whose members live in its memory (``live.py``)."""

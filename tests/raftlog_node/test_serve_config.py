@@ -88,7 +88,7 @@ def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_
 def test_the_consumer_group_session_timeout_is_kafkas_by_default_and_bounded(tmp_path: pathlib.Path) -> None:
     def timeout(*extra: str) -> int:
         ready = settings.serve_settings(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
-        return ready.consumer_session_timeout_ms
+        return ready.node.consumer_session_timeout_ms
 
     assert timeout() == 45_000 and timeout("--group-consumer-session-timeout-ms", "6000") == 6000
     for bad in ("999", "300001"):
@@ -99,7 +99,7 @@ def test_the_consumer_group_session_timeout_is_kafkas_by_default_and_bounded(tmp
 def test_the_share_record_lock_duration_is_bounded(tmp_path: pathlib.Path) -> None:
     def lock(*extra: str) -> int:
         ready = settings.serve_settings(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
-        return ready.share_lock_ms
+        return ready.node.share_lock_ms
 
     assert lock() == 30_000 and lock("--group-share-record-lock-duration-ms", "2000") == 2000
     for bad in ("999", "3600001"):
@@ -157,3 +157,22 @@ def test_enforcing_acls_needs_authenticated_users(tmp_path: pathlib.Path) -> Non
         node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", "--enforce-acls", *token_file(tmp_path)))
     both = ["--enforce-acls", "--require-auth", *token_file(tmp_path)]
     assert node_config(args_for(tmp_path, "--http", "127.0.0.1:9001", *both))
+
+
+def test_the_group_settings_are_the_node_configs_and_reach_its_coordinators(tmp_path: pathlib.Path) -> None:
+    """Each ``--group-*`` setting is a field of the node's config, which the node hands its coordinators
+    as it builds them (none is assigned into a built node)."""
+    from partitions.broker.node import Node
+
+    ready = settings.serve_settings(
+        args_for(
+            tmp_path, "--http", "127.0.0.1:9001", "--group-consumer-session-timeout-ms", "6000",
+            "--group-consumer-regex-budget-ms", "250", "--group-share-record-lock-duration-ms", "2000",
+            "--group-share-max-groups", "7",
+        )
+    )  # fmt: skip
+    node = Node(ready.node)
+    assert node.groups.consumer.session_timeout_ms == 6000
+    assert node.groups.consumer.regexes.budget_ms == 250
+    assert node.groups.share.groups_max == 7
+    assert node.local.shares.settings.lock_ms == 2000
