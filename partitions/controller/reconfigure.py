@@ -41,7 +41,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from partitions.controller.state import Reassignment, check_replica_set
+from partitions.controller.commands import check_replica_set
+from partitions.controller.state import Reassignment
 from partitions.errors import InvalidReassignment, UnknownNode
 
 

@@ -30,16 +30,15 @@ from typing import Protocol
 
 import msgpack
 
+from partitions.controller.commands import ControllerCommand, FormCluster
+from partitions.controller.commands import encode as encode_controller
 from partitions.controller.members import ControllerMembers
 from partitions.controller.state import (
     CONTROLLER_GROUP,
-    ControllerCommand,
     ControllerMetadata,
     ControllerStateMachine,
-    FormCluster,
     TopicMetadata,
 )
-from partitions.controller.state import encode as encode_controller
 from partitions.errors import (
     ControllerChangeRefused,
     FeatureUpdateRefused,

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 from partitions import features
 from partitions.controller import quotas as controller_quotas
 from partitions.controller.acls import CreateAcls, DeleteAcls
+from partitions.controller.commands import AlterUser, DeleteUser, SetUser
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
-from partitions.controller.state import AlterUser, DeleteUser, SetUser
 from partitions.controller.tokens import CreateToken, DeleteToken
 from partitions.errors import FeatureNotFinalized
 from partitions.metadata.frontend import MetadataFrontend

@@ -16,23 +16,21 @@ from typing import Any
 from partitions import features
 from partitions.controller import decommission, reconfigure
 from partitions.controller import resource_configs as controller_configs
-from partitions.controller.defaults import PARTITIONS_MAX
-from partitions.controller.placement import check_capacity, place, replica_counts
-from partitions.controller.reconfigure import MoveProgress
-from partitions.controller.state import (
+from partitions.controller.commands import (
     AddPartitions,
     AlterConfigs,
     CancelMove,
     CreateTopic,
     DeleteTopic,
     MoveReplicas,
-    Reassignment,
     SetFeatureLevel,
     SetNodeFlag,
-    TopicMetadata,
-    merge_configs,
     validate_topic,
 )
+from partitions.controller.defaults import PARTITIONS_MAX
+from partitions.controller.placement import check_capacity, place, replica_counts
+from partitions.controller.reconfigure import MoveProgress
+from partitions.controller.state import Reassignment, TopicMetadata, merge_configs
 from partitions.errors import (
     DecommissionImpossible,
     FeatureNotFinalized,

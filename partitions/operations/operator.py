@@ -34,15 +34,10 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from partitions.controller import balancer, reconfigure
 from partitions.controller import members as controller_members
+from partitions.controller.commands import ControllerCommand, MoveReplicas, StepMove
 from partitions.controller.members import ControllerMembers
 from partitions.controller.reconfigure import MemberView, Record, ReplicaLog, Wait
-from partitions.controller.state import (
-    ControllerCommand,
-    ControllerMetadata,
-    MoveReplicas,
-    Reassignment,
-    StepMove,
-)
+from partitions.controller.state import ControllerMetadata, Reassignment
 from partitions.peers.service import PeerService
 from partitions.worker import Worker
 from raftlog.errors import RaftlogError

@@ -42,11 +42,12 @@ from partitions.controller import members as controller_members
 from partitions.controller import quotas as controller_quotas
 from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
+from partitions.controller.commands import validate_topic
 from partitions.controller.members import ControllerMembers
 from partitions.controller.placement import check_capacity, replica_counts
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
-from partitions.controller.state import Reassignment, TopicMetadata, validate_topic
+from partitions.controller.state import Reassignment, TopicMetadata
 from partitions.data.plane import DataPlane
 from partitions.data.service import (
     FetchedBatches,

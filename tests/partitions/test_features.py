@@ -8,7 +8,8 @@ import pytest
 
 import raftlog
 from partitions import features
-from partitions.controller.state import ControllerStateMachine, SetFeatureLevel, decode, encode
+from partitions.controller.commands import SetFeatureLevel, decode, encode
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import FeatureUpdateRefused
 from partitions.features import CLASSIC_GROUP_METADATA, RAFTLOG_VERSION, TRANSACTION_VERSION, Features
 from partitions.replicas.cluster_view import decode_meta, encode_meta

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from partitions import names
-from partitions.controller.state import validate_topic
+from partitions.controller.commands import validate_topic
 from partitions.errors import InvalidName, ReservedName
 from partitions.names import GROUPS_TOPIC
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import msgpack
 
+from partitions.controller import commands as ctl
 from partitions.controller import state as controller
-from partitions.controller.producer_owners import RegisterProducerOwner
-from partitions.controller.state import (
+from partitions.controller.commands import (
     AddPartitions,
     AlterConfigs,
-    ControllerStateMachine,
     CreateTopic,
     DeleteTopic,
     SetFeatureLevel,
-    TopicMetadata,
 )
+from partitions.controller.producer_owners import RegisterProducerOwner
+from partitions.controller.state import ControllerStateMachine, TopicMetadata
 from partitions.errors import (
     FeatureUpdateRefused,
     InvalidCommand,
@@ -29,9 +29,9 @@ from raftlog.storage.errors import InvalidConfig
 R3 = [["n1", "n2", "n3"], ["n2", "n3", "n1"]]
 
 
-def apply_all(machine: ControllerStateMachine, *commands: controller.ControllerCommand) -> list[object]:
+def apply_all(machine: ControllerStateMachine, *commands: ctl.ControllerCommand) -> list[object]:
     start = machine.applied_index
-    return [machine.apply(start + i + 1, 1, controller.encode(c)) for i, c in enumerate(commands)]
+    return [machine.apply(start + i + 1, 1, ctl.encode(c)) for i, c in enumerate(commands)]
 
 
 def test_create_alter_delete_round_trip() -> None:
@@ -185,29 +185,29 @@ def test_a_clusters_formation_applies_only_as_its_first_command() -> None:
     refused, nothing changed, after any other: a node's later start (re-provisioned on an empty volume, its
     command line the one that formed the cluster) finalizes nothing."""
     formed = ControllerStateMachine()
-    [levels] = apply_all(formed, controller.FormCluster({"raftlog.version": 1, "transaction.version": 1}))
+    [levels] = apply_all(formed, ctl.FormCluster({"raftlog.version": 1, "transaction.version": 1}))
     assert levels == formed.metadata.features == {"raftlog.version": 1, "transaction.version": 1}
     copy = ControllerStateMachine()
     copy.restore(formed.snapshot())
     assert copy.metadata.features == {"raftlog.version": 1, "transaction.version": 1}
-    [again] = apply_all(formed, controller.FormCluster({"raftlog.version": 2, "transaction.version": 2}))
+    [again] = apply_all(formed, ctl.FormCluster({"raftlog.version": 2, "transaction.version": 2}))
     assert isinstance(again, FeatureUpdateRefused) and "formed before" in str(again)
     assert formed.metadata.features == {"raftlog.version": 1, "transaction.version": 1}
 
     used = ControllerStateMachine()  # a cluster whose log already holds a command (e.g. release 0.1.0's)
     _created, late = apply_all(
-        used, CreateTopic("a", R3), controller.FormCluster({"raftlog.version": 2, "transaction.version": 2})
+        used,
+        CreateTopic("a", R3),
+        ctl.FormCluster({"raftlog.version": 2, "transaction.version": 2}),
     )
     assert isinstance(late, FeatureUpdateRefused)
     assert used.metadata.features == {}  # level 1: the operator raises it
 
-    encoded = controller.encode(controller.FormCluster({"transaction.version": 2, "raftlog.version": 2}))
-    assert controller.decode(encoded) == controller.FormCluster(
-        {"raftlog.version": 2, "transaction.version": 2}
-    )
+    encoded = ctl.encode(ctl.FormCluster({"transaction.version": 2, "raftlog.version": 2}))
+    assert ctl.decode(encoded) == ctl.FormCluster({"raftlog.version": 2, "transaction.version": 2})
     for malformed in ([1, 20, {"raftlog.version": 0}], [1, 20, {"raftlog.version": "2"}], [1, 20, ["x"]]):
         try:
-            controller.decode(msgpack.packb(malformed))
+            ctl.decode(msgpack.packb(malformed))
         except InvalidCommand:
             continue
         raise AssertionError(f"{malformed} decoded")

@@ -11,13 +11,8 @@ import pytest
 
 from partitions.controller import acls as controller_acls
 from partitions.controller.acls import ACLS_PER_CHANGE_MAX, CreateAcls, DeleteAcls
-from partitions.controller.state import (
-    ControllerMetadata,
-    ControllerStateMachine,
-    CreateTopic,
-    decode,
-    encode,
-)
+from partitions.controller.commands import CreateTopic, decode, encode
+from partitions.controller.state import ControllerMetadata, ControllerStateMachine
 from partitions.errors import FeatureNotFinalized, InvalidCommand, InvalidName
 from partitions.features import RAFTLOG_VERSION
 from partitions.metadata.security_records import SecurityRecords

@@ -5,26 +5,24 @@ from __future__ import annotations
 
 import msgpack
 
-from partitions.controller import state as controller
-from partitions.controller.state import (
+from partitions.controller import commands as ctl
+from partitions.controller.commands import (
     CancelMove,
-    ControllerStateMachine,
     CreateTopic,
     DeleteTopic,
     MoveReplicas,
-    Reassignment,
     SetNodeFlag,
     StepMove,
-    TopicMetadata,
 )
+from partitions.controller.state import ControllerStateMachine, Reassignment, TopicMetadata
 from partitions.errors import InvalidCommand, InvalidReassignment, NoReassignment, ReassignmentInProgress
 
 R3 = [["n1", "n2", "n3"]]
 
 
-def apply_all(machine: ControllerStateMachine, *commands: controller.ControllerCommand) -> list[object]:
+def apply_all(machine: ControllerStateMachine, *commands: ctl.ControllerCommand) -> list[object]:
     start = machine.applied_index
-    return [machine.apply(start + i + 1, 1, controller.encode(c)) for i, c in enumerate(commands)]
+    return [machine.apply(start + i + 1, 1, ctl.encode(c)) for i, c in enumerate(commands)]
 
 
 def test_a_move_records_each_step_and_ends_in_the_target_order() -> None:

@@ -10,8 +10,9 @@ import msgpack
 import pytest
 
 from partitions.controller import quotas
+from partitions.controller.commands import decode, encode
 from partitions.controller.quotas import AlterClientQuotas, QuotaChange
-from partitions.controller.state import ControllerMetadata, ControllerStateMachine, decode, encode
+from partitions.controller.state import ControllerMetadata, ControllerStateMachine
 from partitions.errors import FeatureNotFinalized, InvalidCommand, InvalidQuota
 from partitions.features import RAFTLOG_VERSION
 from partitions.metadata.security_records import SecurityRecords

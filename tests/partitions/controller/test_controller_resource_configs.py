@@ -11,15 +11,9 @@ from typing import Any, cast
 import msgpack
 import pytest
 
+from partitions.controller.commands import CreateTopic, DeleteTopic, decode, encode
 from partitions.controller.resource_configs import AlterResourceConfigs
-from partitions.controller.state import (
-    ControllerMetadata,
-    ControllerStateMachine,
-    CreateTopic,
-    DeleteTopic,
-    decode,
-    encode,
-)
+from partitions.controller.state import ControllerMetadata, ControllerStateMachine
 from partitions.errors import (
     FeatureNotFinalized,
     InvalidCommand,

@@ -10,9 +10,8 @@ import msgpack
 import pytest
 
 from partitions.controller import tokens as controller_tokens
-from partitions.controller.state import (
+from partitions.controller.commands import (
     AlterUser,
-    ControllerStateMachine,
     CreateTopic,
     DeleteUser,
     FormCluster,
@@ -20,6 +19,7 @@ from partitions.controller.state import (
     decode,
     encode,
 )
+from partitions.controller.state import ControllerStateMachine
 from partitions.controller.tokens import TOKENS_MAX, TOKENS_PER_USER_MAX, CreateToken, DeleteToken
 from partitions.errors import InvalidCommand, TooManyTokens, UnknownToken, UnknownUser
 from partitions.features import RAFTLOG_VERSION, release_levels

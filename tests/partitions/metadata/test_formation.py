@@ -15,7 +15,7 @@ import time
 from in_process import configs, controller_leader, until
 
 from partitions.broker.node import LOGS_DIR, Node
-from partitions.controller.state import CreateTopic
+from partitions.controller.commands import CreateTopic
 from partitions.features import SUPPORTED, release_levels
 from partitions.metadata import local_levels
 from raftlog.errors import RaftlogError

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from partitions.controller.state import ControllerStateMachine, SetFeatureLevel, encode
+from partitions.controller.commands import SetFeatureLevel, encode
+from partitions.controller.state import ControllerStateMachine
 from partitions.features import RAFTLOG_VERSION
 from partitions.metadata import follower
 from partitions.metadata.follower import MetadataFollower

@@ -10,18 +10,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partitions.controller import decommission, elections
-from partitions.controller.members import ControllerMembers
-from partitions.controller.reconfigure import MemberView, ReplicaLog
-from partitions.controller.state import (
+from partitions.controller.commands import (
     CancelMove,
     ControllerCommand,
-    ControllerMetadata,
-    ControllerStateMachine,
     CreateTopic,
     MoveReplicas,
     SetNodeFlag,
     encode,
 )
+from partitions.controller.members import ControllerMembers
+from partitions.controller.reconfigure import MemberView, ReplicaLog
+from partitions.controller.state import ControllerMetadata, ControllerStateMachine
 from partitions.errors import PeerUnreachable
 from partitions.features import SUPPORTED
 from partitions.operations.operator import Operator

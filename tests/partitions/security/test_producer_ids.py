@@ -12,8 +12,9 @@ import msgpack
 import pytest
 
 from partitions.controller import producer_owners
+from partitions.controller.commands import decode, encode
 from partitions.controller.producer_owners import RegisterProducerOwner
-from partitions.controller.state import ControllerStateMachine, decode, encode
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import (
     InvalidCommand,
     ProducerIdNotOwned,

@@ -12,14 +12,8 @@ import hmac
 
 import pytest
 
-from partitions.controller.state import (
-    AlterUser,
-    ControllerStateMachine,
-    DeleteUser,
-    SetUser,
-    decode,
-    encode,
-)
+from partitions.controller.commands import AlterUser, DeleteUser, SetUser, decode, encode
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import InvalidCommand, InvalidName, UnknownCredential, UnknownUser
 from partitions.names import check_user_name
 from partitions.security.users import (
