@@ -19,7 +19,7 @@ import pytest
 from planted import one_acknowledged_record_lost
 
 from api.http_limits import CONNECTIONS_PER_ADDRESS_MAX_DEFAULT
-from jepsen import control, hostile, hostile_budgets, hostile_producers, run_config, runner
+from jepsen import control, hostile, hostile_budgets, hostile_frames, hostile_producers, run_config, runner
 from jepsen.history import read_history
 from raftlog.storage import batch as batch_codec
 from raftlog_contract import CONNECTIONS_FULL_ANSWER
@@ -28,13 +28,13 @@ HONEST_SUCCESS_MIN = 0.9
 
 
 def test_the_bombs_are_batches_whose_only_fault_is_what_they_inflate_to() -> None:
-    gzip_body = hostile.gzip_bomb(64 * 1024 * 1024)
-    zstd_body = hostile.zstd_bomb(64 * 1024 * 1024)
+    gzip_body = hostile_frames.gzip_bomb(64 * 1024 * 1024)
+    zstd_body = hostile_frames.zstd_bomb(64 * 1024 * 1024)
     assert len(gzip_body) < 128 * 1024 and len(zstd_body) < 128 * 1024
     assert len(zlib.decompress(gzip_body[: len(gzip_body) // 64], 31)) == 1024 * 1024  # one member
     assert len(bytes(cramjam.zstd.decompress(zstd_body))) == 64 * 1024 * 1024
     for body, codec in ((gzip_body, "gzip"), (zstd_body, "zstd")):
-        header = batch_codec.verify(hostile.bomb_batch(body, codec, int(time.time() * 1000)))
+        header = batch_codec.verify(hostile_frames.bomb_batch(body, codec, int(time.time() * 1000)))
         assert (header.record_count, header.compression.name.lower()) == (1, codec)
 
 
