@@ -17,8 +17,10 @@ from aiohttp import web
 from api.access import Access
 from api.errors import TABLE
 from api.negotiation import error_type, offered
+from api.openapi_admin_schemas import ADMIN_SCHEMAS
+from api.openapi_parts import PARTITION_NUMBER, STR, ref
 from api.openapi_registry_schemas import REGISTRY_SCHEMAS
-from api.openapi_schemas import PARTITION_NUMBER, SCHEMAS, STR, ref
+from api.openapi_schemas import SCHEMAS
 from api.openapi_share_schemas import SHARE_SCHEMAS
 from partitions.peers.client import INTERNAL_PREFIX
 from raftlog_contract import BINARY_V2, JSON_V2, KAFKA_V2, PLAIN_JSON
@@ -231,7 +233,7 @@ def document(operations: Sequence[Operation], *, admin_token: bool, acls: bool =
         ],
         "paths": paths,
         "components": {
-            "schemas": {**SCHEMAS, **SHARE_SCHEMAS, **REGISTRY_SCHEMAS},
+            "schemas": {**SCHEMAS, **ADMIN_SCHEMAS, **SHARE_SCHEMAS, **REGISTRY_SCHEMAS},
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "basic": {"type": "http", "scheme": "basic"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.openapi_schemas import PARTITION_NUMBER, STR, ref
+from api.openapi_parts import PARTITION_NUMBER, STR, ref
 from partitions.groups.share_partition import RECORD_LOCKS_MAX
 
 _INT = {"type": "integer"}
