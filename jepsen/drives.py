@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jepsen import compact_workload, control, nemesis, pause_probe, workload
+from jepsen import compact_workload, control, fault_shapes, nemesis, pause_probe, workload
 from jepsen.recorder import Recorder
 from jepsen.run_config import LOG_APPEND_TIME_TOPICS, RunConfig
 from raftlog_client.client import RaftlogClient
@@ -385,7 +385,7 @@ async def _heal(
     await chaos.heal()
     for spec in cluster.nodes:
         if not cluster.running(spec.node_id):
-            nemesis.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
+            fault_shapes.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
             cluster.start(spec.node_id)
     not_ready = await asyncio.to_thread(
         cluster.wait_ready, [n.node_id for n in cluster.nodes], HEAL_READY_TIMEOUT_S

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from jepsen import control, fault_tools, lazyfs, nemesis, old_release_fault, upgrade_fault
+from jepsen import control, fault_shapes, fault_tools, lazyfs, nemesis, old_release_fault, upgrade_fault
 from jepsen.drives import ENDS_MAX_S, WorkloadPhase
 from jepsen.run_config import CLIENTS, FILE_SYSTEMS, GROUP_PROTOCOLS, MARKER_FAULTS, WORKLOADS, RunConfig
 from raftlog_dev import releases
@@ -286,7 +286,7 @@ def run(config: RunConfig) -> RunResult:
         if other is not None:  # formed at level 1 by the previous release, then rolled to this checkout
             cluster.on_other.update(n.node_id for n in specs)
         for spec in specs:
-            nemesis.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
+            fault_shapes.write_baseline(cluster.trace_file(spec.node_id), cluster.data_dir(spec.node_id))
             cluster.start(spec.node_id)
         not_ready = cluster.wait_ready([n.node_id for n in specs], READY_TIMEOUT_S)
         if other is not None and not not_ready:

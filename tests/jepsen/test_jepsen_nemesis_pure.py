@@ -7,9 +7,8 @@ import random
 
 import pytest
 
-from jepsen import nemesis
-from jepsen.nemesis import (
-    Window,
+from jepsen import fault_shapes, nemesis
+from jepsen.fault_shapes import (
     bridge,
     cut_pairs,
     durable_sizes,
@@ -17,10 +16,13 @@ from jepsen.nemesis import (
     halves,
     isolate,
     majorities_ring,
-    parse_faults,
     pick_targets,
-    schedule,
     visible,
+)
+from jepsen.nemesis import (
+    Window,
+    parse_faults,
+    schedule,
 )
 
 NODES3 = ["n1", "n2", "n3"]
@@ -159,20 +161,20 @@ def test_discard_unsynced_cuts_files_back_to_their_last_fsync(tmp_path: object) 
     fresh = data / "logs" / "1.log"
     fresh.write_bytes(b"y" * 30)
     trace = root / "trace"
-    nemesis.write_baseline(str(trace), str(data))
+    fault_shapes.write_baseline(str(trace), str(data))
     with open(synced, "ab") as f:
         f.write(b"z" * 50)  # written after the baseline, never fsynced
     with open(trace, "a", encoding="utf-8") as f:
         f.write(f"sync\t{os.path.realpath(synced)}\t120\n")
     new = data / "logs" / "2.log"
     new.write_bytes(b"w" * 9)  # created and never fsynced
-    cut = nemesis.discard_unsynced(str(trace), str(data))
+    cut = fault_shapes.discard_unsynced(str(trace), str(data))
     assert synced.stat().st_size == 120
     assert fresh.stat().st_size == 30
     assert new.stat().st_size == 0
     assert {c["file"] for c in cut} == {"logs/0.log", "logs/2.log"}
     (data / "ballast").write_bytes(b"b" * 10)  # the disk-full fault's, fsynced by the harness
-    nemesis.discard_unsynced(str(trace), str(data))
+    fault_shapes.discard_unsynced(str(trace), str(data))
     assert (data / "ballast").stat().st_size == 10
 
 
@@ -192,7 +194,7 @@ def test_corruption_only_ever_reaches_a_minority(seed: int) -> None:
     corrupted: set[str] = set()
     for _ in range(20):
         candidates = [n for n in NODES5 if rng.random() < 0.7]
-        chosen = nemesis.corrupt_targets(candidates, corrupted, 2, rng)
+        chosen = fault_shapes.corrupt_targets(candidates, corrupted, 2, rng)
         assert set(chosen) <= set(candidates)
         corrupted |= set(chosen)
         assert len(corrupted) <= 2
