@@ -30,6 +30,7 @@ from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed, InvalidTopic
+from partitions.features import TOPIC_ASSIGNMENT
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
 from partitions.resource_configs import BROKER, THROTTLED_REPLICAS
@@ -100,19 +101,19 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
         code, message, created = ErrorCode.none, None, None
         stored: dict[str, object] = {}
+        assignment: list[list[str]] | None = None
         try:
             if not door.allows(AclOperation.CREATE, CLUSTER):
                 _authorized(door, AclOperation.CREATE, TOPIC_RESOURCE, topic.name)
             check_user_topic_name(topic.name)
-            if topic.assignments:
-                raise _Refused(
-                    ErrorCode.invalid_replica_assignment, "replicas are placed by raftlog, not by hand"
-                )
-            if topic.num_partitions in (0,) or topic.num_partitions < -1:
+            if topic.assignments:  # the replicas placed by hand (kafka-topics --replica-assignment)
+                assignment = _assignment(door, topic)
+                partitions, factor = len(assignment), len(assignment[0])
+            elif topic.num_partitions in (0,) or topic.num_partitions < -1:
                 raise _Refused(
                     ErrorCode.invalid_partitions, f"{topic.num_partitions} partitions: positive or -1"
                 )
-            if topic.replication_factor in (0,) or topic.replication_factor < -1:
+            if not topic.assignments and (topic.replication_factor in (0,) or topic.replication_factor < -1):
                 raise _Refused(
                     ErrorCode.invalid_replication_factor,
                     f"replication factor {topic.replication_factor}: positive or -1",
@@ -123,7 +124,13 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             configs = {key: typed[stored_name(key)] for key in configs}  # typed, as the HTTP API sends them
             if not getattr(body, "validate_only", False):
                 created = await door.node.cluster.admin.call(
-                    AdminService.create_topic, topic.name, partitions, factor, configs, timeout_ms
+                    AdminService.create_topic,
+                    topic.name,
+                    partitions,
+                    factor,
+                    configs,
+                    timeout_ms,
+                    **({} if assignment is None else {"assignment": assignment}),
                 )
         except _Refused as refused:
             code, message = refused.code, str(refused)
@@ -163,6 +170,50 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
         for name in duplicated
     ]
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(results))
+
+
+def _assignment(door: Door, topic: Any) -> list[list[str]]:
+    """A CreateTopics entry's replicas placed by hand, as node ids (a broker id is its node id's number):
+    Kafka's answers to a request that also sets a count, names a partition twice or skips one, or names a
+    broker there is not; ``placement.check_assignment`` (below the doors) checks the replica sets. Refused
+    until the cluster finalized ``features.TOPIC_ASSIGNMENT`` (a node of 0.1.0 would place it itself)."""
+    if topic.replication_factor != -1:
+        raise _Refused(
+            ErrorCode.invalid_request,
+            "A manual partition assignment was specified, but replication factor was not set to -1.",
+        )
+    if topic.num_partitions != -1:
+        raise _Refused(
+            ErrorCode.invalid_request,
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        )
+    if not door.node.metadata.features().allows(TOPIC_ASSIGNMENT):
+        raise _Refused(
+            ErrorCode.invalid_request,
+            "replicas placed by hand need raftlog.version 2 finalized (raftlog cluster features upgrade)",
+        )
+    nodes = {broker_id(n.node_id): n.node_id for n in door.node.metadata.nodes() if n.state != "left"}
+    by_partition: dict[int, list[str]] = {}
+    for entry in topic.assignments:
+        if entry.partition_index in by_partition:
+            raise _Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"Found multiple manual partition assignments for partition {entry.partition_index}",
+            )
+        unknown = [b for b in entry.broker_ids if b not in nodes]
+        if unknown:
+            raise _Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"The manual partition assignment includes broker {unknown[0]}, but no such broker is "
+                "registered.",
+            )
+        by_partition[entry.partition_index] = [nodes[b] for b in entry.broker_ids]
+    if sorted(by_partition) != list(range(len(by_partition))):
+        raise _Refused(
+            ErrorCode.invalid_replica_assignment,
+            "partitions should be a consecutive 0-based integer sequence",
+        )
+    return [by_partition[p] for p in range(len(by_partition))]
 
 
 def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[Any, ...]:

@@ -121,6 +121,12 @@ GROUP_OFFSET = Format(
     RAFTLOG_VERSION,
     2,
 )
+TOPIC_ASSIGNMENT = Format(
+    "the assignment argument of the peer operation create_topic: a topic's replicas placed by hand "
+    "(kafka-topics --replica-assignment)",
+    RAFTLOG_VERSION,
+    2,
+)
 TOPIC_CHANGE_TIMEOUT = Format(
     "the timeout_ms argument of the peer operations create_topic, add_partitions and delete_topic: how long "
     "the request lets the controller's write take",

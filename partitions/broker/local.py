@@ -62,9 +62,12 @@ class LocalAdmin:
         replication_factor: int,
         configs: dict[str, Any],
         timeout_ms: int | None = None,
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         self._on_controller()
-        return await self._topics.create_topic(name, partitions, replication_factor, configs, timeout_ms)
+        return await self._topics.create_topic(
+            name, partitions, replication_factor, configs, timeout_ms, assignment
+        )
 
     async def add_partitions(
         self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from partitions.errors import CapacityExceeded, PartitionError, PlacementImpossible, TooFewLiveNodes
+from partitions.errors import (
+    CapacityExceeded,
+    InvalidReassignment,
+    PartitionError,
+    PlacementImpossible,
+    TooFewLiveNodes,
+)
 
 """Partition replicas one node holds at most by default (``raftlog serve --replicas-max``). What a replica
 costs, measured with ``raftlog bench scale`` (docs/performance.md, "Partitions per cluster"): about 28 KiB
@@ -62,6 +68,49 @@ def check_capacity(what: str, held: Mapping[str, int], added: Mapping[str, int],
     if over:
         room = {n: max(0, replicas_max - held.get(n, 0)) for n in sorted(set(held) | set(added))}
         raise CapacityExceeded(what, over, room, replicas_max)
+
+
+def check_assignment(
+    assignment: Sequence[Sequence[str]],
+    nodes: Sequence[str],
+    existing: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    replicas_max: int | None = None,
+    standby: Sequence[str] = (),
+) -> list[list[str]]:
+    """A new topic's replicas placed by hand (Kafka's CreateTopics ``assignments``, ``kafka-topics
+    --replica-assignment``), checked as ``place`` would have chosen them: ``InvalidReassignment`` for no
+    partition, an empty replica set, one repeating a node, partitions of different replication factors, or
+    a node that is neither live (``nodes``) nor a standby (``standby``: down, not gone, as Kafka takes a
+    fenced broker that is still registered); with ``replicas_max``, ``CapacityExceeded`` as ``place``. The
+    first node of each set is its preferred leader."""
+    if not assignment:
+        raise InvalidReassignment("a topic placed by hand needs at least one partition")
+    known = set(nodes) | set(standby)
+    factor = len(assignment[0])
+    for partition, replica_set in enumerate(assignment):
+        if not replica_set:
+            raise InvalidReassignment(f"partition {partition}: a partition needs at least one replica")
+        if len(set(replica_set)) != len(replica_set):
+            raise InvalidReassignment(
+                f"partition {partition}: replica set {list(replica_set)} repeats a node"
+            )
+        if len(replica_set) != factor:
+            raise InvalidReassignment(
+                f"partition {partition} has {len(replica_set)} replicas and partition 0 {factor}: every "
+                "partition needs the same replication factor"
+            )
+        unknown = [n for n in replica_set if n not in known]
+        if unknown:
+            raise InvalidReassignment(
+                f"partition {partition}: node {unknown[0]} is not a node that may take replicas"
+            )
+    result = [list(replica_set) for replica_set in assignment]
+    if replicas_max is not None:
+        everyone = sorted(known)
+        held = replica_counts(everyone, (existing or {}).values())
+        what = f"{len(result):,} partition(s) placed by hand"
+        check_capacity(what, held, replica_counts(everyone, [result]), replicas_max)
+    return result
 
 
 def place(

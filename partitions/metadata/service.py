@@ -16,7 +16,7 @@ from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
-from partitions.features import TOPIC_CHANGE_TIMEOUT, Features
+from partitions.features import TOPIC_ASSIGNMENT, TOPIC_CHANGE_TIMEOUT, Features
 from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.log_dirs import LogDir
@@ -214,7 +214,11 @@ class AdminService(Protocol):
         read of configs it just changed, which another node may not have applied yet)."""
         ...
 
-    @peer("Create a topic on the controller leader", write=True, **_TOPIC_CHANGE)
+    @peer(
+        "Create a topic on the controller leader",
+        write=True,
+        **{**_TOPIC_CHANGE, "since": {**_TOPIC_CHANGE["since"], "assignment": TOPIC_ASSIGNMENT}},
+    )
     async def create_topic(
         self,
         name: str,
@@ -222,11 +226,14 @@ class AdminService(Protocol):
         replication_factor: int,
         configs: dict[str, Any],
         timeout_ms: int | None = None,
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         """``timeout_ms``: how long the request lets the change take (Kafka's CreateTopics
-        ``timeout_ms``, ``topic_changes.ChangeTime``; None: the default). Raises TopicExists,
-        InvalidName, InvalidTopic, InvalidConfig, PlacementImpossible, CapacityExceeded; OutcomeUnknown
-        past its time (the topic may still be created)."""
+        ``timeout_ms``, ``topic_changes.ChangeTime``; None: the default). ``assignment``: its replicas
+        placed by hand (node ids per partition; sent only once ``features.TOPIC_ASSIGNMENT`` is finalized:
+        a caller checks first, as a node of 0.1.0 would place the topic itself). Raises TopicExists,
+        InvalidName, InvalidTopic, InvalidConfig, InvalidReassignment, PlacementImpossible,
+        CapacityExceeded; OutcomeUnknown past its time (the topic may still be created)."""
         ...
 
     @peer("Add partitions to a topic on the controller leader", write=True, topic_arg="name", **_TOPIC_CHANGE)

@@ -28,7 +28,7 @@ from partitions.controller.commands import (
     validate_topic,
 )
 from partitions.controller.defaults import PARTITIONS_MAX
-from partitions.controller.placement import check_capacity, place, replica_counts
+from partitions.controller.placement import check_assignment, check_capacity, place, replica_counts
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, merge_configs
 from partitions.errors import (
@@ -96,9 +96,13 @@ class TopicChanges:
         replication_factor: int,
         configs: dict[str, Any],
         timeout_ms: int | None = None,
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         """Place and create a topic; ``timeout_ms``: the request's (``ChangeTime``): past it, the write not
-        committed, OutcomeUnknown (Kafka's REQUEST_TIMED_OUT; the topic may still be created)."""
+        committed, OutcomeUnknown (Kafka's REQUEST_TIMED_OUT; the topic may still be created).
+        ``assignment``: its replicas placed by hand, each partition's node ids, the first its preferred
+        leader (``placement.check_assignment``); ``partitions`` and ``replication_factor`` must then be
+        its own."""
         waits = ChangeTime.of(timeout_ms, time.monotonic())
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise InvalidTopic(f"partitions {partitions!r} must be an integer >= 1")
@@ -110,17 +114,27 @@ class TopicChanges:
         members = self._frontend.members()
         metadata = self._frontend.metadata()
         existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
-        assignment = place(
-            members.placeable(),
-            partitions,
-            replication_factor,
-            existing,
-            self._replicas_max,
-            members.standby(),
-        )
-        validate_topic(name, assignment, configs)
+        if assignment is not None:
+            if (len(assignment), len(assignment[0]) if assignment else 0) != (partitions, replication_factor):
+                raise InvalidTopic(
+                    f"an assignment of {len(assignment)} partition(s) given with {partitions} partitions and "
+                    f"replication factor {replication_factor}"
+                )
+            placed = check_assignment(
+                assignment, members.placeable(), existing, self._replicas_max, members.standby()
+            )
+        else:
+            placed = place(
+                members.placeable(),
+                partitions,
+                replication_factor,
+                existing,
+                self._replicas_max,
+                members.standby(),
+            )
+        validate_topic(name, placed, configs)
         self._check_schema_validation_allowed(configs)
-        result = await self._frontend.propose(CreateTopic(name, assignment, dict(configs)), waits.write_ms)
+        result = await self._frontend.propose(CreateTopic(name, placed, dict(configs)), waits.write_ms)
         check(isinstance(result, TopicMetadata), f"controller returned {result!r}")
         assert isinstance(result, TopicMetadata)  # narrowed for the type checker; checked above
         await self._wait_for_leaders(result, members, waits.leaders_wait_s(time.monotonic()))

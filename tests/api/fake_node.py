@@ -44,7 +44,7 @@ from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.commands import validate_topic
 from partitions.controller.members import ControllerMembers
-from partitions.controller.placement import check_capacity, replica_counts
+from partitions.controller.placement import check_assignment, check_capacity, replica_counts
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import Reassignment, TopicMetadata
@@ -569,11 +569,16 @@ class FakeAdmin:
         replication_factor: int,
         configs: dict[str, Any],
         timeout_ms: int | None = None,  # the controller's wait: none in memory
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         self.data._enter("create_topic")
         self.data._controller_here()
         configs = settable(configs)
         alive = self._alive()
+        if assignment is not None:
+            existing = {t.name: t.replicas for t in self.cluster.topics.values()}
+            replicas = check_assignment(assignment, alive, existing, self.cluster.replicas_max)
+            return self.cluster.add_topic(name, partitions, replicas, configs)
         if replication_factor > len(alive):
             raise PlacementImpossible(replication_factor, len(alive))
         replicas = [

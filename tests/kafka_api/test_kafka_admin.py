@@ -315,3 +315,48 @@ def test_a_segment_size_that_would_refuse_a_default_producer_is_refused_as_kafka
         producer.poll(0)
     assert producer.flush(60) == 0
     assert len(outcomes) == 2000 and all(error is None for error in outcomes), {str(e) for e in outcomes}
+
+
+def test_replicas_placed_by_hand_are_kept_as_given_and_bad_ones_refused(kafka_cluster: LocalCluster) -> None:
+    """CreateTopics' ``assignments`` (``NewTopic(replica_assignment=...)``, ``kafka-topics
+    --replica-assignment``): each partition on the brokers given, its first one the preferred leader, as
+    the controller holds it; a broker there is not, a count given with them and mixed replication factors
+    refused as Kafka refuses them, nothing made (the same tool steps against Kafka:
+    tests/kafka_reference/test_differential_tools.py)."""
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    created = admin.create_topics([
+        NewTopic("adm-hand", replica_assignment=[[2, 1], [3, 2], [1, 3]]),
+        NewTopic("adm-hand-nowhere", replica_assignment=[[1, 9]]),
+        NewTopic("adm-hand-mixed", replica_assignment=[[1, 2], [3]]),
+    ])  # fmt: skip
+    assert created["adm-hand"].result(30) is None
+    nowhere = _error(created["adm-hand-nowhere"])
+    assert "INVALID_REPLICA_ASSIGNMENT" in nowhere and "includes broker 9, but no such broker" in nowhere
+    mixed = _error(created["adm-hand-mixed"])
+    assert "INVALID_REPLICA_ASSIGNMENT" in mixed and "same replication factor" in mixed
+    version = 5
+    cls = wire.request_class(19, version)
+    topic_cls, assignment_cls = (
+        wire.sibling(cls, "CreatableTopic"),
+        wire.sibling(cls, "CreatableReplicaAssignment"),
+    )
+    on_one = (wire.build(assignment_cls, partition_index=0, broker_ids=(1,)),)
+    both = wire.build(topic_cls, name="adm-hand-both", num_partitions=1, replication_factor=-1, configs=(),
+                      assignments=on_one)  # fmt: skip
+    raw = RawKafka(kafka_cluster.kafka["n1"])
+    try:
+        answer = raw.call(19, version, wire.build(cls, topics=(both,), timeout=datetime.timedelta(seconds=30),
+                                                  validate_only=False))  # fmt: skip
+    finally:
+        raw.close()
+    [result] = answer.topics
+    assert result.error_code is ErrorCode.invalid_request
+    assert result.error_message == (
+        "A manual partition assignment was specified, but numPartitions was not set to -1."
+    )
+    with http_client(kafka_cluster) as client:
+        partitions = json.loads(client.request("GET", "/topics/adm-hand").body)["partitions"]
+        replicas = [[r["node"] for r in p["replicas"]] for p in partitions]
+        assert replicas == [["n2", "n1"], ["n3", "n2"], ["n1", "n3"]]
+        topics = json.loads(client.request("GET", "/topics").body)
+        assert not {"adm-hand-nowhere", "adm-hand-mixed", "adm-hand-both"} & set(topics)

@@ -3,7 +3,8 @@ partition reassignment (``kafka-reassign-partitions --generate/--execute/--verif
 change of replication factor and its refusal), leader elections (``kafka-leader-election``, preferred and
 unclean), log dirs (``kafka-log-dirs``), offsets by time (``kafka-get-offsets --time -1..-5``), the
 metadata quorum (``kafka-metadata-quorum``), ``kafka-topics --describe`` (DescribeTopicPartitions),
-``kafka-cluster unregister``, a record batch larger than ``segment.bytes``, and a share group's offsets
+``kafka-cluster unregister``, a record batch larger than ``segment.bytes``, a topic placed by hand
+(``kafka-topics --create --replica-assignment``), and a share group's offsets
 (``kafka-share-groups --describe --offsets / --delete-offsets / --delete``, KIP-932, with
 ``kafka-console-share-consumer`` consuming between the steps).
 
@@ -291,7 +292,23 @@ def _steps(steps: Steps) -> None:
         *segment_configs,
     )
     steps.outcomes["a batch above segment.bytes"] = _produce_large(steps.bootstrap, large)
+    _placed_by_hand_steps(steps)
     _share_steps(steps)
+
+
+def _placed_by_hand_steps(steps: Steps) -> None:
+    """``kafka-topics --create --replica-assignment``: a topic whose replicas are placed by hand, each
+    partition led by its first broker, and one naming a broker there is not, refused and not made."""
+    run, record = steps.run, steps.record
+    placed = f"{steps.topic}-placed"
+    record("create placed by hand", run("kafka-topics", "--create", "--topic", placed, "--replica-assignment",
+                                        "1:2,2:3,3:1"))  # fmt: skip
+    described = steps.until(lambda: run("kafka-topics", "--describe", "--topic", placed), _led_by_preferred)
+    record("placed by hand, described", described, _described)
+    nowhere = f"{steps.topic}-nowhere"
+    refused = run("kafka-topics", "--create", "--topic", nowhere, "--replica-assignment", "1:9")
+    record("placed on a broker there is not", refused)
+    record("not made", run("kafka-topics", "--describe", "--topic", nowhere), _error_names)
 
 
 def _share_steps(steps: Steps) -> None:
@@ -372,7 +389,8 @@ STEPS = (
     "throttle rates cleared", "throttled replicas cleared", "unknown broker", "cancel when done",
     "preferred election", "preferred election again",
     "unclean election", "describe", "quorum status", "quorum replication", "unregister an unknown broker",
-    "a batch above segment.bytes", *SHARE_STEPS,
+    "a batch above segment.bytes", "create placed by hand", "placed by hand, described",
+    "placed on a broker there is not", "not made", *SHARE_STEPS,
 )  # fmt: skip
 
 
@@ -403,6 +421,13 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     )
     assert not any("throttled" in line for line in kafka["throttle rates cleared"][1])
     assert kafka["a batch above segment.bytes"] == "RECORD_LIST_TOO_LARGE"  # librdkafka's name of it
+    placed = {
+        row["Partition"]: (row["Leader"], row["Replicas"]) for row in kafka["placed by hand, described"][1]
+    }
+    assert placed == {"0": ("1", "1,2"), "1": ("2", "2,3"), "2": ("3", "3,1")}
+    nowhere = "The manual partition assignment includes broker 9, but no such broker is registered."
+    assert any(nowhere in line for line in kafka["placed on a broker there is not"][1])
+    assert kafka["not made"][1] != []  # its describe failed: the topic was not made
     # the tool prints the stack trace of the failed future: ExecutionException caused by GroupIdNotFound
     no_group = [0, ["ExecutionException", "GroupIdNotFoundException"]]
     assert kafka["share describe offsets of no group"] == no_group

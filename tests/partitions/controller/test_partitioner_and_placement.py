@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from partitions.controller.placement import internal_replication_factor, place
-from partitions.errors import CapacityExceeded, PlacementImpossible, TooFewLiveNodes
+from partitions.controller.placement import check_assignment, internal_replication_factor, place
+from partitions.errors import CapacityExceeded, InvalidReassignment, PlacementImpossible, TooFewLiveNodes
 from partitions.features import RAFTLOG_VERSION, SUPPORTED, kept_out
 from partitions.replicas.cluster_view import ClusterView, encode_meta
 from partitions.replicas.routing import Routing
@@ -190,3 +190,25 @@ def test_a_node_without_the_kafka_listener_the_others_serve_may_not_lead() -> No
     plain = Routing("n1", addresses, view, None, dict)  # type: ignore[arg-type]  # no node serves Kafka
     plain.learn("n3", "http://n3", None)
     assert plain.doors_missing("n3") == ()
+
+
+def test_replicas_placed_by_hand_are_checked_as_placement_would_have_chosen_them() -> None:
+    """``kafka-topics --replica-assignment``: taken as given, first node the preferred leader; refused
+    (InvalidReassignment, nothing placed) for no partition, an empty or repeating set, mixed replication
+    factors, or a node that is neither live nor a standby; past ``replicas_max``, CapacityExceeded."""
+    live = ["n1", "n2", "n3"]
+    assert check_assignment([["n2", "n1"], ["n3", "n2"]], live) == [["n2", "n1"], ["n3", "n2"]]
+    assert check_assignment([["n4", "n1"]], live, standby=["n4"]) == [["n4", "n1"]]  # down, not gone
+    for bad, why in (
+        ([], "at least one partition"),
+        ([[]], "at least one replica"),
+        ([["n1", "n1"]], "repeats a node"),
+        ([["n1", "n2"], ["n3"]], "same replication factor"),
+        ([["n1", "n9"]], "node n9 is not a node"),
+    ):
+        with pytest.raises(InvalidReassignment, match=why):
+            check_assignment(bad, live)
+    existing = {"t": [["n1"], ["n1"]]}
+    with pytest.raises(CapacityExceeded):
+        check_assignment([["n1", "n2"]], live, existing, replicas_max=2)
+    assert check_assignment([["n2", "n3"]], live, existing, replicas_max=2) == [["n2", "n3"]]
