@@ -44,9 +44,13 @@ def test_a_paused_joiner_stays_a_learner_and_holds_up_no_commit(cluster: Process
             stays = [n for n in replicas if n != leader]
             target = [joiner, *stays]
 
-            # the joiner does nothing from now on: it is made a learner all the same, and stays one
-            cluster.pause(joiner)
+            # the joiner does nothing from the move's answer on: it is made a learner all the same, and stays
+            # one. Paused only once the move is accepted: a move to a node gossip already suspects is
+            # refused (400/40002, "a new replica needs a live node"), and on a loaded machine the request
+            # could reach the controller after gossip's suspicion. The answer comes once the controller
+            # committed the move, before the partition's leader adds the joiner on its next step.
             await admin.cluster.move_replicas("w", 0, target)
+            cluster.pause(joiner)
 
             async def joined_as_learner() -> bool:
                 rows = (await admin.cluster.partition_state("w", 0))["replicas"]
