@@ -325,9 +325,10 @@ def test_replicas_placed_by_hand_are_kept_as_given_and_bad_ones_refused(kafka_cl
     tests/kafka_reference/test_differential_tools.py)."""
     admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
     created = admin.create_topics([
-        NewTopic("adm-hand", replica_assignment=[[2, 1], [3, 2], [1, 3]]),
-        NewTopic("adm-hand-nowhere", replica_assignment=[[1, 9]]),
-        NewTopic("adm-hand-mixed", replica_assignment=[[1, 2], [3]]),
+        # librdkafka takes the count beside the assignment and sends -1 for both, as Kafka asks
+        NewTopic("adm-hand", 3, replica_assignment=[[2, 1], [3, 2], [1, 3]]),
+        NewTopic("adm-hand-nowhere", 1, replica_assignment=[[1, 9]]),
+        NewTopic("adm-hand-mixed", 2, replica_assignment=[[1, 2], [3]]),
     ])  # fmt: skip
     assert created["adm-hand"].result(30) is None
     nowhere = _error(created["adm-hand-nowhere"])
