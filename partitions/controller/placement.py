@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from partitions.controller.commands import check_replica_set
 from partitions.errors import (
     CapacityExceeded,
     InvalidReassignment,
@@ -88,12 +89,10 @@ def check_assignment(
     known = set(nodes) | set(standby)
     factor = len(assignment[0])
     for partition, replica_set in enumerate(assignment):
-        if not replica_set:
-            raise InvalidReassignment(f"partition {partition}: a partition needs at least one replica")
-        if len(set(replica_set)) != len(replica_set):
-            raise InvalidReassignment(
-                f"partition {partition}: replica set {list(replica_set)} repeats a node"
-            )
+        try:  # the rule of every replica set (a move's too), named with its partition
+            check_replica_set(list(replica_set))
+        except InvalidReassignment as refused:
+            raise InvalidReassignment(f"partition {partition}: {refused}") from None
         if len(replica_set) != factor:
             raise InvalidReassignment(
                 f"partition {partition} has {len(replica_set)} replicas and partition 0 {factor}: every "
