@@ -192,7 +192,7 @@ def _assignment(door: Door, topic: Any) -> list[list[str]]:
             ErrorCode.invalid_request,
             "replicas placed by hand need raftlog.version 2 finalized (raftlog cluster features upgrade)",
         )
-    nodes = {broker_id(n.node_id): n.node_id for n in door.node.metadata.nodes() if n.state != "left"}
+    nodes = door.nodes_by_broker()
     by_partition: dict[int, list[str]] = {}
     for entry in topic.assignments:
         if entry.partition_index in by_partition:

@@ -18,6 +18,7 @@ from partitions.groups.classic import ClassicGroups, GroupRecords
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.live import LiveGroups
 from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.names import broker_id
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
 from partitions.security.holds import RequestBytes
@@ -118,6 +119,11 @@ class Door:
         """The error of a refusal (``kafka_api.errors`` maps it to its resource type's code)."""
         principal = self.session.principal or "an anonymous client"
         return AuthorizationFailed.of(principal, operation.name.lower(), resource_type.name.lower(), name)
+
+    def nodes_by_broker(self) -> dict[int, str]:
+        """Broker id -> node id of every node this node knows but those that left the cluster (a broker id
+        is its node id's number: ``names.broker_id``), as Kafka's requests name brokers."""
+        return {broker_id(n.node_id): n.node_id for n in self.node.metadata.nodes() if n.state != "left"}
 
     def broker_address(self, node_id: str) -> tuple[str, int] | None:
         """(host, port) of a node's Kafka listener as clients reach it; None: it has none known."""

@@ -42,11 +42,6 @@ class _Refused(Exception):
         self.code = code
 
 
-def _node_ids(door: Door) -> dict[int, str]:
-    """Broker id -> node id of every node this node knows (but those that left the cluster)."""
-    return {broker_id(n.node_id): n.node_id for n in door.node.metadata.nodes() if n.state != "left"}
-
-
 # -- AlterPartitionReassignments --------------------------------------------------------------------
 
 
@@ -66,7 +61,7 @@ async def alter_partition_reassignments(door: Door, request: wire.Request) -> An
             error_message=str(refused),
             responses=(),
         )
-    nodes = _node_ids(door)
+    nodes = door.nodes_by_broker()
     admin = door.node.cluster.admin
 
     async def reassign(topic: str, partition: int, replicas: tuple[int, ...] | None) -> Any:
