@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.openapi_parts import STR
 from partitions.registry.table import COMPATIBILITY_LEVELS, MODES
 
 _VERSION = {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
@@ -16,26 +17,25 @@ _REFERENCE = {
 }
 _LEVELS = list(COMPATIBILITY_LEVELS)
 
-_STR = {"type": "string"}
 _ANSWERED_SCHEMA = {
     "type": "object",
     "properties": {
-        "subject": _STR,
+        "subject": STR,
         "version": _VERSION,
         "id": {"type": "integer", "minimum": 1},
-        "guid": _STR,
+        "guid": STR,
         "schemaType": {"type": "string", "enum": ["JSON", "PROTOBUF"]},
         "references": {"type": "array", "items": _REFERENCE},
         "metadata": {"type": "object"},
         "ruleSet": {"type": "object"},
-        "schema": _STR,
+        "schema": STR,
         "deleted": {"type": "boolean"},
     },
     "required": ["schema"],
 }
 
 REGISTRY_SCHEMAS: dict[str, dict[str, Any]] = {
-    "RegistryNames": {"type": "array", "items": _STR},
+    "RegistryNames": {"type": "array", "items": STR},
     "RegistryNumbers": {"type": "array", "items": {"type": "integer"}},
     "RegistryVersionNumber": _VERSION,
     "RegistrySchemaAnswer": _ANSWERED_SCHEMA,
@@ -44,13 +44,13 @@ REGISTRY_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "array",
         "items": {
             "type": "object",
-            "properties": {"subject": _STR, "version": _VERSION},
+            "properties": {"subject": STR, "version": _VERSION},
             "required": ["subject", "version"],
         },
     },
     "RegistryCompatibility": {
         "type": "object",
-        "properties": {"is_compatible": {"type": "boolean"}, "messages": {"type": "array", "items": _STR}},
+        "properties": {"is_compatible": {"type": "boolean"}, "messages": {"type": "array", "items": STR}},
         "required": ["is_compatible"],
     },
     "RegistryConfigAnswer": {

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.openapi_parts import PARTITION_NUMBER, STR, ref
+from api import openapi_parts
+from api.openapi_parts import INT, NATURAL, PARTITION_NUMBER, STR, obj, ref
 from partitions.groups.share_partition import RECORD_LOCKS_MAX
 
-_INT = {"type": "integer"}
-_NATURAL = {"type": "integer", "minimum": 0}
 _ACK_TYPE = {"type": "string", "enum": ["accept", "release", "reject"]}
 _ERROR_CODE = {"type": "integer", "nullable": True}
 _ERROR = {"type": "string", "nullable": True}
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None, closed: bool = False) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
+    schema = obj(props, required or ())
+    return openapi_parts.closed(schema) if closed else schema
 
 
 SHARE_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -30,10 +25,10 @@ SHARE_SCHEMAS: dict[str, dict[str, Any]] = {
     "ShareMembership": _obj(
         {
             "member_id": STR,
-            "member_epoch": _INT,
+            "member_epoch": INT,
             "assignment": {"type": "array", "items": ref("TopicPartition")},
-            "heartbeat_interval_ms": _INT,
-            "session_timeout_ms": _INT,
+            "heartbeat_interval_ms": INT,
+            "session_timeout_ms": INT,
             "base_uri": {"type": "string", "description": "the member's path (join only)"},
         },
         ["member_id", "member_epoch", "assignment"],
@@ -45,12 +40,12 @@ SHARE_SCHEMAS: dict[str, dict[str, Any]] = {
         ]
     },
     "SharePartitionError": _obj(
-        {"topic": STR, "partition": _INT, "error_code": _INT, "error": STR},
+        {"topic": STR, "partition": INT, "error_code": INT, "error": STR},
         ["topic", "partition", "error_code", "error"],
     ),
     "ShareRecords": _obj(
         {
-            "member_epoch": _INT,
+            "member_epoch": INT,
             "lock_ms": {"type": "integer", "description": "how long an acquired record stays locked"},
             "records": {"type": "array", "items": ref("ShareRecord")},
             "errors": {"type": "array", "items": ref("SharePartitionError")},
@@ -61,8 +56,8 @@ SHARE_SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "topic": STR,
             "partition": PARTITION_NUMBER,
-            "offset": _NATURAL,
-            "first_offset": _NATURAL,
+            "offset": NATURAL,
+            "first_offset": NATURAL,
             "last_offset": {
                 "type": "integer",
                 "minimum": 0,
@@ -92,8 +87,8 @@ SHARE_SCHEMAS: dict[str, dict[str, Any]] = {
                 "items": _obj(
                     {
                         "topic": STR,
-                        "partition": _INT,
-                        "acknowledged": _INT,
+                        "partition": INT,
+                        "acknowledged": INT,
                         "error_code": _ERROR_CODE,
                         "error": _ERROR,
                     }
