@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught, code_of
 from partitions.errors import InvalidName
 from partitions.metadata.service import AdminService
 from partitions.security.acls import (
@@ -77,10 +77,10 @@ async def create_acls(door: Door, request: wire.Request) -> Any:
         except InvalidName as exc:  # a binding that cannot be one
             answers.append((ErrorCode.invalid_request, str(exc)))
     if wanted:
-        try:
+        with Caught() as caught:  # the change was not made: every creation it held says why
             await door.node.cluster.admin.call(AdminService.create_acls, wanted)
-        except Exception as exc:  # the change was not made: every creation it held says why
-            failed = (code_of(exc), str(exc))
+        if caught.failed:
+            failed = (caught.code, caught.message)
             answers = [failed if code is ErrorCode.none else (code, m) for code, m in answers]
     results = tuple(wire.build(result_cls, error_code=code, error_message=m) for code, m in answers)
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=results)
@@ -162,13 +162,13 @@ async def delete_acls(door: Door, request: wire.Request) -> Any:
         except InvalidName as exc:
             answers.append((ErrorCode.invalid_request, str(exc), []))
     if filters:
-        try:
+        with Caught() as caught:  # the change was not made: every filter it held says why
             removed = iter(await door.node.cluster.admin.call(AdminService.delete_acls, filters))
             each = iter([[acl for _ in range(span) for acl in next(removed)] for span in spans])
             answers = [(c, m, next(each) if c is ErrorCode.none else acls) for c, m, acls in answers]
-        except Exception as exc:  # the change was not made: every filter it held says why
+        if caught.failed:
             answers = [
-                (code_of(exc), str(exc), []) if c is ErrorCode.none else (c, m, a) for c, m, a in answers
+                (caught.code, caught.message, []) if c is ErrorCode.none else (c, m, a) for c, m, a in answers
             ]
 
     def matching(acl: AclBinding) -> Any:

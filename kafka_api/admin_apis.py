@@ -24,10 +24,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api import resource_config_apis as resource_configs
-from kafka_api import wire
+from kafka_api import resource_configs, wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught, Refused, code_of
 from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.features import TOPIC_ASSIGNMENT
@@ -56,7 +55,6 @@ SOURCE_LOGGER = 6  # DYNAMIC_BROKER_LOGGER_CONFIG
 TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 LOGGERS = ("raftlog", "partitions", "kafka_api", "api")  # the packages whose loggers are described
 SET, DELETE = 0, 1
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 
 
@@ -99,10 +97,10 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
         partitions = topic.num_partitions if topic.num_partitions > 0 else door.topic_defaults.partitions
         factor = topic.replication_factor if topic.replication_factor > 0 else _default_replication(door)
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
-        code, message, created = ErrorCode.none, None, None
+        created = None
         stored: dict[str, object] = {}
         assignment: list[list[str]] | None = None
-        try:
+        with Caught() as caught:  # every error is this topic's answer
             if not door.allows(AclOperation.CREATE, CLUSTER):
                 _authorized(door, AclOperation.CREATE, TOPIC_RESOURCE, topic.name)
             check_user_topic_name(topic.name)
@@ -110,11 +108,11 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
                 assignment = _assignment(door, topic)
                 partitions, factor = len(assignment), len(assignment[0])
             elif topic.num_partitions in (0,) or topic.num_partitions < -1:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.invalid_partitions, f"{topic.num_partitions} partitions: positive or -1"
                 )
             if not topic.assignments and (topic.replication_factor in (0,) or topic.replication_factor < -1):
-                raise _Refused(
+                raise Refused(
                     ErrorCode.invalid_replication_factor,
                     f"replication factor {topic.replication_factor}: positive or -1",
                 )
@@ -132,10 +130,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
                     timeout_ms,
                     **({} if assignment is None else {"assignment": assignment}),
                 )
-        except _Refused as refused:
-            code, message = refused.code, str(refused)
-        except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
-            code, message = code_of(exc), str(exc)
+        code, message = caught.code, caught.message
         settings = describe_topic(stored, factor) if code is ErrorCode.none else None
         return wire.build(
             result_cls,
@@ -178,17 +173,17 @@ def _assignment(door: Door, topic: Any) -> list[list[str]]:
     broker there is not; ``placement.check_assignment`` (below the doors) checks the replica sets. Refused
     until the cluster finalized ``features.TOPIC_ASSIGNMENT`` (a node of 0.1.0 would place it itself)."""
     if topic.replication_factor != -1:
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_request,
             "A manual partition assignment was specified, but replication factor was not set to -1.",
         )
     if topic.num_partitions != -1:
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_request,
             "A manual partition assignment was specified, but numPartitions was not set to -1.",
         )
     if not door.node.metadata.features().allows(TOPIC_ASSIGNMENT):
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_request,
             "replicas placed by hand need raftlog.version 2 finalized (raftlog cluster features upgrade)",
         )
@@ -196,20 +191,20 @@ def _assignment(door: Door, topic: Any) -> list[list[str]]:
     by_partition: dict[int, list[str]] = {}
     for entry in topic.assignments:
         if entry.partition_index in by_partition:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.invalid_replica_assignment,
                 f"Found multiple manual partition assignments for partition {entry.partition_index}",
             )
         unknown = [b for b in entry.broker_ids if b not in nodes]
         if unknown:
-            raise _Refused(
+            raise Refused(
                 ErrorCode.invalid_replica_assignment,
                 f"The manual partition assignment includes broker {unknown[0]}, but no such broker is "
                 "registered.",
             )
         by_partition[entry.partition_index] = [nodes[b] for b in entry.broker_ids]
     if sorted(by_partition) != list(range(len(by_partition))):
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_replica_assignment,
             "partitions should be a consecutive 0-based integer sequence",
         )
@@ -230,12 +225,6 @@ def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[An
     )
 
 
-class _Refused(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 async def delete_topics(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
@@ -243,17 +232,19 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
     timeout_ms = wire.millis(body.timeout)
 
     async def delete(name: str) -> Any:
-        code, message = ErrorCode.none, None
-        try:
+        with Caught() as caught:  # every error is this topic's answer
             _authorized(door, AclOperation.DELETE, TOPIC_RESOURCE, name)
             check_user_topic_name(name)
             await door.node.cluster.admin.call(AdminService.delete_topic, name, timeout_ms)
-        except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
-            code, message = code_of(exc), str(exc)
-        return wire.build(result_cls, name=name, error_code=code, error_message=message)
+        return wire.build(result_cls, name=name, error_code=caught.code, error_message=caught.message)
 
     results = await asyncio.gather(*(delete(name) for name in body.topic_names))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
+
+
+def _grow_code(error: BaseException) -> ErrorCode:
+    """A count not above the topic's, or past the cap, is INVALID_PARTITIONS; the rest as everywhere."""
+    return ErrorCode.invalid_partitions if isinstance(error, InvalidTopic) else code_of(error)
 
 
 async def create_partitions(door: Door, request: wire.Request) -> Any:
@@ -267,26 +258,19 @@ async def create_partitions(door: Door, request: wire.Request) -> Any:
     timeout_ms = wire.millis(body.timeout)
 
     async def grow(topic: Any) -> Any:
-        code, message = ErrorCode.none, None
-        try:
+        with Caught(_grow_code) as caught:  # every error is this topic's answer
             if counts[topic.name] > 1:
-                raise _Refused(ErrorCode.invalid_request, "Duplicate topic name.")
+                raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
             _authorized(door, AclOperation.ALTER, TOPIC_RESOURCE, topic.name)
             check_user_topic_name(topic.name)
             if topic.assignments:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.invalid_replica_assignment, "replicas are placed by raftlog, not by hand"
                 )
             await door.node.cluster.admin.call(
                 AdminService.add_partitions, topic.name, topic.count, bool(body.validate_only), timeout_ms
             )
-        except _Refused as refused:
-            code, message = refused.code, str(refused)
-        except InvalidTopic as invalid:  # a count not above the topic's, or past the cap
-            code, message = ErrorCode.invalid_partitions, str(invalid)
-        except Exception as exc:  # every error is this topic's answer (kafka_api.errors)
-            code, message = code_of(exc), str(exc)
-        return wire.build(result_cls, name=topic.name, error_code=code, error_message=message)
+        return wire.build(result_cls, name=topic.name, error_code=caught.code, error_message=caught.message)
 
     once = list({topic.name: topic for topic in body.topics}.values())
     results = await asyncio.gather(*(grow(topic) for topic in once))
@@ -311,7 +295,7 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
         if refused is not None:
             code, message = code_of(refused), str(refused)
         elif resource.resource_type == TOPIC_RESOURCE:
-            try:
+            with Caught() as caught:  # every error is this resource's answer
                 topic = await door.node.cluster.admin.call(
                     AdminService.topic, resource.resource_name, fresh=True
                 )
@@ -319,10 +303,9 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 throttles = await resource_configs.topic_throttles(door, resource.resource_name)
                 described = describe_topic(topic.configs, factor, resource.configuration_keys, throttles)
                 entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
-            except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
-                code, message = code_of(exc), str(exc)
+            code, message = caught.code, caught.message
         elif resource.resource_type == BROKER_RESOURCE:
-            try:
+            with Caught() as caught:  # every error is this resource's answer
                 name = resource_configs.broker_name(resource.resource_name)
                 keys = resource.configuration_keys
                 dynamic = await resource_configs.describe_throttles(door, name, keys)
@@ -331,13 +314,11 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                     *(_entry(entry_cls, entry, synonyms) for entry in described),
                     *resource_configs.entries(entry_cls, dynamic, synonyms),
                 )
-            except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
-                code, message = code_of(exc), str(exc)
+            code, message = caught.code, caught.message
         elif resource.resource_type in resource_configs.KINDS:
-            try:
+            with Caught() as caught:  # every error is this resource's answer
                 entries = await resource_configs.describe_resource(door, resource, entry_cls, synonyms)
-            except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
-                code, message = code_of(exc), str(exc)
+            code, message = caught.code, caught.message
         elif resource.resource_type == BROKER_LOGGER_RESOURCE:
             entries = tuple(_logger_entries(entry_cls, resource.configuration_keys))
         else:
@@ -440,7 +421,7 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
                     raise InvalidConfig(config.name, None, "unknown property")
                 result[config.name] = None  # removed from the topic's configs: its default applies
             else:
-                raise _Refused(
+                raise Refused(
                     ErrorCode.invalid_request,
                     f"{config.name}: APPEND and SUBTRACT apply to list properties; raftlog has none",
                 )
@@ -451,7 +432,7 @@ async def incremental_alter_configs(door: Door, request: wire.Request) -> Any:
 
 def _not_null(name: str, value: str | None) -> str:
     if value is None:
-        raise _Refused(ErrorCode.invalid_config, f"{name}: a config value must not be null")
+        raise Refused(ErrorCode.invalid_config, f"{name}: a config value must not be null")
     return value
 
 
@@ -463,7 +444,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
 
     async def alter(resource: Any) -> Any:
         code, message = ErrorCode.none, None
-        try:
+        with Caught() as caught:  # every error is this resource's answer
             _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
             kind = resource_configs.KINDS.get(resource.resource_type)
             if resource.resource_type == BROKER_RESOURCE and incremental:
@@ -477,7 +458,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
                 await resource_configs.alter_resource(door, kind, name, wanted_configs, body.validate_only)
                 return _resource_answer(response_cls, resource, code, message)
             if resource.resource_type != TOPIC_RESOURCE:
-                raise _Refused(ErrorCode.invalid_request, "only topic configs can be changed")
+                raise Refused(ErrorCode.invalid_request, "only topic configs can be changed")
             throttled = [c for c in resource.configs if c.name in THROTTLED_REPLICAS] if incremental else []
             topic = await admin.call(AdminService.topic, resource.resource_name, fresh=True)
             if throttled:
@@ -494,11 +475,7 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
             wanted = {k: None if value is None else typed[stored_name(k)] for k, value in wanted.items()}
             if not body.validate_only:
                 await admin.call(AdminService.alter_configs, resource.resource_name, wanted)
-        except _Refused as refused:
-            code, message = refused.code, str(refused)
-        except Exception as exc:  # every error is this resource's answer (kafka_api.errors)
-            code, message = code_of(exc), str(exc)
-        return _resource_answer(response_cls, resource, code, message)
+        return _resource_answer(response_cls, resource, caught.code, caught.message)
 
     results = await asyncio.gather(*(alter(resource) for resource in body.resources))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
@@ -513,7 +490,7 @@ async def describe_cluster(door: Door, request: wire.Request) -> Any:
     omitted with it, none without."""
     cls = wire.response_class(request.api_key, request.api_version)
     broker_cls = wire.sibling(cls, "DescribeClusterBroker")
-    operations = AUTHORIZED_OPERATIONS_OMITTED
+    operations = wire.AUTHORIZED_OPERATIONS_OMITTED
     if request.body.include_cluster_authorized_operations and not door.allows(AclOperation.DESCRIBE, CLUSTER):
         operations = 0
     brokers = []

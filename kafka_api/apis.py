@@ -58,10 +58,10 @@ from kafka_api.describe_topic_partitions import describe_topic_partitions
 from kafka_api.door import Door
 from kafka_api.feature_apis import update_features
 from kafka_api.fetch import fetch
+from kafka_api.find_coordinator import find_coordinator
 from kafka_api.group_apis import (
     delete_groups,
     describe_groups,
-    find_coordinator,
     heartbeat,
     join_group,
     leave_group,

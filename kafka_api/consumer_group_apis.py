@@ -1,52 +1,33 @@
 """ConsumerGroupHeartbeat (API 68) and ConsumerGroupDescribe (API 69): the consumer group protocol
 (KIP-848), translated. The coordinator is below the doors (``partitions.groups.consumer_coordinator``,
 the node's ``GroupCoordinator.consumer``); here topic ids become names and back (a topic's Kafka id,
-``metadata.kafka_topic_id``), the connection's client id and address are added, and typed refusals
+``topics.kafka_topic_id``), the connection's client id and address are added, and typed refusals
 become error codes (``errors.py``). READ on the group for a heartbeat, DESCRIBE for a describe, as
 Kafka's; which topics the connection's principal may DESCRIBE is the coordinator's rule (its ``Viewer``:
 the regex's topics, the subscribed names, what a description shows)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
-from kafka_api.errors import code_of, group_coordinator_code
-from kafka_api.group_apis import DESCRIBE, GROUP, READ, coordinator_of
-from kafka_api.metadata import kafka_topic_id
-from partitions.errors import InvalidName, UnknownTopic
+from kafka_api.errors import Caught, code_of, group_coordinator_code
+from kafka_api.group_describe import DescribeShape
+from kafka_api.topics import names_by_id, topic_ids
+from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer_group import Heartbeat
-from partitions.groups.errors import InvalidGroupRequest, NotCoordinator
 from partitions.groups.topic_regex import EVERYONE, Viewer
-from partitions.names import check_group_name
 from partitions.security.acls import AclOperation, ResourceType
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+READ, DESCRIBE, GROUP = AclOperation.READ, AclOperation.DESCRIBE, ResourceType.GROUP
 CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1's member type: 0 classic, 1 consumer protocol
-
-
-def _topic_ids(door: Door, names: Iterable[str]) -> dict[str, uuid.UUID]:
-    view, ids = door.node.metadata, {}
-    for name in set(names):
-        with contextlib.suppress(UnknownTopic):
-            ids[name] = kafka_topic_id(door.cluster_id, view.topic(name))
-    return ids
-
-
-def _names_by_id(door: Door) -> dict[uuid.UUID, str]:
-    view, names = door.node.metadata, {}
-    for name in view.topics():
-        with contextlib.suppress(UnknownTopic):
-            names[kafka_topic_id(door.cluster_id, view.topic(name))] = name
-    return names
 
 
 def _by_topic(door: Door, tps: Iterable[TopicPartition], cls: type) -> tuple[Any, ...]:
@@ -54,7 +35,7 @@ def _by_topic(door: Door, tps: Iterable[TopicPartition], cls: type) -> tuple[Any
     partitions: dict[str, list[int]] = {}
     for tp in sorted(tps):
         partitions.setdefault(tp.topic, []).append(tp.partition)
-    ids = _topic_ids(door, partitions)
+    ids = topic_ids(door, partitions)
     return tuple(
         wire.build(cls, topic_id=ids[t], topic_name=t, partitions=tuple(ps))  # the name: describe's only
         for t, ps in partitions.items()
@@ -83,12 +64,15 @@ def viewer(door: Door) -> Viewer:
     return Viewer(principal, host, describable, acls)
 
 
-def _coordinating(door: Door, group: str) -> None:
-    if not group:
-        raise InvalidGroupRequest("GroupId can't be empty.")
-    check_group_name(group)
-    if coordinator_of(door, group) != door.node.node_id:
-        raise NotCoordinator(group)
+def _group_code(error: BaseException) -> ErrorCode:
+    """A group id that cannot name a group is INVALID_GROUP_ID; the rest as everywhere."""
+    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else code_of(error)
+
+
+def _heartbeat_code(error: BaseException) -> ErrorCode:
+    """A heartbeat's: a group id that cannot name a group INVALID_GROUP_ID, a failed write of the group's
+    record a coordinator's code (``errors.group_coordinator_code``)."""
+    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else group_coordinator_code(error)
 
 
 async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
@@ -106,7 +90,7 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
     owned = None
     if body.topic_partitions is not None:
-        names = _names_by_id(door) if body.topic_partitions else {}
+        names = names_by_id(door) if body.topic_partitions else {}
         owned = frozenset(
             TopicPartition(names[entry.topic_id], int(p))
             for entry in body.topic_partitions
@@ -127,14 +111,12 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         client_host=f"/{door.session.host}" if door.session.host else "",
         subscribed_regex=getattr(body, "subscribed_topic_regex", None),
     )
-    try:
-        _coordinating(door, body.group_id)
+    with Caught(_heartbeat_code) as caught:  # every error is the heartbeat's answer
+        coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
         answer = await door.coordinator.consumer.heartbeat(body.group_id, hb, viewer(door))
-    except InvalidName as exc:
-        return refused(ErrorCode.invalid_group_id, str(exc))
-    except Exception as exc:  # every error is the heartbeat's answer, a failed write as a coordinator's
-        return refused(group_coordinator_code(exc), str(exc))
+    if caught.failed:
+        return refused(caught.code, caught.message or "")
     assignment = None
     if answer.assignment is not None:
         assignment_cls = wire.sibling(cls, "Assignment")
@@ -147,26 +129,6 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         member_id=answer.member_id, member_epoch=answer.member_epoch,
         heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment,
     )  # fmt: skip
-
-
-class DescribeShape:
-    """The classes of a ConsumerGroupDescribe or ShareGroupDescribe answer (the same shape) and a group's
-    entry, a Dead group's fields unless ``values`` say otherwise."""
-
-    def __init__(self, request: wire.Request) -> None:
-        self.response = wire.response_class(request.api_key, request.api_version)
-        self._group = wire.sibling(self.response, "DescribedGroup")
-        self.member = wire.sibling(self.response, "Member")
-        self.assignment = wire.sibling(self.response, "Assignment")
-        self.entry = wire.sibling(self.response, "TopicPartitions")
-
-    def described(self, name: str, code: ErrorCode, message: str | None = None, **values: Any) -> Any:
-        fields: dict[str, Any] = {
-            "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
-            "members": (), "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-        }  # fmt: skip
-        fields.update(values)
-        return wire.build(self._group, group_id=name, error_code=code, error_message=message, **fields)
 
 
 async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
@@ -184,14 +146,11 @@ async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
                 )
             )
             continue
-        try:
-            _coordinating(door, name)
+        with Caught(_group_code) as caught:  # every error is the group's answer
+            coordinating(door, name)
             state = await door.coordinator.consumer.describe_for(name, viewer(door))
-        except InvalidName as exc:
-            groups.append(described(name, ErrorCode.invalid_group_id, str(exc)))
-            continue
-        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
-            groups.append(described(name, code_of(exc), str(exc)))
+        if caught.failed:
+            groups.append(described(name, caught.code, caught.message))
             continue
         target = state.target
         members = tuple(

@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught
 from kafka_api.pacing import ITEMS_PER_TURN
 from partitions.security.acls import AclOperation, ResourceType
 
@@ -30,15 +28,13 @@ async def delete_records(door: Door, request: wire.Request) -> Any:
     data = door.node.local.data
 
     async def one(topic: str, partition: int, offset: int) -> Any:
-        code, low_watermark = ErrorCode.none, NO_LOW_WATERMARK
-        try:
+        low_watermark = NO_LOW_WATERMARK
+        with Caught() as caught:  # every error is the partition's answer
             if not door.allows(AclOperation.DELETE, ResourceType.TOPIC, topic):
                 raise door.refusal(AclOperation.DELETE, ResourceType.TOPIC, topic)
             low_watermark = await data.delete_records(topic, partition, offset, timeout_ms)
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            code = code_of(exc)
         return wire.build(
-            partition_cls, partition_index=partition, low_watermark=low_watermark, error_code=code
+            partition_cls, partition_index=partition, low_watermark=low_watermark, error_code=caught.code
         )
 
     topics = []

@@ -1,5 +1,5 @@
 """DescribeTopicPartitions (KIP-966's, what ``kafka-topics --describe`` of Kafka 4 asks instead of
-Metadata): each topic's partitions as Metadata answers them (``metadata.partition_values``), sorted by
+Metadata): each topic's partitions as Metadata answers them (``topics.partition_values``), sorted by
 name, at most ``response_partition_limit`` partitions an answer (Kafka's default 2000) with a cursor to go
 on from. A Raft group needs no eligible leader replicas (KIP-966's ELR: replicas that may be elected
 although out of the ISR): its leader is elected by a majority holding every committed entry, so both ELR
@@ -14,8 +14,8 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.metadata import AUTHORIZED_OPERATIONS_OMITTED, ZERO_TOPIC_ID, kafka_topic_id, partition_values
 from kafka_api.pacing import Pacer
+from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, partition_values
 from partitions.errors import UnknownTopic
 from partitions.security.acls import AclOperation, ResourceType
 
@@ -75,7 +75,7 @@ async def describe_topic_partitions(door: Door, request: wire.Request) -> Any:
                 topic_id=kafka_topic_id(door.cluster_id, topic),
                 is_internal=name.startswith("__"),
                 partitions=partitions,
-                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
             )
         )
         if last < topic.partitions:
@@ -92,5 +92,5 @@ def _refused(topic_cls: Any, error: ErrorCode, name: str) -> Any:
         topic_id=ZERO_TOPIC_ID,
         is_internal=False,
         partitions=(),
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
     )

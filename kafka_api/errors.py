@@ -1,25 +1,51 @@
-"""The one table from raftlog's typed errors to Kafka error codes (most specific class first).
+"""The Kafka door's one error boundary: the one table from raftlog's typed errors to Kafka error codes
+(most specific class first), and ``Caught``, the one place a handler's error becomes an answer.
 
-Every ``RaftlogError`` a handler can meet resolves here; anything else is a bug, logged, and answered
-``UNKNOWN_SERVER_ERROR``. ``tests/kafka_api/test_errors.py`` fails when an error class is not mapped.
-Retriable codes are the ones Kafka clients retry on their own (refreshing metadata first for
-``NOT_LEADER_OR_FOLLOWER``).
+Every ``RaftlogError`` a handler can meet resolves here; anything else is a bug, logged with its traceback,
+and answered ``UNKNOWN_SERVER_ERROR``. ``tests/kafka_api/test_kafka_errors.py`` fails when an error class is
+not mapped. Retriable codes are the ones Kafka clients retry on their own (refreshing metadata first for
+``NOT_LEADER_OR_FOLLOWER``). A refusal the door decides itself is a ``Refused`` carrying its code.
+
+Kafka answers carry an error code per item (a partition, a topic, a group, a resource, a user) and some a
+code of the whole answer: a handler runs each item's work ``with Caught() as caught:`` and answers
+``caught.code`` and ``caught.message`` for it (``ErrorCode.none`` and None when nothing was raised), or
+keeps the outcome of a task with ``outcome_of``. No handler catches ``Exception`` itself
+(``tests/test_architecture.py`` holds the door to that): what escapes a handler is the server's, which logs
+it and closes the connection (``server.py``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from kafka_api import wire
 from partitions import errors as broker
 from partitions.groups import errors as groups
+from partitions.names import TRANSACTIONS_TOPIC
 from partitions.transactions import errors as transactions
 from raftlog.consensus import errors as consensus
 from raftlog.errors import InvariantViolation, RaftlogError
 from raftlog.storage import errors as storage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Mapper = Callable[[BaseException], ErrorCode]  # an error's code: ``code_of``, or an API's own way first
+
+
+class Refused(Exception):
+    """An answer the door decides itself, before asking below it (a field out of range, a name given twice,
+    an id that names no transactional producer): the Kafka ``code`` and its words (the code's name when
+    none are given)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(code.name if message is None else message)
+        self.code = code
+
 
 TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     # a batch of a producer id InitProducerId gave another principal: answered as the refusal each Kafka
@@ -139,6 +165,8 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
 
 def code_of(error: BaseException) -> ErrorCode:
     """The Kafka error code a partition's or topic's answer carries for ``error``."""
+    if isinstance(error, Refused):
+        return error.code
     for kind, code in TABLE:
         if isinstance(error, kind):
             if code is ErrorCode.unknown_server_error:
@@ -166,3 +194,80 @@ def group_coordinator_code(error: BaseException) -> ErrorCode:
     ):
         return ErrorCode.coordinator_not_available
     return code_of(error)
+
+
+# the first version of each API whose clients know PRODUCER_FENCED (before it: INVALID_PRODUCER_EPOCH):
+# InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
+PRODUCER_FENCED_FROM = {22: 4, 24: 2, 25: 2, 26: 2}
+
+
+def transaction_coordinator_code(error: BaseException, request: wire.Request) -> ErrorCode:
+    """The Kafka code of an error the transaction coordinator raised, for this request: its leadership
+    or a write to its log that failed as a coordinator's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE), a fenced producer by the request's version, the rest as ``code_of``."""
+    if isinstance(error, (consensus.NotLeader, consensus.ProposalDiscarded, consensus.ProposalRejected)):
+        return ErrorCode.not_coordinator
+    if isinstance(error, consensus.NoLeader):  # electing, or led here but not caught up with its log yet
+        return ErrorCode.coordinator_load_in_progress
+    if isinstance(error, (consensus.OutcomeUnknown, consensus.ProposalQueueFull)):
+        # not written in time, as Kafka's coordinator answers an append to its log that timed out: every
+        # client asks again (REQUEST_TIMED_OUT would end franz-go's EndTxn as failed, and it would take a
+        # commit that may yet be decided for an abort and process the input again)
+        return ErrorCode.coordinator_not_available
+    if isinstance(error, broker.UnknownTopic) and error.topic == TRANSACTIONS_TOPIC:
+        return ErrorCode.coordinator_not_available
+    if isinstance(error, broker.ProducerFenced):
+        fenced_from = PRODUCER_FENCED_FROM.get(request.api_key)
+        if fenced_from is not None and request.api_version >= fenced_from:
+            return ErrorCode.producer_fenced
+        return ErrorCode.invalid_producer_epoch
+    return code_of(error)
+
+
+class Caught:
+    """The outcome of one item's work (a partition's, a topic's, a group's, a resource's, or the whole
+    request's where Kafka answers one code): ``with Caught() as caught:`` runs it, and an ``Exception``
+    raised in it ends the work and becomes the item's answer, ``code`` (``mapper``'s: ``code_of`` unless
+    an API maps some errors its own way) and ``message`` (its words); the others' items go on. A bug is
+    logged here, with its traceback, by the mapper. Nothing of the error is kept: 100,000 items' errors
+    holding their frames made the garbage collector hold the node for seconds. A cancellation
+    (``BaseException``) is not an answer and goes through."""
+
+    __slots__ = ("_mapper", "code", "failed", "message")
+
+    def __init__(self, mapper: Mapper = code_of) -> None:
+        self._mapper = mapper
+        self.code = ErrorCode.none
+        self.message: str | None = None
+        self.failed = False
+
+    @classmethod
+    def of(cls, error: Exception, mapper: Mapper = code_of) -> Caught:
+        """An item answered ``error`` without running anything (an unknown partition found in the request)."""
+        caught = cls(mapper)
+        caught._keep(error)
+        return caught
+
+    def __enter__(self) -> Caught:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> bool:
+        if not isinstance(error, Exception):
+            return False  # nothing raised, or a cancellation: not the item's answer
+        self._keep(error)
+        return True
+
+    def _keep(self, error: Exception) -> None:
+        self.code = self._mapper(error)  # a bug is logged here
+        self.message = str(error)
+        self.failed = True
+
+
+async def outcome_of(work: Awaitable[T], mapper: Mapper = code_of) -> T | Caught:
+    """``work``'s result, or what it raised as ``Caught``: for a task whose outcome is kept until the
+    request is answered (a Produce's appends)."""
+    with Caught(mapper) as caught:
+        return await work
+    return caught

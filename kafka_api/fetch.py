@@ -39,7 +39,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import throttling, wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught, code_of
 from kafka_api.fetch_sessions import (
     FINAL_EPOCH,
     NO_SESSION,
@@ -49,8 +49,8 @@ from kafka_api.fetch_sessions import (
     Key,
     Wanted,
 )
-from kafka_api.metadata import topic_names_by_id
-from kafka_api.pacing import ITEMS_PER_TURN, Pacer, answer_of
+from kafka_api.pacing import ITEMS_PER_TURN, Pacer
+from kafka_api.topics import topic_names_by_id
 from partitions.data.service import NO_LEADER_EPOCH, FetchedBatches, check_leader_epoch
 from partitions.errors import AuthorizationFailed
 from partitions.security.acls import AclOperation, ResourceType
@@ -72,7 +72,7 @@ class _Part:
     max_bytes: int
     current_leader_epoch: int = NO_LEADER_EPOCH  # v9+: the epoch the client's metadata gave (-1: none)
     result: FetchedBatches | None = None
-    error: BaseException | None = None
+    code: ErrorCode = ErrorCode.none  # what its read raised (``errors.Caught``)
     refused: AuthorizationFailed | None = None  # not read: the connection may not READ the topic
     key: Key = ("", 0)  # in the fetch session: the topic's name, or (v13+) its id, and the partition
     topic_id: uuid.UUID | None = None  # v13+
@@ -134,7 +134,7 @@ async def fetch(door: Door, request: wire.Request) -> Any:
         readable
         and wait_ms > 0
         and _bytes(readable) < max(body.min_bytes, 1)
-        and not any(p.error for p in readable)
+        and all(p.code is ErrorCode.none for p in readable)
     ):
         waiting_since = time.perf_counter()
         await _wait_any(door, readable, wait_ms, committed)
@@ -167,28 +167,25 @@ async def _read_all(door: Door, parts: list[_Part], max_bytes: int, committed: b
     reads = data.fetch_stable if committed else data.fetch_batches
 
     async def read(part: _Part, most: int) -> None:
-        try:
+        part.result = None
+        with Caught() as caught:  # every error is the partition's answer
             result = await reads(part.topic, part.partition, part.offset, most, 0)
             _check_epoch(part, result.leader_epoch)
-            part.result, part.error = result, None
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            part.result, part.error = None, answer_of(exc)
+            part.result = result
+        part.code = caught.code
 
     async def offsets_only(part: _Part) -> None:
-        try:
+        part.result = None
+        with Caught() as caught:  # every error is the partition's answer
             offsets = await data.offsets(part.topic, part.partition)
             _check_epoch(part, offsets.leader_epoch)
-            part.result, part.error = (
-                FetchedBatches(
-                    b"",
-                    offsets.high_watermark,
-                    offsets.log_start_offset,
-                    last_stable_offset=offsets.last_stable_offset,
-                ),
-                None,
+            part.result = FetchedBatches(
+                b"",
+                offsets.high_watermark,
+                offsets.log_start_offset,
+                last_stable_offset=offsets.last_stable_offset,
             )
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            part.result, part.error = None, answer_of(exc)
+        part.code = caught.code
 
     left = max_bytes
     index = 0
@@ -254,8 +251,8 @@ async def _response(
             code = ErrorCode.unknown_topic_id
         elif part.refused is not None:
             code = code_of(part.refused)
-        elif part.error is not None:
-            code = code_of(part.error)
+        elif part.code is not ErrorCode.none:
+            code = part.code
         elif part.result is not None:
             high, start = part.result.high_watermark, part.result.log_start_offset
             stable = part.result.last_stable_offset if part.result.last_stable_offset >= 0 else high

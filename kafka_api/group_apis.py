@@ -1,10 +1,9 @@
-"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``partitions.groups.classic``
+"""The group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``partitions.groups.classic``
 holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
 leader: the same ones the HTTP API shows, one group, one truth; reached through ``Cluster.offsets``, which
 waits while a partition's leader moves and then answers COORDINATOR_LOAD_IN_PROGRESS, the code every group
 client retries), TxnOffsetCommit (offsets committed in a transaction), ListGroups, DescribeGroups and
-DeleteGroups. FindCoordinator also finds a transactional id's
-coordinator (key type 1, ``transaction_apis``).
+DeleteGroups. FindCoordinator is ``find_coordinator``'s.
 
 A group's coordinator is the leader of its ``__consumer_groups`` partition (``murmur2(group) %
 partitions``, as for the HTTP API's consumer groups); a node asked about a group it does not coordinate
@@ -15,7 +14,7 @@ empty groups the group table keeps (those that committed offsets, across restart
 members of one door refuses members of the other (INCONSISTENT_GROUP_PROTOCOL here, 409 there).
 
 With ``serve --enforce-acls`` each API checks what Kafka's does, before anything else:
-FindCoordinator, DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
+DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit and TxnOffsetCommit READ on it, DeleteGroups and OffsetDelete DELETE
 (GROUP_AUTHORIZATION_FAILED); OffsetCommit, TxnOffsetCommit and OffsetDelete READ and OffsetFetch DESCRIBE
 on each topic (TOPIC_AUTHORIZATION_FAILED per partition; a fetch of every topic leaves out those it may not
@@ -33,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,11 +40,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.coordinators import group_coordinator_of
 from kafka_api.door import Door
-from kafka_api.errors import code_of, group_coordinator_code
+from kafka_api.errors import Caught, code_of, group_coordinator_code, transaction_coordinator_code
 from kafka_api.share_state import share_offsets
-from kafka_api.transaction_apis import TRANSACTION_KEY, coordinator_code
-from kafka_api.transaction_apis import find_coordinator as find_transaction_coordinator
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
 from partitions.errors import InvalidName
@@ -58,14 +57,12 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from partitions.names import GROUPS_TOPIC, broker_id, check_group_name, check_transactional_id
+from partitions.names import check_group_name, check_transactional_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import TransactionService
 from raftlog.errors import RaftlogError
 
-GROUP_KEY = 0
 CONSUMER_COMMIT_REFUSALS = (UnknownMember, StaleMemberEpoch, ConsumerProtocolVersion)
-NO_NODE = -1
 NO_OFFSET = -1
 # a group's offsets out of reach for the request's time (``OffsetsUnavailable``): retried by every client
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
@@ -74,11 +71,6 @@ TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: 
 
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
-
-
-def coordinator_of(door: Door, group: str) -> str | None:
-    """The node coordinating ``group`` as this node knows it; None when none is known (yet)."""
-    return door.coordinator_of(GROUPS_TOPIC, group)
 
 
 READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
@@ -96,7 +88,7 @@ def _coordinating(door: Door, group: str) -> None:
         check_group_name(group)  # the names the HTTP door takes: one set of groups
     except InvalidName as exc:
         raise GroupRefusal(ErrorCode.invalid_group_id, str(exc)) from None
-    if coordinator_of(door, group) != door.node.node_id:
+    if group_coordinator_of(door, group) != door.node.node_id:
         door.groups.drop(group)
         raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")
 
@@ -114,53 +106,6 @@ def _stored_code(error: BaseException) -> ErrorCode:
     again, and a commit asked again stores the same offset) where the store failed on time or leadership."""
     code = code_of(error)
     return LOAD_IN_PROGRESS if code in _NOT_A_COMMIT_CODE else code
-
-
-# -- FindCoordinator --------------------------------------------------------------------------------
-
-
-async def find_coordinator(door: Door, request: wire.Request) -> Any:
-    body = request.body
-    cls = wire.response_class(request.api_key, request.api_version)
-    keys = list(body.coordinator_keys) if hasattr(body, "coordinator_keys") else [body.key]
-    key_type = getattr(body, "key_type", GROUP_KEY)
-    answers = [await _find(door, key, key_type) for key in keys]
-    if hasattr(body, "coordinator_keys"):
-        entry = wire.sibling(cls, "Coordinator")
-        coordinators = tuple(
-            wire.build(entry, key=key, **answer) for key, answer in zip(keys, answers, strict=True)
-        )
-        return wire.build(cls, throttle_time=wire.NO_THROTTLE, coordinators=coordinators)
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, **answers[0])
-
-
-async def _find(door: Door, key: str, key_type: int) -> dict[str, Any]:
-    def refused(code: ErrorCode, message: str) -> dict[str, Any]:
-        return {"error_code": code, "error_message": message, "node_id": NO_NODE, "host": "", "port": -1}
-
-    if key_type == TRANSACTION_KEY:
-        return await find_transaction_coordinator(door, key)
-    if key_type != GROUP_KEY:  # 2: a share group's (KIP-932)
-        return refused(ErrorCode.invalid_request, f"key type {key_type}: raftlog coordinates groups (0) and "
-                       "transactional ids (1)")  # fmt: skip
-    if not door.allows(DESCRIBE, GROUP, key):
-        return refused(ErrorCode.group_authorization_failed, str(door.refusal(DESCRIBE, GROUP, key)))
-    try:
-        await door.coordinator.ensure_topic()
-    except Exception as exc:  # every error is this key's answer (kafka_api.errors)
-        return refused(code_of(exc), str(exc))
-    leader = coordinator_of(door, key)
-    address = door.broker_address(leader) if leader is not None else None
-    if leader is None or address is None:
-        return refused(ErrorCode.coordinator_not_available, f"no coordinator of group {key!r} is known yet")
-    host, port = address
-    return {
-        "error_code": ErrorCode.none,
-        "error_message": None,
-        "node_id": broker_id(leader),
-        "host": host,
-        "port": port,
-    }
 
 
 # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ----------------------------------------------------
@@ -379,14 +324,14 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     partition_cls = wire.sibling(cls, "OffsetFetchResponsePartitions")
     groups = []
     for asked in body.groups:
-        try:
+        with Caught() as caught:  # every error is the group's answer
             if door.allows(DESCRIBE, GROUP, asked.group_id):
                 member_id = getattr(asked, "member_id", None)
                 door.coordinator.consumer.check_fetch(
                     asked.group_id, member_id, getattr(asked, "member_epoch", -1)
                 )
-        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
-            groups.append(wire.build(group_cls, group_id=asked.group_id, topics=(), error_code=code_of(exc)))
+        if caught.failed:
+            groups.append(wire.build(group_cls, group_id=asked.group_id, topics=(), error_code=caught.code))
             continue
         topics, top = await _fetch_group(
             door, request.api_version, asked.group_id, asked.topics, stable, topic_cls, partition_cls
@@ -406,7 +351,7 @@ async def _fetch_group(
         if not group_refused:
             recorded = door.coordinator.recorded(group)
             if recorded is None:  # this node may not read the group's table
-                if coordinator_of(door, group) != door.node.node_id:  # the client finds it, asks there
+                if group_coordinator_of(door, group) != door.node.node_id:  # the client finds it, asks there
                     return (), ErrorCode.not_coordinator
                 return (), LOAD_IN_PROGRESS  # led here, its table not readable yet: asked again
             named = [] if recorded.group is None else recorded.group.offset_topics()
@@ -426,10 +371,11 @@ async def _fetch_group(
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.group_authorization_failed
         if not door.allows(DESCRIBE, TOPIC, topic):
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.topic_authorization_failed
-        try:
+        found = None
+        with Caught() as caught:  # every error is the partition's answer
             found = await offsets.committed(group, topic, partition, stable)
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            return NO_OFFSET, NO_LEADER_EPOCH, code_of(exc)
+        if caught.failed:
+            return NO_OFFSET, NO_LEADER_EPOCH, caught.code
         if found is None:
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.none
         return found.offset, found.leader_epoch, ErrorCode.none
@@ -465,7 +411,6 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
     transaction (its coordinator must end them), stored pending on each partition's leader. From v5 (Kafka's
     transaction version 2) the producer sends no AddOffsetsToTxn: the request adds the group itself."""
     body = request.body
-    refusal: ErrorCode | None = None
     readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
     tps = [
         TopicPartition(t.name, p.partition_index)
@@ -474,7 +419,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         for p in t.partitions
     ]
     transaction = -1  # the transaction's ordinal, once its coordinator added the partitions
-    try:
+    with Caught(functools.partial(_txn_commit_code, request=request)) as caught:  # every partition's answer
         try:
             check_transactional_id(body.transactional_id)
         except InvalidName:
@@ -512,20 +457,7 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
                 tps,
                 door.session.principal,
             )
-    except GroupRefusal as refused:
-        refusal = ErrorCode(refused.code)
-    except CONSUMER_COMMIT_REFUSALS as exc:  # a consumer protocol member's commit refused
-        refusal = code_of(exc)
-    except Exception as exc:  # every partition's answer (kafka_api.errors); the coordinator's own words
-        refusal = coordinator_code(exc, request)
-        if refusal in (
-            ErrorCode.not_coordinator,
-            ErrorCode.coordinator_not_available,
-            ErrorCode.concurrent_transactions,  # v5: the previous transaction still completing
-        ):
-            # the transaction's coordinator moved: not this group coordinator's (the client would look
-            # the group up again); it asks again and the call follows the new one
-            refusal = ErrorCode.coordinator_load_in_progress
+    refusal = caught.code if caught.failed else None
     offsets = door.node.cluster.offsets
 
     async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> None:
@@ -535,6 +467,26 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         )  # fmt: skip
 
     return await _committed(request, "TxnOffsetCommit", refusal, readable, commit)
+
+
+def _txn_commit_code(error: BaseException, request: wire.Request) -> ErrorCode:
+    """Every partition's code of a TxnOffsetCommit refused before its offsets are stored: a refusal's own,
+    a consumer protocol member's commit refused, else the transaction coordinator's words
+    (``errors.transaction_coordinator_code``), where a coordinator that moved is the group's load in
+    progress: not this group coordinator's move (the client would look the group up again); it asks again
+    and the call follows the new one."""
+    if isinstance(error, GroupRefusal):
+        return ErrorCode(error.code)
+    if isinstance(error, CONSUMER_COMMIT_REFUSALS):
+        return code_of(error)
+    code = transaction_coordinator_code(error, request)
+    if code in (
+        ErrorCode.not_coordinator,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.concurrent_transactions,  # v5: the previous transaction still completing
+    ):
+        return ErrorCode.coordinator_load_in_progress
+    return code
 
 
 async def _committed(
@@ -560,11 +512,9 @@ async def _committed(
             return refusal
         if topic not in readable:
             return ErrorCode.topic_authorization_failed
-        try:
+        with Caught(_stored_code) as caught:  # every error is the partition's answer
             await commit(topic, partition, offset, leader_epoch)
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            return _stored_code(exc)
-        return ErrorCode.none
+        return caught.code
 
     codes = [
         await asyncio.gather(
@@ -638,7 +588,7 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
                   members: tuple[Any, ...] = ()) -> Any:  # fmt: skip
         return wire.build(
             group_cls, error_code=code, group_id=name, group_state=state, protocol_type=protocol_type,
-            protocol_data=protocol, members=members, authorized_operations=-(2**31),
+            protocol_data=protocol, members=members, authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
         )  # fmt: skip
 
     answers = []
@@ -646,7 +596,7 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
         if not door.allows(DESCRIBE, GROUP, name):
             answers.append(described(name, ErrorCode.group_authorization_failed))
             continue
-        if coordinator_of(door, name) != door.node.node_id:
+        if group_coordinator_of(door, name) != door.node.node_id:
             answers.append(described(name, ErrorCode.not_coordinator))
             continue
         try:  # as the table holds it when not loaded here yet: a coordinator just elected has its members
@@ -714,17 +664,16 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
     async def delete(name: str) -> ErrorCode:
         if not door.allows(DELETE, GROUP, name):
             return ErrorCode.group_authorization_failed
-        if coordinator_of(door, name) != door.node.node_id:
+        if group_coordinator_of(door, name) != door.node.node_id:
             return ErrorCode.not_coordinator
-        try:  # a partition holding its offsets out of reach, or the group's own electing:
+        with Caught(group_coordinator_code) as caught:  # every error is this group's answer
+            # a partition holding its offsets out of reach, or the group's own electing:
             # COORDINATOR_LOAD_IN_PROGRESS, retried by the clients; the group stays listed until its
             # offsets are gone, so asking again finishes the work
             with contextlib.suppress(UnknownGroup, NotConsumerGroup):  # not a share group
                 await share_offsets(door).forget_group(name)  # its records' state in each partition
             await door.node.local.groups.delete_group(name)
-        except Exception as exc:  # every error is this group's answer (kafka_api.errors)
-            return group_coordinator_code(exc)
-        return ErrorCode.none
+        return caught.code
 
     results = [
         wire.build(entry, group_id=name, error_code=await delete(name)) for name in request.body.groups_names
@@ -767,11 +716,9 @@ async def offset_delete(door: Door, request: wire.Request) -> Any:
             return ErrorCode.topic_authorization_failed
         if topic in subscribed:
             return ErrorCode.group_subscribed_to_topic
-        try:
+        with Caught() as caught:  # every error is the partition's answer
             await offsets.delete(body.group_id, topic, partition)
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            return code_of(exc)
-        return ErrorCode.none
+        return caught.code
 
     codes = [
         await asyncio.gather(*(delete(topic.name, p.partition_index) for p in topic.partitions))

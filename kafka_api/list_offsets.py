@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught
 from kafka_api.pacing import ITEMS_PER_TURN
 from partitions.data.service import check_leader_epoch
 from partitions.security.acls import AclOperation, ResourceType
@@ -48,7 +48,7 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
 
     async def one(topic: str, partition: int, timestamp: int, current_epoch: int, again: bool) -> Any:
         code, found_at, offset, epoch = ErrorCode.none, NO_OFFSET, NO_OFFSET, NO_EPOCH
-        try:
+        with Caught() as caught:  # every error is the partition's answer
             if again:  # named earlier in the request
                 code = ErrorCode.invalid_request
             elif not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
@@ -75,8 +75,8 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
                         found = await data.offset_for_timestamp(topic, partition, timestamp)
                     if found is not None:
                         found_at, offset, epoch = found.timestamp_ms, found.offset, found.leader_epoch
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            code = code_of(exc)
+        if caught.failed:
+            code = caught.code
         return wire.build(
             partition_cls,
             partition_index=partition,

@@ -31,9 +31,6 @@ bootstrap again).
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import hashlib
 import uuid
 from typing import Any
 
@@ -42,29 +39,16 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
+from kafka_api.topics import (
+    ZERO_TOPIC_ID,
+    kafka_topic_id,
+    partition_values,
+    topic_names_by_id,
+)
 from partitions.controller.state import TopicMetadata
 from partitions.errors import InvalidName, UnknownTopic
 from partitions.names import INTERNAL_TOPICS, broker_id, check_topic_name, check_user_topic_name
 from partitions.security.acls import AclOperation, ResourceType
-
-NO_LEADER = -1
-NO_EPOCH = -1
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-ZERO_TOPIC_ID = uuid.UUID(int=0)  # Kafka's "no id": an unknown topic named by its name
-
-
-def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
-    """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
-    Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
-    one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
-    return _topic_id(cluster_id, topic.name, topic.topic_id)
-
-
-@functools.lru_cache(maxsize=65_536)  # every Fetch v13+ maps ids to names: no hash per topic per fetch
-def _topic_id(cluster_id: str, name: str, creation: int) -> uuid.UUID:
-    digest = bytearray(hashlib.sha256(f"{cluster_id}/{name}/{creation}".encode()).digest()[:16])
-    digest[0] &= 0x7F
-    return uuid.UUID(bytes=bytes(digest), version=4)
 
 
 async def metadata(door: Door, request: wire.Request) -> Any:
@@ -122,21 +106,9 @@ async def metadata(door: Door, request: wire.Request) -> Any:
         cluster_id=door.cluster_id,
         controller_id=broker_id(door.controller_for_clients()),
         topics=tuple(topics),
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
         error_code=ErrorCode.none,
     )
-
-
-async def topic_names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
-    """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+ and Fetch v13+ name topics
-    by id."""
-    view = door.node.metadata
-    found = {}
-    for name in view.topics():
-        with contextlib.suppress(UnknownTopic):  # deleted since it was listed
-            found[kafka_topic_id(door.cluster_id, view.topic(name))] = name
-        await pacer.step()
-    return found
 
 
 def _by_id(door: Door, cls: type, topic_id: uuid.UUID, name: str | None, alive: set[str]) -> Any:
@@ -156,7 +128,7 @@ def _refused(topic_cls: type, error: ErrorCode, name: str | None, topic_id: uuid
         topic_id=topic_id,
         is_internal=False,
         partitions=(),
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
@@ -239,21 +211,5 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
         topic_id=kafka_topic_id(door.cluster_id, topic),
         is_internal=name.startswith("__"),
         partitions=tuple(partitions),
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
     )
-
-
-def partition_values(door: Door, topic: TopicMetadata, index: int, alive: set[str]) -> dict[str, Any]:
-    """A partition's fields as Metadata and DescribeTopicPartitions answer them."""
-    leader, epoch = door.node.metadata.known_leader_epoch(topic.name, index)
-    led = leader is not None and door.broker_address(leader) is not None
-    replicas = topic.replicas[index]
-    return {
-        "error_code": ErrorCode.none if led else ErrorCode.leader_not_available,
-        "partition_index": index,
-        "leader_id": broker_id(leader) if led and leader is not None else NO_LEADER,
-        "leader_epoch": epoch if led else NO_EPOCH,
-        "replica_nodes": tuple(broker_id(node) for node in replicas),
-        "isr_nodes": tuple(broker_id(node) for node in replicas if node in alive),
-        "offline_replicas": (),
-    }

@@ -24,7 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught, code_of
 from partitions.controller.members import ControllerMembers
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id
@@ -96,10 +96,10 @@ async def describe_quorum(door: Door, request: wire.Request) -> Any:
             topics=(),
             nodes=(),
         )
-    try:
+    with Caught() as caught:  # no controller leader reached: the request's answer
         members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
-    except Exception as exc:  # no controller leader reached: the request's answer (kafka_api.errors)
-        return wire.build(cls, error_code=code_of(exc), error_message=str(exc), topics=(), nodes=())
+    if caught.failed:
+        return wire.build(cls, error_code=caught.code, error_message=caught.message, topics=(), nodes=())
     return quorum_answer(cls, members, door)
 
 

@@ -18,11 +18,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught
 from kafka_api.pacing import ITEMS_PER_TURN
 from partitions.data.service import NO_LEADER_EPOCH, NO_OFFSET
 from partitions.errors import AuthorizationFailed
@@ -37,19 +35,17 @@ async def offset_for_leader_epoch(door: Door, request: wire.Request) -> Any:
     every_topic = door.allows(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
 
     async def one(topic: str, partition: Any, refused: AuthorizationFailed | None) -> Any:
-        code, epoch, end_offset = ErrorCode.none, NO_LEADER_EPOCH, NO_OFFSET
-        try:
+        epoch, end_offset = NO_LEADER_EPOCH, NO_OFFSET
+        with Caught() as caught:  # every error is the partition's answer
             if refused is not None:
                 raise refused
             found = await data.epoch_end_offset(
                 topic, partition.partition, partition.leader_epoch, partition.current_leader_epoch
             )
             epoch, end_offset = found.leader_epoch, found.end_offset
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            code = code_of(exc)
         return wire.build(
             partition_cls,
-            error_code=code,
+            error_code=caught.code,
             partition=partition.partition,
             leader_epoch=epoch,
             end_offset=end_offset,

@@ -6,19 +6,15 @@ Kafka sets no bound on the partitions or topics of one request, and a consumer o
 list thousands in a Fetch: every one is still served, in turns.
 
 What a request keeps of each entry until it is answered is small too: an error that is a partition's answer
-is kept without its traceback (``answer_of``). With its traceback each error held the frames it was raised
-through, and 100,000 refused partitions (a topic of one partition named with 100,000 indexes) left millions
-of objects for the garbage collector to scan: one collection held the node, its event loop and its Raft
-thread alike, for 4 s.
+is kept as its code and words (``errors.Caught``). Kept with its traceback, each error held the frames it
+was raised through, and 100,000 refused partitions (a topic of one partition named with 100,000 indexes)
+left millions of objects for the garbage collector to scan: one collection held the node, its event loop
+and its Raft thread alike, for 4 s.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
-
-T = TypeVar("T")
 
 ITEMS_PER_TURN = 500  # partitions or topics handled between two yields to the event loop (a few ms)
 
@@ -38,17 +34,3 @@ class Pacer:
         if self._since >= self._items_per_turn:
             self._since = 0
             await asyncio.sleep(0)
-
-
-def answer_of(error: BaseException) -> BaseException:
-    """``error`` kept as an entry's answer: without its traceback and the frames it holds."""
-    return error.with_traceback(None)
-
-
-async def bare_errors(work: Awaitable[T]) -> T:
-    """``work``'s result, or its error raised again without the frames it was raised through (only this
-    one's), for a task whose outcome is kept until the request is answered."""
-    try:
-        return await work
-    except Exception as exc:
-        raise answer_of(exc) from None

@@ -14,9 +14,9 @@ version 2) the batch adds its partition to its transaction itself, no AddPartiti
 connection may not WRITE (``serve --enforce-acls``) is answered TOPIC_AUTHORIZATION_FAILED for each of its
 partitions, nothing of it written; the others go on. A request's appends begin ``pacing.ITEMS_PER_TURN`` at a
 time, yielding to the event loop between turns, and are waited for as many at a time (a wait on 100,000
-at once ran 100,000 callbacks in one turn of the loop); an append's error is kept without its traceback
-until answered (``pacing.bare_errors``). The connection's next Produce begins its appends once this one
-began all of its own (``Door.produce_order``).
+at once ran 100,000 callbacks in one turn of the loop); an append's error is kept as its code and words
+until answered (``errors.outcome_of``), nothing of its traceback. The connection's next Produce begins
+its appends once this one began all of its own (``Door.produce_order``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
-from kafka_api.errors import code_of
-from kafka_api.pacing import ITEMS_PER_TURN, Pacer, bare_errors
+from kafka_api.errors import Caught, code_of, outcome_of
+from kafka_api.pacing import ITEMS_PER_TURN, Pacer
 from partitions.data.service import Producer
 from partitions.security.acls import AclOperation, ResourceType
 
@@ -68,28 +68,23 @@ async def produce(door: Door, request: wire.Request) -> Any:
                         topic.name, part.index, part.records, timeout_ms, producer, contiguous=True,
                         join_transaction=request.api_version >= TRANSACTION_V2_PRODUCE,
                     )  # fmt: skip
-                    calls.append((topic.name, part.index, asyncio.ensure_future(bare_errors(appending))))
+                    calls.append((topic.name, part.index, asyncio.ensure_future(outcome_of(appending))))
                 await pacer.step()
     pending = [c for _, _, c in calls if isinstance(c, asyncio.Future)]
     for start in range(0, len(pending), ITEMS_PER_TURN):  # a wait's callbacks run in one turn of the loop
         await asyncio.wait(pending[start : start + ITEMS_PER_TURN])
     if body.acks == 0:  # no answer; a refusal is the client's loss, as with Kafka (which also closes)
-        for appended in pending:
-            if not appended.cancelled():
-                appended.exception()  # retrieved: not logged as "never retrieved" when it is collected
         return None
     by_topic: dict[str, list[Any]] = {}
     for name, index, call in calls:
         code, message, base, appended_at, start = ErrorCode.none, None, NO_OFFSET, None, NO_OFFSET
         if isinstance(call, tuple):
             code, message = call
-        elif call.exception() is not None:
-            error = call.exception()
-            assert error is not None
-            code, message = code_of(error), str(error)
+        elif isinstance(outcome := call.result(), Caught):
+            code, message = outcome.code, outcome.message
         else:
-            base, start = call.result().base_offset, call.result().log_start_offset
-            append_ms = call.result().log_append_time_ms
+            base, start = outcome.base_offset, outcome.log_start_offset
+            append_ms = outcome.log_append_time_ms
             appended_at = None if append_ms is None else wire.timestamp(append_ms)
         by_topic.setdefault(name, []).append(
             wire.build(

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught, Refused, code_of
 from partitions.controller.elections import ElectionType, Outcome, decide, unfit_to_lead
 from partitions.errors import UnknownTopic
 from partitions.metadata.service import AdminService, MoveState
@@ -34,12 +34,6 @@ from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
 
 CLUSTER = ResourceType.CLUSTER
-
-
-class _Refused(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 # -- AlterPartitionReassignments --------------------------------------------------------------------
@@ -65,17 +59,14 @@ async def alter_partition_reassignments(door: Door, request: wire.Request) -> An
     admin = door.node.cluster.admin
 
     async def reassign(topic: str, partition: int, replicas: tuple[int, ...] | None) -> Any:
-        code, message = ErrorCode.none, None
-        try:
+        with Caught() as caught:  # every error is this partition's answer
             if replicas is None:
                 await admin.call(AdminService.cancel_move, topic, partition)
             else:
                 await _start_move(door, topic, partition, replicas, nodes, allow_factor_change)
-        except _Refused as refused:
-            code, message = refused.code, str(refused)
-        except Exception as exc:  # every error is this partition's answer (kafka_api.errors)
-            code, message = code_of(exc), str(exc)
-        return wire.build(partition_cls, partition_index=partition, error_code=code, error_message=message)
+        return wire.build(
+            partition_cls, partition_index=partition, error_code=caught.code, error_message=caught.message
+        )
 
     responses = []
     for topic in body.topics:
@@ -102,13 +93,13 @@ async def _start_move(
     allow_factor_change: bool,
 ) -> None:
     if not replicas:
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_replica_assignment,
             "The manual partition assignment includes an empty replica list.",
         )
     unknown = [b for b in replicas if b not in nodes]
     if unknown:
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_replica_assignment,
             f"The manual partition assignment includes broker {unknown[0]}, "
             "but no such broker is registered.",
@@ -118,7 +109,7 @@ async def _start_move(
     state: MoveState = await admin.call(AdminService.move_state, topic, partition)
     wanted = state.move.target if state.move is not None else state.replicas
     if not allow_factor_change and len(target) != len(wanted):
-        raise _Refused(
+        raise Refused(
             ErrorCode.invalid_replication_factor,
             f"The replication factor is changed from {len(wanted)} to {len(target)}",
         )
@@ -213,13 +204,11 @@ async def elect_leaders(door: Door, request: wire.Request) -> Any:
             return ErrorCode.preferred_leader_not_available, decision.reason
         if decision.outcome is Outcome.NO_ELIGIBLE_LEADER:
             return ErrorCode.eligible_leaders_not_available, decision.reason
-        try:
+        with Caught() as caught:  # the transfer failed: the partition's answer
             await door.node.cluster.admin.call(
                 AdminService.transfer_leadership, topic, partition, decision.target, timeout_ms
             )
-        except Exception as exc:  # the transfer failed: the partition's answer (kafka_api.errors)
-            return code_of(exc), str(exc)
-        return ErrorCode.none, None
+        return caught.code, caught.message
 
     results = []
     for topic, partitions in asked:

@@ -16,7 +16,6 @@ DESCRIBE on the group for a describe, as Kafka's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import uuid
 from collections.abc import Iterable
@@ -26,27 +25,26 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import throttling, wire
-from kafka_api.consumer_group_apis import (
-    DescribeShape,
-    _names_by_id,
-    _topic_ids,
-)
+from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
-from kafka_api.errors import code_of, group_coordinator_code
-from kafka_api.group_apis import DESCRIBE, GROUP, READ, TOPIC, coordinator_of
+from kafka_api.errors import Caught, group_coordinator_code
+from kafka_api.group_describe import DescribeShape
 from kafka_api.pacing import Pacer
 from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
+from kafka_api.topics import names_by_id, topic_ids
 from partitions.consumers.protocol import GroupService
 from partitions.data.share_records import ShareFetched
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     InvalidGroupRequest,
-    NotCoordinator,
 )
-from partitions.names import broker_id, check_group_name
+from partitions.names import broker_id
+from partitions.security.acls import AclOperation, ResourceType
 from partitions.security.answer_holds import AnswerHold
 
+READ, DESCRIBE = AclOperation.READ, AclOperation.DESCRIBE
+GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 MAX_RECORDS_DEFAULT = 500
 WAIT_MAX_MS = 30_000
 NO_LEADER = -1
@@ -55,19 +53,11 @@ NO_LEADER = -1
 # -- ShareGroupHeartbeat, ShareGroupDescribe -------------------------------------------------------------
 
 
-def _coordinating(door: Door, group: str) -> None:
-    if not group:
-        raise InvalidGroupRequest("GroupId can't be empty.")
-    check_group_name(group)
-    if coordinator_of(door, group) != door.node.node_id:
-        raise NotCoordinator(group)
-
-
 def _topic_partitions(door: Door, tps: Iterable[TopicPartition], cls: type, names: bool) -> tuple[Any, ...]:
     partitions: dict[str, list[int]] = {}
     for tp in sorted(tps):
         partitions.setdefault(tp.topic, []).append(tp.partition)
-    ids = _topic_ids(door, partitions)
+    ids = topic_ids(door, partitions)
     extra: dict[str, Any] = {}
     return tuple(
         wire.build(cls, topic_id=ids[t], partitions=tuple(ps), **({"topic_name": t} if names else extra))
@@ -89,16 +79,16 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
 
     if not door.allows(READ, GROUP, body.group_id):
         return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
-    try:
-        _coordinating(door, body.group_id)
+    with Caught(group_coordinator_code) as caught:  # every error is the heartbeat's answer
+        coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
         subscribed = None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names)
         answer = await share.heartbeat(
             body.group_id, body.member_id, int(body.member_epoch), subscribed, body.rack_id,
             request.client_id or "", f"/{door.session.host}" if door.session.host else "",
         )  # fmt: skip
-    except Exception as exc:  # every error is the heartbeat's answer, a failed write as a coordinator's
-        return refused(group_coordinator_code(exc), str(exc))
+    if caught.failed:  # a failed write of the group's record: a coordinator's code
+        return refused(caught.code, caught.message or "")
     assignment = None
     if answer.assignment is not None:
         entry_cls = wire.sibling(cls, "TopicPartitions")
@@ -125,11 +115,11 @@ async def share_group_describe(door: Door, request: wire.Request) -> Any:
             refusal = str(door.refusal(DESCRIBE, GROUP, name))
             groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
             continue
-        try:
-            _coordinating(door, name)
+        with Caught() as caught:  # every error is the group's answer
+            coordinating(door, name)
             group = door.coordinator.share.describe(name)
-        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
-            groups.append(described(name, code_of(exc), str(exc)))
+        if caught.failed:
+            groups.append(described(name, caught.code, caught.message))
             continue
         members = tuple(
             wire.build(
@@ -164,10 +154,10 @@ class _Part:
     tp: TopicPartition
     topic_id: uuid.UUID
     acks: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
-    ack_error: BaseException | None = None
+    ack_error: Caught | None = None  # its acknowledgement's error
     acked: bool = False
     fetched: ShareFetched | None = None
-    error: BaseException | None = None
+    error: Caught | None = None  # its acquire's
 
 
 def _acks(batches: Iterable[Any]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
@@ -180,12 +170,12 @@ async def _acknowledge(door: Door, group: str, member: str, parts: Iterable[_Par
     shares = door.node.local.shares
 
     async def one(part: _Part) -> None:
-        try:
+        with Caught() as caught:  # every error is the partition's answer
             if not door.allows(READ, TOPIC, part.tp.topic):
                 raise door.refusal(READ, TOPIC, part.tp.topic)
             await shares.acknowledge(group, member, part.tp.topic, part.tp.partition, part.acks)
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            part.ack_error = exc
+        if caught.failed:
+            part.ack_error = caught
 
     await asyncio.gather(*(one(p) for p in parts if p.acks))
 
@@ -213,8 +203,8 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
 
     if not door.allows(READ, GROUP, group):
         return failed(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, group)))
-    names = _names_by_id(door)
-    try:
+    names = names_by_id(door)
+    with Caught() as caught:  # the request's answer
         if not group or not member:
             raise InvalidGroupRequest("a share fetch names its group and member")
         epoch = int(body.share_session_epoch)
@@ -224,8 +214,8 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         if epoch == OPEN_EPOCH:  # only for a live member of the group, as its coordinator says
             await door.node.cluster.groups.call(GroupService.share_member, group, member)
         session = door.share_sessions.step(group, member, epoch, door.session, door.session.user)
-    except Exception as exc:  # the request's answer (kafka_api.errors)
-        return failed(code_of(exc), str(exc))
+    if caught.failed:
+        return failed(caught.code, caught.message or "")
     parts: dict[TopicPartition, _Part] = {}
     pacer = Pacer()
     for topic in body.topics:
@@ -236,9 +226,9 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
             tp = TopicPartition(name or f"<unknown {topic.topic_id}>", int(p.partition_index))
             parts[tp] = _Part(tp, topic.topic_id, _acks(p.acknowledgement_batches))
             if name is None:
-                parts[tp].error = parts[tp].ack_error = _unknown_topic(topic.topic_id)
+                parts[tp].error = parts[tp].ack_error = Caught.of(_unknown_topic(topic.topic_id))
             elif not 0 <= tp.partition < count:  # answered, never kept in the session
-                parts[tp].error = parts[tp].ack_error = UnknownPartition(tp.topic, tp.partition)
+                parts[tp].error = parts[tp].ack_error = Caught.of(UnknownPartition(tp.topic, tp.partition))
             else:
                 session.partitions[tp] = None
     for topic in body.forgotten_topics_data:
@@ -254,7 +244,7 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
     else:
         for tp in session.partitions:
             if tp not in parts:
-                parts[tp] = _Part(tp, _topic_ids(door, [tp.topic]).get(tp.topic, uuid.UUID(int=0)))
+                parts[tp] = _Part(tp, topic_ids(door, [tp.topic]).get(tp.topic, uuid.UUID(int=0)))
         fetching = [p for p in parts.values() if p.error is None and p.tp in session.partitions]
         max_records = int(body.max_records) if int(body.max_records) > 0 else MAX_RECORDS_DEFAULT
         wait_ms = max(0, min(wire.millis(body.max_wait), WAIT_MAX_MS))
@@ -280,10 +270,10 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
             wire.build(
                 partition_cls,
                 partition_index=part.tp.partition,
-                error_code=ErrorCode.none if part.error is None else code_of(part.error),
-                error_message=None if part.error is None else str(part.error),
-                acknowledge_error_code=0 if part.ack_error is None else code_of(part.ack_error).value,
-                acknowledge_error_message=None if part.ack_error is None else str(part.ack_error),
+                error_code=ErrorCode.none if part.error is None else part.error.code,
+                error_message=None if part.error is None else part.error.message,
+                acknowledge_error_code=0 if part.ack_error is None else part.ack_error.code.value,
+                acknowledge_error_message=None if part.ack_error is None else part.ack_error.message,
                 current_leader=_leader(part, leader_cls),
                 records=b"" if fetched is None else fetched.data,
                 acquired_records=()
@@ -333,7 +323,7 @@ async def _release(door: Door, group: str, member: str, tps: Iterable[TopicParti
     shares = door.node.local.shares
 
     async def one(tp: TopicPartition) -> None:
-        with contextlib.suppress(Exception):  # not led here (any more): its locks expire
+        with Caught():  # not led here (any more): its locks expire; a bug is logged
             await shares.release_member(group, member, tp.topic, tp.partition)
 
     await asyncio.gather(*(one(tp) for tp in list(tps)))
@@ -357,7 +347,7 @@ async def _fetch_all(
     shares = door.node.local.shares
 
     async def one(part: _Part, records: int, wait: int) -> None:
-        try:
+        with Caught() as caught:  # every error is the partition's answer
             if not door.allows(READ, TOPIC, part.tp.topic):
                 raise door.refusal(READ, TOPIC, part.tp.topic)
             if hold is not None and not await hold.take(max_bytes):
@@ -373,8 +363,8 @@ async def _fetch_all(
                     gone = 0 if before is None else len(before.data)
                     await hold.settle(hold.held - max_bytes - gone + read)
             part.error = None
-        except Exception as exc:  # every error is the partition's answer (kafka_api.errors)
-            part.fetched, part.error = None, exc
+        if caught.failed:
+            part.fetched, part.error = None, caught
 
     if wait_ms:
         readers = [
@@ -410,14 +400,14 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
 
     if not door.allows(READ, GROUP, group):
         return failed(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, group)))
-    names = _names_by_id(door)
-    try:
+    names = names_by_id(door)
+    with Caught() as caught:  # the request's answer
         epoch = int(body.share_session_epoch)
         if epoch == OPEN_EPOCH:
             raise InvalidGroupRequest("a share acknowledgement cannot open a share session")
         session = door.share_sessions.step(group, member, epoch, door.session, door.session.user)
-    except Exception as exc:  # the request's answer (kafka_api.errors)
-        return failed(code_of(exc), str(exc))
+    if caught.failed:
+        return failed(caught.code, caught.message or "")
     parts = []
     pacer = Pacer()
     for topic in body.topics:
@@ -431,9 +421,9 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
                 _acks(p.acknowledgement_batches),
             )
             if name is None:
-                part.ack_error = _unknown_topic(topic.topic_id)
+                part.ack_error = Caught.of(_unknown_topic(topic.topic_id))
             elif not 0 <= part.tp.partition < count:
-                part.ack_error = UnknownPartition(part.tp.topic, part.tp.partition)
+                part.ack_error = Caught.of(UnknownPartition(part.tp.topic, part.tp.partition))
             parts.append(part)
     await _acknowledge(door, group, member, [p for p in parts if p.ack_error is None])
     if epoch == CLOSE_EPOCH:
@@ -449,8 +439,8 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
             wire.build(
                 partition_cls,
                 partition_index=part.tp.partition,
-                error_code=ErrorCode.none if error is None else code_of(error),
-                error_message=None if error is None else str(error),
+                error_code=ErrorCode.none if error is None else error.code,
+                error_message=None if error is None else error.message,
                 current_leader=wire.build(leader_cls, leader_id=NO_LEADER, leader_epoch=NO_LEADER),
             )
         )

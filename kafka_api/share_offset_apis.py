@@ -14,16 +14,18 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.consumer_group_apis import _topic_ids
+from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
-from kafka_api.errors import code_of
-from kafka_api.group_apis import DELETE, DESCRIBE, GROUP, READ, TOPIC
-from kafka_api.share_group_apis import _coordinating
+from kafka_api.errors import Caught, code_of
 from kafka_api.share_state import known_topics, share_offsets
+from kafka_api.topics import topic_ids
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.share_partition import ShareOffset
+from partitions.security.acls import AclOperation, ResourceType
 from raftlog.errors import RaftlogError
 
+READ, DESCRIBE, DELETE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE
+GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 NO_OFFSET, NO_EPOCH = -1, -1
 
 
@@ -45,15 +47,16 @@ async def describe_share_group_offsets(door: Door, request: wire.Request) -> Any
             if asked.topics is None
             else [TopicPartition(t.topic_name, p) for t in asked.topics for p in t.partitions]
         )
-        try:
+        with Caught() as caught:  # every error is the group's answer
             if not door.allows(DESCRIBE, GROUP, name):
                 raise door.refusal(DESCRIBE, GROUP, name)
-            _coordinating(door, name)
+            coordinating(door, name)
             found = await share_offsets(door).describe(name, tps)
-        except Exception as exc:  # every error is the group's answer (kafka_api.errors)
-            code, message = _code(exc)
+        if caught.failed:
             groups.append(
-                wire.build(group_cls, group_id=name, topics=(), error_code=code, error_message=message)
+                wire.build(
+                    group_cls, group_id=name, topics=(), error_code=caught.code, error_message=caught.message
+                )
             )
             continue
         by_topic: dict[str, list[Any]] = {}
@@ -77,7 +80,7 @@ async def describe_share_group_offsets(door: Door, request: wire.Request) -> Any
                     **fields,
                 )
             )
-        ids = _topic_ids(door, by_topic)
+        ids = topic_ids(door, by_topic)
         topics = tuple(
             wire.build(topic_cls, topic_name=t, topic_id=ids.get(t), partitions=tuple(parts))
             for t, parts in by_topic.items()
@@ -95,11 +98,10 @@ async def alter_share_group_offsets(door: Door, request: wire.Request) -> Any:
     partition_cls = wire.sibling(cls, "AlterShareGroupOffsetsResponsePartition")
     asked = [(t.topic_name, [(p.partition_index, p.start_offset) for p in t.partitions]) for t in body.topics]
     answers: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
-    top: tuple[ErrorCode, str | None] = (ErrorCode.none, None)
-    try:
+    with Caught() as caught:  # the whole request's answer
         if not door.allows(READ, GROUP, body.group_id):
             raise door.refusal(READ, GROUP, body.group_id)
-        _coordinating(door, body.group_id)
+        coordinating(door, body.group_id)
         offsets: dict[TopicPartition, int] = {}
         known = known_topics(door)
         for topic, partitions in asked:
@@ -114,9 +116,8 @@ async def alter_share_group_offsets(door: Door, request: wire.Request) -> Any:
         done = await share_offsets(door).alter(body.group_id, offsets)
         for tp, error in done.items():
             answers[tp] = _code(error if isinstance(error, BaseException) else None)
-    except Exception as exc:  # the whole request's answer (kafka_api.errors)
-        top = _code(exc)
-    ids = _topic_ids(door, [t for t, _ in asked])
+    top = caught.code, caught.message
+    ids = topic_ids(door, [t for t, _ in asked])
     responses = tuple(
         wire.build(
             topic_cls,
@@ -145,18 +146,16 @@ async def delete_share_group_offsets(door: Door, request: wire.Request) -> Any:
     topic_cls = wire.sibling(cls, "DeleteShareGroupOffsetsResponseTopic")
     names = [t.topic_name for t in body.topics]
     answers: dict[str, tuple[ErrorCode, str | None]] = {}
-    top: tuple[ErrorCode, str | None] = (ErrorCode.none, None)
-    try:
+    with Caught() as caught:  # the whole request's answer
         if not door.allows(DELETE, GROUP, body.group_id):
             raise door.refusal(DELETE, GROUP, body.group_id)
-        _coordinating(door, body.group_id)
+        coordinating(door, body.group_id)
         allowed = [t for t in names if door.allows(READ, TOPIC, t)]
         answers = {t: (ErrorCode.topic_authorization_failed, None) for t in names if t not in allowed}
         deleted = await share_offsets(door).delete(body.group_id, allowed)
         answers.update({t: _code(error) for t, error in deleted.items()})
-    except Exception as exc:  # the whole request's answer (kafka_api.errors)
-        top = _code(exc)
-    ids = _topic_ids(door, names)
+    top = caught.code, caught.message
+    ids = topic_ids(door, names)
     responses = tuple(
         wire.build(
             topic_cls,

@@ -1,9 +1,10 @@
-"""The transaction APIs (KIP-98): the transactional half of InitProducerId and FindCoordinator,
-AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and DescribeTransactions and ListTransactions for operators.
-TxnOffsetCommit is answered where the group is coordinated (``group_apis``).
+"""The transaction APIs (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and DescribeTransactions
+and ListTransactions for operators. A transactional producer's InitProducerId is ``producer_ids``', a
+transactional id's FindCoordinator (key type 1) ``find_coordinator``'s; TxnOffsetCommit is answered where
+the group is coordinated (``group_apis``).
 
 A transactional id's coordinator is the leader of its ``__transactions`` partition (``murmur2(id) %
-partitions``); FindCoordinator with key type 1 names it, creating the topic on first use. Every request
+partitions``, ``coordinators``); FindCoordinator names it, creating the topic on first use. Every request
 runs on this node's own coordinator (``TransactionService``, ``partitions/transactions/``): a node that
 does not coordinate the id answers NOT_COORDINATOR and the client looks it up again, one that leads but has
 not caught up with its partition COORDINATOR_LOAD_IN_PROGRESS.
@@ -26,6 +27,7 @@ connection may DESCRIBE, ListTransactions only the ids it may DESCRIBE.
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,132 +35,21 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.coordinators import check_writable
 from kafka_api.door import Door
-from kafka_api.errors import code_of
-from partitions.errors import InvalidName, ProducerFenced, UnknownTopic
+from kafka_api.errors import Caught, Mapper, Refused, transaction_coordinator_code
+from partitions.errors import InvalidName, UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.names import TRANSACTIONS_TOPIC, broker_id, check_group_name, check_transactional_id
+from partitions.names import check_group_name
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.transactions.service import ProducerIdAndEpoch
-from raftlog.consensus.errors import (
-    NoLeader,
-    NotLeader,
-    OutcomeUnknown,
-    ProposalDiscarded,
-    ProposalQueueFull,
-    ProposalRejected,
-)
 from raftlog.errors import RaftlogError
 
-TRANSACTION_KEY = 1  # FindCoordinator's key type of a transactional id
-NO_NODE = -1
 NO_PRODUCER = -1
 WRITE, READ, DESCRIBE = AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE
 TRANSACTIONAL_ID, TOPIC, GROUP = ResourceType.TRANSACTIONAL_ID, ResourceType.TOPIC, ResourceType.GROUP
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
-# the first version of each API whose clients know PRODUCER_FENCED (before it: INVALID_PRODUCER_EPOCH)
-PRODUCER_FENCED_FROM = {22: 4, 24: 2, 25: 2, 26: 2}
 TRANSACTION_V2_END = 5  # EndTxn of Kafka's transaction version 2: the epoch bumped at every end
-
-
-class Refused(Exception):
-    """A request's answer decided before the coordinator is asked."""
-
-    def __init__(self, code: ErrorCode) -> None:
-        super().__init__(code.name)
-        self.code = code
-
-
-def coordinator_code(error: BaseException, request: wire.Request) -> ErrorCode:
-    """The Kafka code of an error the transaction coordinator raised, for this request: its leadership
-    or a write to its log that failed as a coordinator's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE), a fenced producer by the request's version, the rest as everywhere
-    (``kafka_api.errors``)."""
-    if isinstance(error, (NotLeader, ProposalDiscarded, ProposalRejected)):
-        return ErrorCode.not_coordinator
-    if isinstance(error, NoLeader):  # electing, or led here but not caught up with its partition yet
-        return ErrorCode.coordinator_load_in_progress
-    if isinstance(error, (OutcomeUnknown, ProposalQueueFull)):
-        # not written in time, as Kafka's coordinator answers an append to its log that timed out: every
-        # client asks again (REQUEST_TIMED_OUT would end franz-go's EndTxn as failed, and it would take a
-        # commit that may yet be decided for an abort and process the input again)
-        return ErrorCode.coordinator_not_available
-    if isinstance(error, UnknownTopic) and error.topic == TRANSACTIONS_TOPIC:
-        return ErrorCode.coordinator_not_available
-    if isinstance(error, ProducerFenced):
-        fenced_from = PRODUCER_FENCED_FROM.get(request.api_key)
-        if fenced_from is not None and request.api_version >= fenced_from:
-            return ErrorCode.producer_fenced
-        return ErrorCode.invalid_producer_epoch
-    return code_of(error)
-
-
-def _writable(door: Door, transactional_id: str) -> None:
-    """Refused unless the id can name a transactional producer and the connection may WRITE it."""
-    try:
-        check_transactional_id(transactional_id)
-    except InvalidName:
-        raise Refused(ErrorCode.invalid_request) from None
-    if not door.allows(WRITE, TRANSACTIONAL_ID, transactional_id):
-        raise Refused(ErrorCode.transactional_id_authorization_failed)
-
-
-# -- FindCoordinator (key type 1) ---------------------------------------------------------------------
-
-
-def coordinator_of(door: Door, transactional_id: str) -> str | None:
-    """The node coordinating ``transactional_id`` as this node knows it; None when none is known (yet)."""
-    return door.coordinator_of(TRANSACTIONS_TOPIC, transactional_id)
-
-
-async def find_coordinator(door: Door, transactional_id: str) -> dict[str, Any]:
-    """FindCoordinator's answer for one transactional id (the fields of its entry)."""
-
-    def refused(code: ErrorCode, message: str) -> dict[str, Any]:
-        return {"error_code": code, "error_message": message, "node_id": NO_NODE, "host": "", "port": -1}
-
-    if not door.allows(DESCRIBE, TRANSACTIONAL_ID, transactional_id):
-        refusal = door.refusal(DESCRIBE, TRANSACTIONAL_ID, transactional_id)
-        return refused(ErrorCode.transactional_id_authorization_failed, str(refusal))
-    try:
-        check_transactional_id(transactional_id)
-        await door.node.local.transactions.ensure_topic()
-    except Exception as exc:  # every error is this key's answer (kafka_api.errors)
-        return refused(ErrorCode.invalid_request if isinstance(exc, InvalidName) else code_of(exc), str(exc))
-    leader = coordinator_of(door, transactional_id)
-    address = door.broker_address(leader) if leader is not None else None
-    if leader is None or address is None:
-        message = f"no coordinator of transactional id {transactional_id!r} is known yet"
-        return refused(ErrorCode.coordinator_not_available, message)
-    host, port = address
-    return {"error_code": ErrorCode.none, "error_message": None, "node_id": broker_id(leader), "host": host,
-            "port": port}  # fmt: skip
-
-
-# -- InitProducerId (a transactional producer's) -----------------------------------------------------
-
-
-async def init_transactional_producer(door: Door, request: wire.Request) -> tuple[ErrorCode, int, int]:
-    """InitProducerId with a transactional id: (error, producer id, epoch) from its coordinator."""
-    body = request.body
-    producer_id = getattr(body, "producer_id", NO_PRODUCER)
-    producer_epoch = getattr(body, "producer_epoch", -1)
-    try:
-        _writable(door, body.transactional_id)
-        if (producer_id == NO_PRODUCER) != (producer_epoch == -1):  # KIP-360: both or neither, as Kafka
-            raise Refused(ErrorCode.invalid_request)
-        given = await door.node.local.transactions.init_producer_id(
-            body.transactional_id,
-            wire.millis(body.transaction_timeout),
-            producer_id,
-            producer_epoch,
-            door.session.principal,
-        )
-    except Refused as refusal:
-        return refusal.code, NO_PRODUCER, -1
-    except Exception as exc:  # every error is the answer's (kafka_api.errors)
-        return coordinator_code(exc, request), NO_PRODUCER, -1
-    return ErrorCode.none, given.producer_id, given.producer_epoch
 
 
 # -- AddPartitionsToTxn, AddOffsetsToTxn, EndTxn -------------------------------------------------------
@@ -175,8 +66,8 @@ async def add_partitions_to_txn(door: Door, request: wire.Request) -> Any:
     asked = [(t.name, list(t.partitions)) for t in body.v3_and_below_topics]
     tid = body.v3_and_below_transactional_id
     codes: dict[tuple[str, int], ErrorCode] = {}
-    try:
-        _writable(door, tid)
+    with Caught(_coordinator(request)) as caught:  # every error is every partition's answer
+        check_writable(door, tid)
         view = door.node.metadata
         for name, partitions in asked:
             if not door.allows(WRITE, TOPIC, name):
@@ -195,11 +86,7 @@ async def add_partitions_to_txn(door: Door, request: wire.Request) -> Any:
         await door.node.local.transactions.add_partitions(
             tid, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch, tps, door.session.principal
         )
-        everyone = ErrorCode.none
-    except Refused as refusal:
-        everyone = refusal.code
-    except Exception as exc:  # every error is every partition's answer (kafka_api.errors)
-        everyone = coordinator_code(exc, request)
+    everyone = caught.code
     topics = tuple(
         wire.build(
             topic_cls,
@@ -220,7 +107,7 @@ async def add_offsets_to_txn(door: Door, request: wire.Request) -> Any:
     body = request.body
 
     async def add() -> None:
-        _writable(door, body.transactional_id)
+        check_writable(door, body.transactional_id)
         try:
             check_group_name(body.group_id)
         except InvalidName:
@@ -247,7 +134,7 @@ async def end_txn(door: Door, request: wire.Request) -> Any:
 
     async def end() -> None:
         nonlocal ended
-        _writable(door, body.transactional_id)
+        check_writable(door, body.transactional_id)
         ended = await door.node.local.transactions.end_transaction(
             body.transactional_id,
             body.producer_id,
@@ -273,16 +160,16 @@ async def end_txn(door: Door, request: wire.Request) -> Any:
 
 async def _answered(request: wire.Request, call: Callable[[], Awaitable[None]]) -> Any:
     """The answer of a transaction API whose response is one error code: NONE once ``call`` returned, a
-    refusal's code, or what the coordinator raised (``coordinator_code``)."""
-    try:
+    refusal's code, or what the coordinator raised (``errors.transaction_coordinator_code``)."""
+    with Caught(_coordinator(request)) as caught:  # every error is the answer's
         await call()
-        code = ErrorCode.none
-    except Refused as refusal:
-        code = refusal.code
-    except Exception as exc:  # every error is the answer's (kafka_api.errors)
-        code = coordinator_code(exc, request)
     cls = wire.response_class(request.api_key, request.api_version)
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code)
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=caught.code)
+
+
+def _coordinator(request: wire.Request) -> Mapper:
+    """The codes of the transaction coordinator's errors, as ``request`` answers them."""
+    return functools.partial(transaction_coordinator_code, request=request)
 
 
 # -- DescribeTransactions, ListTransactions ------------------------------------------------------------
@@ -292,6 +179,11 @@ async def describe_transactions(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     state_cls = wire.sibling(cls, "TransactionState")
     topic_cls = wire.sibling(cls, "TopicData")
+    coordinator = _coordinator(request)
+
+    def described_code(error: BaseException) -> ErrorCode:
+        return ErrorCode.invalid_request if isinstance(error, InvalidName) else coordinator(error)
+
     answers = []
     for tid in request.body.transactional_ids:
 
@@ -307,11 +199,10 @@ async def describe_transactions(door: Door, request: wire.Request) -> Any:
         if not door.allows(DESCRIBE, TRANSACTIONAL_ID, tid):
             answers.append(answer(ErrorCode.transactional_id_authorization_failed))
             continue
-        try:
+        with Caught(described_code) as caught:  # every error is this id's answer
             described = await door.node.local.transactions.describe_transaction(tid)
-        except Exception as exc:  # every error is this id's answer (kafka_api.errors)
-            invalid = isinstance(exc, InvalidName)
-            answers.append(answer(ErrorCode.invalid_request if invalid else coordinator_code(exc, request)))
+        if caught.failed:
+            answers.append(answer(caught.code))
             continue
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(described.partitions + described.offset_partitions):
@@ -348,11 +239,9 @@ async def list_transactions(door: Door, request: wire.Request) -> Any:
     transactions = door.node.local.transactions
     now_ms = int(time.time() * 1000)
     listed = []
-    code = ErrorCode.none
-    try:
+    partitions = 0
+    with Caught() as caught:  # the whole answer's
         partitions = await transactions.coordinator_partitions()
-    except Exception as exc:  # the whole answer's (kafka_api.errors)
-        partitions, code = 0, code_of(exc)
     for partition in range(partitions):
         try:
             summaries = await transactions.list_transactions(partition)
@@ -370,7 +259,7 @@ async def list_transactions(door: Door, request: wire.Request) -> Any:
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,
-        error_code=code,
+        error_code=caught.code,
         unknown_state_filters=unknown,
         transaction_states=tuple(listed),
     )

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door
-from kafka_api.errors import code_of
+from kafka_api.errors import Caught, Refused, code_of
 from partitions.errors import InvalidName
 from partitions.metadata.service import AdminService
 from partitions.names import check_user_name
@@ -85,12 +85,6 @@ async def describe_user_scram_credentials(door: Door, request: wire.Request) -> 
     )
 
 
-class _Refused(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 @dataclass(slots=True)
 class _Changes:
     """One user's part of the request, in the order it came."""
@@ -102,20 +96,20 @@ class _Changes:
 def _mechanism(code: int) -> str:
     name = SCRAM_MECHANISM_CODES.get(code)
     if name is None:
-        raise _Refused(ErrorCode.unsupported_sasl_mechanism, f"unknown SCRAM mechanism {code}")
+        raise Refused(ErrorCode.unsupported_sasl_mechanism, f"unknown SCRAM mechanism {code}")
     return name
 
 
 def _checked(name: str, changes: _Changes) -> tuple[list[ScramCredential], list[str]]:
-    """The credentials to store and the mechanisms to remove, or ``_Refused`` saying why not."""
+    """The credentials to store and the mechanisms to remove, or ``Refused`` saying why not."""
     try:
         check_user_name(name)
     except InvalidName as exc:
-        raise _Refused(ErrorCode.unacceptable_credential, str(exc)) from None
+        raise Refused(ErrorCode.unacceptable_credential, str(exc)) from None
     deletions = [_mechanism(d.mechanism) for d in changes.deletions]
     named = deletions + [_mechanism(u.mechanism) for u in changes.upsertions]
     if len(set(named)) != len(named):
-        raise _Refused(
+        raise Refused(
             ErrorCode.duplicate_resource, "A user credential cannot be altered twice in the same request"
         )
     upsertions = []
@@ -130,8 +124,14 @@ def _checked(name: str, changes: _Changes) -> tuple[list[ScramCredential], list[
                 )
             )
         except InvalidName as exc:
-            raise _Refused(ErrorCode.unacceptable_credential, str(exc)) from None
+            raise Refused(ErrorCode.unacceptable_credential, str(exc)) from None
     return upsertions, deletions
+
+
+def _user_code(error: BaseException) -> ErrorCode:
+    """An ``InvalidName`` is a user's name's (UNACCEPTABLE_CREDENTIAL), not a topic's; the rest as
+    everywhere."""
+    return ErrorCode.unacceptable_credential if isinstance(error, InvalidName) else code_of(error)
 
 
 async def alter_user_scram_credentials(door: Door, request: wire.Request) -> Any:
@@ -146,19 +146,12 @@ async def alter_user_scram_credentials(door: Door, request: wire.Request) -> Any
     allowed = door.security.may_manage_users(door.session, door.node.metadata.acls(), AclOperation.ALTER)
 
     async def alter(name: str, changes: _Changes) -> Any:
-        code, message = ErrorCode.none, None
-        try:
+        with Caught(_user_code) as caught:  # every error is this user's answer
             if not allowed:
-                raise _Refused(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED)
+                raise Refused(ErrorCode.cluster_authorization_failed, NOT_AUTHORIZED)
             upsertions, deletions = _checked(name, changes)
             await door.node.cluster.admin.call(AdminService.alter_user, name, upsertions, deletions)
-        except _Refused as refused:
-            code, message = refused.code, str(refused)
-        except InvalidName as exc:  # a user's name, not a topic's
-            code, message = ErrorCode.unacceptable_credential, str(exc)
-        except Exception as exc:  # every error is this user's answer (kafka_api.errors)
-            code, message = code_of(exc), str(exc)
-        return wire.build(result_cls, user=name, error_code=code, error_message=message)
+        return wire.build(result_cls, user=name, error_code=caught.code, error_message=caught.message)
 
     results = await asyncio.gather(*(alter(name, changes) for name, changes in by_user.items()))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))

@@ -24,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
 NO_THROTTLE = datetime.timedelta(0)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # an answer's authorized operations, not asked for
 _MILLISECOND = datetime.timedelta(milliseconds=1)
 T = TypeVar("T")
 

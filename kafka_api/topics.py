@@ -1,0 +1,90 @@
+"""A topic as the Kafka door's answers name it, for every handler that does (Metadata, Fetch,
+DescribeTopicPartitions, the consumer and share group APIs): its Kafka id (``kafka_topic_id``) and the way
+back from ids to names, and a partition's leader and replicas as Metadata and DescribeTopicPartitions answer
+them (``partition_values``).
+
+A topic's Kafka id is made from the cluster id and the controller's ``topic_id`` (the Raft index that
+created it), so every node answers the same id, and a topic deleted and created again under its name gets
+another, as Kafka's do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafka_api.door import Door
+from kafka_api.pacing import Pacer
+from partitions.controller.state import TopicMetadata
+from partitions.errors import UnknownTopic
+from partitions.names import broker_id
+
+NO_LEADER = -1
+NO_EPOCH = -1
+ZERO_TOPIC_ID = uuid.UUID(int=0)  # Kafka's "no id": an unknown topic named by its name
+
+
+def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
+    """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
+    Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
+    one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
+    return _topic_id(cluster_id, topic.name, topic.topic_id)
+
+
+@functools.lru_cache(maxsize=65_536)  # every Fetch v13+ maps ids to names: no hash per topic per fetch
+def _topic_id(cluster_id: str, name: str, creation: int) -> uuid.UUID:
+    digest = bytearray(hashlib.sha256(f"{cluster_id}/{name}/{creation}".encode()).digest()[:16])
+    digest[0] &= 0x7F
+    return uuid.UUID(bytes=bytes(digest), version=4)
+
+
+async def topic_names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+    """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+ and Fetch v13+ name topics
+    by id."""
+    view = door.node.metadata
+    found = {}
+    for name in view.topics():
+        with contextlib.suppress(UnknownTopic):  # deleted since it was listed
+            found[kafka_topic_id(door.cluster_id, view.topic(name))] = name
+        await pacer.step()
+    return found
+
+
+def topic_ids(door: Door, names: Iterable[str]) -> dict[str, uuid.UUID]:
+    """The Kafka ids of the topics named that exist."""
+    view, ids = door.node.metadata, {}
+    for name in set(names):
+        with contextlib.suppress(UnknownTopic):
+            ids[name] = kafka_topic_id(door.cluster_id, view.topic(name))
+    return ids
+
+
+def names_by_id(door: Door) -> dict[uuid.UUID, str]:
+    """Every topic's name by its Kafka id, in one go (``topic_names_by_id`` yields between turns)."""
+    view, names = door.node.metadata, {}
+    for name in view.topics():
+        with contextlib.suppress(UnknownTopic):
+            names[kafka_topic_id(door.cluster_id, view.topic(name))] = name
+    return names
+
+
+def partition_values(door: Door, topic: TopicMetadata, index: int, alive: set[str]) -> dict[str, Any]:
+    """A partition's fields as Metadata and DescribeTopicPartitions answer them."""
+    leader, epoch = door.node.metadata.known_leader_epoch(topic.name, index)
+    led = leader is not None and door.broker_address(leader) is not None
+    replicas = topic.replicas[index]
+    return {
+        "error_code": ErrorCode.none if led else ErrorCode.leader_not_available,
+        "partition_index": index,
+        "leader_id": broker_id(leader) if led and leader is not None else NO_LEADER,
+        "leader_epoch": epoch if led else NO_EPOCH,
+        "replica_nodes": tuple(broker_id(node) for node in replicas),
+        "isr_nodes": tuple(broker_id(node) for node in replicas if node in alive),
+        "offline_replicas": (),
+    }
