@@ -828,3 +828,160 @@ def test_building_a_command_line_loads_only_the_option_table_and_its_leaves() ->
         and not (ROOT / m.replace(".", "/") / "__init__.py").is_file()
     ]
     assert not server, f"the option table reaches modules that are not leaves: {server}"
+
+
+# -- the Kafka door: a flat row of handlers over shared helpers, one error boundary -----------------------
+
+KAFKA_API_TABLE = ROOT / "kafka_api" / "apis.py"
+
+
+def _handler_modules(table: pathlib.Path) -> set[str]:
+    """The modules the API table dispatches to: those it imports a name from that it passes an ``Api(...)``
+    as its handler (the fifth argument, or ``handler=``)."""
+    imported: dict[str, str] = {}
+    for module, names in _imports(table):
+        imported.update((name, module) for name in names)
+    found = set()
+    for node in _walked(table):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Api":
+            given = node.args[4] if len(node.args) > 4 else None
+            given = next((k.value for k in node.keywords if k.arg == "handler"), given)
+            if isinstance(given, ast.Name) and given.id in imported:
+                found.add(imported[given.id])
+    return found
+
+
+def _imports_of_handlers(
+    table: pathlib.Path, modules: dict[str, pathlib.Path], table_module: str = "kafka_api.apis"
+) -> list[str]:
+    """Each import of a handler module by a module other than the table, as "importer -> handler"."""
+    handlers = _handler_modules(table)
+    return sorted(
+        f"{module} -> {imported}"
+        for module, path in modules.items()
+        if module != table_module
+        for imported in _imported_modules(path) & handlers
+        if imported != module
+    )
+
+
+def test_the_api_table_dispatches_to_handler_modules_that_import_no_other() -> None:
+    """A Kafka API is one file and one row: a handler module (``*_apis.py`` and the others the ``APIS``
+    table takes a handler from) is imported by the table alone, so no handler stands on another's helpers,
+    private or public; what two handlers share lives in a module below them (``topics``,
+    ``coordinators``, ``group_describe``, ``resource_configs``, ``errors``...)."""
+    handlers = _handler_modules(KAFKA_API_TABLE)
+    assert {"kafka_api.fetch", "kafka_api.metadata", "kafka_api.group_apis"} <= handlers  # it reads the table
+    assert all(m.endswith("_apis") for m in handlers if "_apis" in m)
+    modules = {_module_name(path): path for path in sorted((ROOT / "kafka_api").rglob("*.py"))}
+    assert _imports_of_handlers(KAFKA_API_TABLE, modules) == []
+
+
+def test_the_handler_rule_catches_a_handler_importing_another(tmp_path: pathlib.Path) -> None:
+    table = tmp_path / "apis.py"
+    table.write_text(
+        "from kafka_api.fetch import fetch\nfrom kafka_api.metadata import metadata\n"
+        "from kafka_api.wire import build\n"
+        'APIS = (Api(1, "Fetch", 4, 17, fetch, "READ topic"), Api(3, "Metadata", 0, 13, handler=metadata,'
+        ' acls=""))\n',
+        encoding="utf-8",
+    )
+    fetch = tmp_path / "fetch.py"
+    fetch.write_text(
+        "from kafka_api.metadata import topic_names_by_id\nfrom kafka_api import wire\n", "utf-8"
+    )
+    helper = tmp_path / "helper.py"
+    helper.write_text("from kafka_api import metadata\n", encoding="utf-8")
+    modules = {"kafka_api.apis": table, "kafka_api.fetch": fetch, "kafka_api.topics": helper}
+    assert _handler_modules(table) == {"kafka_api.fetch", "kafka_api.metadata"}
+    assert _imports_of_handlers(table, modules) == [
+        "kafka_api.fetch -> kafka_api.metadata",
+        "kafka_api.topics -> kafka_api.metadata",
+    ]
+
+
+# Where the Kafka door may catch every error: its one boundary of an item's error (``errors.Caught``), and
+# the server's and the wire's edges. A handler maps errors through ``Caught``, never by hand.
+BROAD_CATCH_BOUNDARIES = {
+    "kafka_api/errors.py": "Caught: an item's error (a partition's, a group's...) becomes its answer",
+    "kafka_api/server.py": "a request's handler or answer that fails (a bug) closes its connection; the "
+    "listener's ticks go on past a failed one",
+    "kafka_api/wire.py": "kio's reader raises its own errors and its C extension's: a malformed request",
+}
+BROAD_CATCHES_MAX = 10
+BROAD = {"Exception", "BaseException"}
+
+
+def _names(node: ast.expr | None) -> set[str]:
+    if node is None:
+        return {"BaseException"}  # a bare ``except:``
+    if isinstance(node, ast.Tuple):
+        return set().union(*(_names(element) for element in node.elts))
+    if isinstance(node, ast.Attribute):
+        return {node.attr}
+    return {node.id} if isinstance(node, ast.Name) else set()
+
+
+def _swallows(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A context manager's exit that may return true: it may swallow the error it is given."""
+    return any(
+        isinstance(node, ast.Return)
+        and not (isinstance(node.value, ast.Constant) and node.value.value in (None, False))
+        and node.value is not None
+        for node in ast.walk(function)
+    )
+
+
+EXITS = ("__exit__", "__aexit__")
+
+
+def _broad_catches(path: pathlib.Path) -> list[int]:
+    """The lines where ``path`` catches every error: ``except Exception`` (or ``BaseException``, bare, in a
+    tuple) but a clean-up that raises it again, ``suppress(Exception)``, and a context manager's exit that
+    may swallow what it is given."""
+    found = []
+    for node in _walked(path):
+        if isinstance(node, ast.ExceptHandler) and _names(node.type) & BROAD:
+            last = node.body[-1]
+            if not (isinstance(last, ast.Raise) and last.exc is None):
+                found.append(node.lineno)
+        elif isinstance(node, ast.Call) and _names(node.func) & {"suppress"}:
+            if any(_names(arg) & BROAD for arg in node.args):
+                found.append(node.lineno)
+        elif (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name in EXITS
+            and _swallows(node)
+        ):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_the_kafka_door_catches_every_error_only_at_its_boundaries() -> None:
+    found = {
+        path.relative_to(ROOT).as_posix(): lines
+        for path in sorted((ROOT / "kafka_api").rglob("*.py"))
+        if (lines := _broad_catches(path))
+    }
+    outside = {path: lines for path, lines in found.items() if path not in BROAD_CATCH_BOUNDARIES}
+    assert outside == {}, "catch an item's error with errors.Caught, not by hand"
+    total = sum(len(lines) for lines in found.values())
+    assert total <= BROAD_CATCHES_MAX, f"{total} broad catches in kafka_api/: {found}"
+
+
+def test_the_broad_catch_rule_catches_each_form(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import contextlib\n"
+        "def f():\n"
+        "    try:\n        g()\n    except Exception:\n        pass\n"  # 5
+        "    try:\n        g()\n    except (KeyError, BaseException) as exc:\n        h(exc)\n"  # 9
+        "    try:\n        g()\n    except:\n        return 1\n"  # 13
+        "    try:\n        g()\n    except BaseException:\n        close()\n        raise\n"  # re-raised
+        "    with contextlib.suppress(Exception):\n        g()\n"  # 20
+        "    with contextlib.suppress(KeyError):\n        g()\n"
+        "class Swallows:\n    def __exit__(self, *exc):\n        return True\n"  # 25
+        "class Passes:\n    def __exit__(self, *exc):\n        return None\n",
+        encoding="utf-8",
+    )
+    assert _broad_catches(bad) == [5, 9, 13, 20, 25]

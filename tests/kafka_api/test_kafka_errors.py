@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 import partitions
@@ -65,7 +66,7 @@ def test_a_transaction_coordinator_s_write_not_answered_in_time_is_a_coordinator
     """As Kafka's transaction coordinator answers an append to its log that failed: codes every client
     asks again on. REQUEST_TIMED_OUT to EndTxn ends franz-go's transaction as failed (it rewinds and
     processes the input again) while the decision may yet commit."""
-    from kafka_api.transaction_apis import coordinator_code
+    from kafka_api.errors import transaction_coordinator_code as coordinator_code
     from kafka_api.wire import Request
     from raftlog.consensus.errors import OutcomeUnknown, ProposalDiscarded, ProposalQueueFull
 
@@ -132,3 +133,51 @@ def test_a_consumer_group_heartbeat_whose_write_a_new_leader_discarded_is_not_co
     )  # fmt: skip
     answer = asyncio.run(consumer_group_heartbeat(door, wire.Request(68, 0, 1, "test", body)))  # type: ignore[arg-type]
     assert answer.error_code is ErrorCode.not_coordinator, answer
+
+
+def test_an_item_s_error_is_its_answer_and_a_bug_is_logged_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``errors.Caught``, the door's one boundary of an item's error: a typed error is its code and words,
+    a refusal the door decided its own code, a bug UNKNOWN_SERVER_ERROR and a logged traceback; nothing
+    raised is NONE; a cancellation is no answer and goes through."""
+    import asyncio
+
+    with errors.Caught() as caught:
+        pass
+    assert (caught.failed, caught.code, caught.message) == (False, ErrorCode.none, None)
+    with errors.Caught() as caught:
+        raise UnknownTopic("orders")
+    assert (caught.failed, caught.code) == (True, ErrorCode.unknown_topic_or_partition)
+    assert caught.message == str(UnknownTopic("orders"))
+    with errors.Caught() as caught:
+        raise errors.Refused(ErrorCode.invalid_partitions, "3 partitions: more than 2")
+    assert (caught.code, caught.message) == (ErrorCode.invalid_partitions, "3 partitions: more than 2")
+    with errors.Caught(lambda error: ErrorCode.not_coordinator) as caught:
+        raise NotLeader("__consumer_groups-0.1", "n2")
+    assert caught.code is ErrorCode.not_coordinator
+
+    def a_bug() -> None:
+        raise ZeroDivisionError("a bug")
+
+    caplog.clear()
+    with errors.Caught() as caught:
+        a_bug()
+    assert caught.code is ErrorCode.unknown_server_error
+    assert any(r.exc_info and "a_bug" in caplog.text for r in caplog.records), caplog.text
+    with pytest.raises(asyncio.CancelledError), errors.Caught():
+        raise asyncio.CancelledError
+
+
+def test_a_task_s_outcome_is_its_result_or_its_error_s_answer() -> None:
+    import asyncio
+
+    async def appended() -> int:
+        return 7
+
+    async def refused() -> int:
+        raise NotLeader("orders-0.1", "n2")
+
+    assert asyncio.run(errors.outcome_of(appended())) == 7
+    outcome = asyncio.run(errors.outcome_of(refused()))
+    assert isinstance(outcome, errors.Caught) and outcome.code is ErrorCode.not_leader_or_follower
