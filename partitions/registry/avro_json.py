@@ -1,8 +1,8 @@
 """JSON text as Java's Jackson writes it, which is what Avro's ``Schema.toString()`` and Confluent's
 registry answer: compact (no spaces), keys in the order given, non-ASCII characters as they are, control
 characters as ``\\b \\t \\n \\f \\r`` or ``\\u00XX`` (upper-case hex), doubles as ``Double.toString``
-and floats as ``Float.toString`` (``1.0``, ``1.0E10``, ``1.0E-4``), ``NaN`` and the infinities quoted.
-Pure.
+and floats as ``Float.toString`` (``1.0``, ``1.0E10``, ``1.0E-4``), ``NaN`` and the infinities quoted,
+a ``Decimal`` (a JSON schema's exact number) as Java's ``BigDecimal``. Pure.
 
 A float of single precision is the ``Float32`` wrapper, so a caller can say which a number is (Avro
 writes a ``float`` default converted by its schema with ``Float.toString``).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from decimal import Decimal
 from typing import Any
 
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -98,7 +99,7 @@ def java_double(value: float, single: bool = False) -> str:
 
 
 def dumps(value: Any) -> str:
-    """A JSON value (dict, list, str, int, float, bool, None) as Jackson writes its tree."""
+    """A JSON value (dict, list, str, int, float, Decimal, bool, None) as Jackson writes its tree."""
     if value is None:
         return "null"
     if value is True:
@@ -107,6 +108,8 @@ def dumps(value: Any) -> str:
         return "false"
     if isinstance(value, str):
         return string(value)
+    if isinstance(value, Decimal):
+        return str(abs(value) if value.is_zero() else value)  # Java's BigDecimal: no negative zero
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):

@@ -30,7 +30,7 @@ from referencing import Registry, Resource, Specification
 from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012, specification_with
 
 from partitions.registry import patterns
-from partitions.registry.avro_json import string as jackson_string  # Jackson's escapes, one copy
+from partitions.registry.avro_json import dumps as jackson_dumps  # Jackson's writer, one copy
 from partitions.registry.json_schema_diff import compare
 from partitions.registry.json_schema_difference import COMPATIBLE_CHANGES, Difference
 from partitions.registry.json_schema_model import Loader, Node
@@ -200,10 +200,10 @@ class ParsedJsonSchema:
         return self.canonical()
 
     def canonical(self) -> str:
-        return _write(self._exact)
+        return jackson_dumps(self._exact)
 
     def normalized(self) -> str:
-        return _write(_sorted(self._exact))
+        return jackson_dumps(_sorted(self._exact))
 
     def differences(self, previous: ParsedJsonSchema) -> list[Difference]:
         """Every difference from ``previous`` to this schema, compatible or not, in Confluent's order."""
@@ -310,24 +310,3 @@ def _sorted(value: Any) -> Any:
     if isinstance(value, list):
         return [_sorted(item) for item in value]
     return value
-
-
-def _write(value: Any) -> str:
-    """Compact JSON as Confluent's Jackson writes a schema."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return jackson_string(value)
-    if isinstance(value, Decimal):
-        return str(abs(value) if value.is_zero() else value)  # Java's BigDecimal: no negative zero
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_write(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(jackson_string(key) + ":" + _write(item) for key, item in value.items()) + "}"
-    raise TypeError(f"not a JSON value: {value!r}")
