@@ -5,7 +5,9 @@ of Confluent's json-schema-provider). A subschema is compared through ``Context.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 
 from partitions.registry import patterns
 from partitions.registry.json_schema_difference import (
@@ -160,43 +162,46 @@ def _property(context: Context, original: Node, update: Node, name: str) -> None
 
 def _dependencies(context: Context, original: Node, update: Node) -> None:
     with context.scope("dependencies"):
-        names = union_order(
-            copied_map_order(map_order(list(original.property_dependencies))),
-            copied_map_order(map_order(list(update.property_dependencies))),
-        )
-        for name in names:
-            with context.scope(name):
-                before, after = (
-                    original.property_dependencies.get(name),
-                    update.property_dependencies.get(name),
-                )
-                if after is None:
-                    context.add("DEPENDENCY_ARRAY_REMOVED")
-                elif before is None:
-                    context.add("DEPENDENCY_ARRAY_ADDED")
-                elif before != after:
-                    if after >= before:
-                        context.add("DEPENDENCY_ARRAY_EXTENDED")
-                    elif before >= after:
-                        context.add("DEPENDENCY_ARRAY_NARROWED")
-                    else:
-                        context.add("DEPENDENCY_ARRAY_CHANGED")
-        names = union_order(
-            copied_map_order(map_order(list(original.schema_dependencies))),
-            copied_map_order(map_order(list(update.schema_dependencies))),
-        )
-        for name in names:
-            with context.scope(name):
-                before_schema, after_schema = (
-                    original.schema_dependencies.get(name),
-                    update.schema_dependencies.get(name),
-                )
-                if after_schema is None:
-                    context.add("DEPENDENCY_SCHEMA_REMOVED")
-                elif before_schema is None:
-                    context.add("DEPENDENCY_SCHEMA_ADDED")
+        for before, after in _both_have(
+            context,
+            original.property_dependencies,
+            update.property_dependencies,
+            ("DEPENDENCY_ARRAY_REMOVED", "DEPENDENCY_ARRAY_ADDED"),
+        ):
+            if before != after:
+                if after >= before:
+                    context.add("DEPENDENCY_ARRAY_EXTENDED")
+                elif before >= after:
+                    context.add("DEPENDENCY_ARRAY_NARROWED")
                 else:
-                    context.compare(before_schema, after_schema)
+                    context.add("DEPENDENCY_ARRAY_CHANGED")
+        for before_schema, after_schema in _both_have(
+            context,
+            original.schema_dependencies,
+            update.schema_dependencies,
+            ("DEPENDENCY_SCHEMA_REMOVED", "DEPENDENCY_SCHEMA_ADDED"),
+        ):
+            context.compare(before_schema, after_schema)
+
+
+def _both_have(
+    context: Context, original: dict[str, Any], update: dict[str, Any], removed_added: tuple[str, str]
+) -> Iterator[tuple[Any, Any]]:
+    """Each name of either map, in the order everit's copies of Java HashMaps give them and in its scope:
+    (before, after) where both maps have it, else the change ``removed_added`` names added."""
+    removed, added = removed_added
+    names = union_order(
+        copied_map_order(map_order(list(original))), copied_map_order(map_order(list(update)))
+    )
+    for name in names:
+        with context.scope(name):
+            before, after = original.get(name), update.get(name)
+            if after is None:
+                context.add(removed)
+            elif before is None:
+                context.add(added)
+            else:
+                yield before, after
 
 
 def _unevaluated_diff(context: Context, original: Node, update: Node, keyword: str, prefix: str) -> None:

@@ -133,37 +133,37 @@ def _same_class(original: Node, update: Node) -> bool:
     return original.kind == update.kind
 
 
+def _one_compatible(context: Context, pairs: list[tuple[Node, Node]], change: str | None) -> bool:
+    """Whether one of ``pairs`` (original, update) compares compatibly: the first that does has its
+    differences added to ``context``, then ``change`` (if any)."""
+    for original, update in pairs:
+        sub = context.subcontext()
+        _compare(sub, original, update)
+        if sub.compatible():
+            context.extend(sub.differences)
+            if change is not None:
+                context.add(change)
+            return True
+    return False
+
+
 def _compare_types(context: Context, original: Node, update: Node) -> None:
     if original.kind != "combined" and update.kind == "combined":
         if len(update.subschemas) == 1:
-            sub = context.subcontext()
-            _compare(sub, original, update.subschemas[0])
-            if sub.compatible():
-                context.extend(sub.differences)
+            if _one_compatible(context, [(original, update.subschemas[0])], None):
                 return
         elif update.criterion in ("anyOf", "oneOf"):
-            for subschema in update.subschemas:
-                sub = context.subcontext()
-                _compare(sub, original, subschema)
-                if sub.compatible():
-                    context.extend(sub.differences)
-                    context.add("SUM_TYPE_EXTENDED")
-                    return
+            pairs = [(original, subschema) for subschema in update.subschemas]
+            if _one_compatible(context, pairs, "SUM_TYPE_EXTENDED"):
+                return
     elif original.kind == "combined" and update.kind != "combined":
         if len(original.subschemas) == 1:
-            sub = context.subcontext()
-            _compare(sub, original.subschemas[0], update)
-            if sub.compatible():
-                context.extend(sub.differences)
+            if _one_compatible(context, [(original.subschemas[0], update)], None):
                 return
         elif original.criterion == "allOf":
-            for subschema in original.subschemas:
-                sub = context.subcontext()
-                _compare(sub, subschema, update)
-                if sub.compatible():
-                    context.extend(sub.differences)
-                    context.add("PRODUCT_TYPE_NARROWED")
-                    return
+            pairs = [(subschema, update) for subschema in original.subschemas]
+            if _one_compatible(context, pairs, "PRODUCT_TYPE_NARROWED"):
+                return
     if not _same_class(original, update):
         # everit's TrueSchema is an EmptySchema
         if original.kind == "false" or update.kind in ("empty", "true"):
