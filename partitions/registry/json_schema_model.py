@@ -15,6 +15,7 @@ network); an unresolvable one raises ``referencing.exceptions.Unresolvable``.
 
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -108,11 +109,11 @@ def _object_keywords(draft: int) -> tuple[str, ...]:
     return _OBJECT_KEYWORDS[:-1] if draft == DRAFT4 else _OBJECT_KEYWORDS  # propertyNames: draft 6 on
 
 
-class Loader:
-    """Loads one schema document (and the documents its ``$ref``s reach) into ``Node``s."""
+class SchemaLoader(abc.ABC):
+    """What the loaders of every draft share: a boolean schema, the resolver entering each schema
+    object, and one node per ``$ref`` target; ``_load_object`` builds a schema object's node."""
 
-    def __init__(self, draft: int, specification: Specification[Any]) -> None:
-        self.draft = draft
+    def __init__(self, specification: Specification[Any]) -> None:
         self._specification = specification
         self._targets: dict[int, list[Node]] = {}  # id() of a $ref target's JSON -> its node's cell
         self._keep: list[Any] = []  # the targets' JSON, alive while their id() keys the map
@@ -124,7 +125,40 @@ class Loader:
             raise ValueError(f"a schema is an object or a boolean, not {type(value).__name__}")
         specification = specification_with(value.get("$schema", ""), default=self._specification)
         resolver = resolver.in_subresource(specification.create_resource(value))
-        child: Callable[[Any], Node] = lambda sub: self.load(sub, resolver)  # noqa: E731
+        return self._load_object(value, resolver, lambda sub: self.load(sub, resolver))
+
+    @abc.abstractmethod
+    def _load_object(
+        self, value: dict[str, Any], resolver: Resolver[Any], child: Callable[[Any], Node]
+    ) -> Node:
+        """The node of a schema object; ``child`` loads a subschema of it."""
+
+    def _reference(self, ref: str, resolver: Resolver[Any]) -> Node:
+        """A node for this ``$ref``, whose ``cell`` holds its target's node: one node per target, set
+        once it is loaded, so a reference met while its target loads (a cycle) shares it too."""
+        resolved = resolver.lookup(ref)
+        key = id(resolved.contents)
+        cell = self._targets.get(key)
+        if cell is None:
+            cell = []
+            self._targets[key] = cell
+            self._keep.append(resolved.contents)
+            cell.append(self.load(resolved.contents, resolved.resolver))
+            refuse_reference_loops(cell)
+        return Node("reference", cell=cell, ref=ref)
+
+
+class Loader(SchemaLoader):
+    """Loads one schema document of draft 4, 6 or 7 (and the documents its ``$ref``s reach) into
+    ``Node``s."""
+
+    def __init__(self, draft: int, specification: Specification[Any]) -> None:
+        super().__init__(specification)
+        self.draft = draft
+
+    def _load_object(
+        self, value: dict[str, Any], resolver: Resolver[Any], child: Callable[[Any], Node]
+    ) -> Node:
         remaining = dict(value)
         extracted: list[Node] = []
         if "$ref" in value:  # beside it, the other keywords are ignored
@@ -140,20 +174,6 @@ class Loader:
         self._common(node, remaining)
         node.unprocessed = remaining
         return node
-
-    def _reference(self, ref: str, resolver: Resolver[Any]) -> Node:
-        """A node for this ``$ref``, whose ``cell`` holds its target's node: one node per target, set
-        once it is loaded, so a reference met while its target loads (a cycle) shares it too."""
-        resolved = resolver.lookup(ref)
-        key = id(resolved.contents)
-        cell = self._targets.get(key)
-        if cell is None:
-            cell = []
-            self._targets[key] = cell
-            self._keep.append(resolved.contents)
-            cell.append(self.load(resolved.contents, resolved.resolver))
-            refuse_reference_loops(cell)
-        return Node("reference", cell=cell, ref=ref)
 
     def _common(self, node: Node, remaining: dict[str, Any]) -> None:
         id_keyword = "id" if self.draft == DRAFT4 else "$id"

@@ -16,10 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from referencing import Specification
-from referencing.jsonschema import specification_with
-
-from partitions.registry.json_schema_model import Node, refuse_reference_loops
+from partitions.registry.json_schema_model import Node, SchemaLoader
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
@@ -204,22 +201,12 @@ def _join(schema: Node, current: Node) -> Node:
     return _generated("allOf", product)
 
 
-class ModernLoader:
+class ModernLoader(SchemaLoader):
     """Loads a draft 2019-09 or 2020-12 schema (and what its ``$ref``s reach) into ``Node``s."""
 
-    def __init__(self, specification: Specification[Any]) -> None:
-        self._specification = specification
-        self._targets: dict[int, list[Node]] = {}
-        self._keep: list[Any] = []
-
-    def load(self, value: Any, resolver: Resolver[Any]) -> Node:
-        if isinstance(value, bool):
-            return Node("true" if value else "false")
-        if not isinstance(value, dict):
-            raise ValueError(f"a schema is an object or a boolean, not {type(value).__name__}")
-        specification = specification_with(value.get("$schema", ""), default=self._specification)
-        resolver = resolver.in_subresource(specification.create_resource(value))
-        child: Callable[[Any], Node] = lambda sub: self.load(sub, resolver)  # noqa: E731
+    def _load_object(
+        self, value: dict[str, Any], resolver: Resolver[Any], child: Callable[[Any], Node]
+    ) -> Node:
         result: Node | None = None
         unprocessed: dict[str, Any] = {}
         for keyword, argument in value.items():
@@ -246,16 +233,6 @@ class ModernLoader:
         if unprocessed:  # the translator sets these in place of the builder's own
             result.unprocessed = unprocessed
         return result
-
-    def _reference(self, ref: str, resolver: Resolver[Any]) -> Node:
-        resolved = resolver.lookup(ref)
-        cell = self._targets.get(id(resolved.contents))
-        if cell is None:
-            cell = self._targets[id(resolved.contents)] = []
-            self._keep.append(resolved.contents)
-            cell.append(self.load(resolved.contents, resolved.resolver))
-            refuse_reference_loops(cell)
-        return Node("reference", cell=cell, ref=ref)
 
     def _keyword(
         self,
