@@ -7,7 +7,7 @@ Context, Difference), the differences it finds, which of them it counts compatib
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from partitions.registry.json_schema_difference import map_order, union_order
@@ -118,6 +118,12 @@ class _Context:
             self.path.pop()
             if named:
                 self.scope.pop()
+
+    @contextmanager
+    def at_field(self, tag: int, oneof: str | None) -> Iterator[None]:
+        """At a field's tag, inside its oneof when it is in one."""
+        with self.at(oneof) if oneof is not None else nullcontext(), self.at(str(tag)):
+            yield
 
     def resolve(self, name: str, original: bool) -> str | None:
         types = self.tables[original].types
@@ -272,30 +278,29 @@ def _compare_message_fields(context: _Context, original: Message, update: Messag
         old, new = before.get(tag), after.get(tag)
         old_oneof, new_oneof = before_oneof.get(tag), after_oneof.get(tag)
         if new is None and old is not None:
-            if old_oneof is not None:
-                if old_oneof not in deleted_oneofs:
-                    with context.at(old_oneof), context.at(str(tag)):
-                        context.add("ONEOF_FIELD_REMOVED")
-            else:
-                with context.at(str(tag)):
-                    context.add("REQUIRED_FIELD_REMOVED" if old.label == "required" else "FIELD_REMOVED")
+            if old_oneof is None or old_oneof not in deleted_oneofs:
+                _only_one_has(context, tag, old, old_oneof, _REMOVED)
         elif old is None and new is not None:
-            if new_oneof is not None:
-                with context.at(new_oneof), context.at(str(tag)):
-                    context.add("ONEOF_FIELD_ADDED")
-            else:
-                with context.at(str(tag)):
-                    context.add("REQUIRED_FIELD_ADDED" if new.label == "required" else "FIELD_ADDED")
+            _only_one_has(context, tag, new, new_oneof, _ADDED)
         elif old is not None and new is not None:
             if old_oneof is not None and new_oneof is None:
                 with context.at(str(tag)):
                     context.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL")
-            if new_oneof is not None:
-                with context.at(new_oneof), context.at(str(tag)):
-                    _compare_fields(context, old, new)
-            else:
-                with context.at(str(tag)):
-                    _compare_fields(context, old, new)
+            with context.at_field(tag, new_oneof):
+                _compare_fields(context, old, new)
+
+
+# a field only the original has, or only the update: its change in a oneof, of a required field, of another
+_REMOVED = ("ONEOF_FIELD_REMOVED", "REQUIRED_FIELD_REMOVED", "FIELD_REMOVED")
+_ADDED = ("ONEOF_FIELD_ADDED", "REQUIRED_FIELD_ADDED", "FIELD_ADDED")
+
+
+def _only_one_has(
+    context: _Context, tag: int, field: Field, oneof: str | None, changes: tuple[str, str, str]
+) -> None:
+    in_oneof, required, other = changes
+    with context.at_field(tag, oneof):
+        context.add(in_oneof if oneof is not None else required if field.label == "required" else other)
 
 
 def _compare_fields(context: _Context, original: Field, update: Field) -> None:
@@ -330,7 +335,8 @@ def _compare_labels_and_types(
     if original_kind != update_kind:
         context.add("FIELD_KIND_CHANGED")
     elif original_kind == "SCALAR":
-        _compare_scalars(context, original_label, update_label, original_type, update_type)
+        labelled = original_label is not None and update_label is not None
+        _compare_scalars(context, original_type, update_type, labelled and original_label != update_label)
     elif original_kind == "MESSAGE":
         _compare_message_types(context, original_type, update_type)
     elif original_kind == "MAP":
@@ -354,18 +360,12 @@ def _scalar_kind(context: _Context, type_name: str, original: bool) -> str:
     return _SCALAR_KINDS[type_name]
 
 
-def _compare_scalars(
-    context: _Context,
-    original_label: str | None,
-    update_label: str | None,
-    original_type: str,
-    update_type: str,
-) -> None:
+def _compare_scalars(context: _Context, original_type: str, update_type: str, label_changed: bool) -> None:
     original_kind = _scalar_kind(context, original_type, True)
     update_kind = _scalar_kind(context, update_type, False)
     if original_kind != update_kind:
         context.add("FIELD_SCALAR_KIND_CHANGED")
-    elif original_label is not None and update_label is not None and original_label != update_label:
+    elif label_changed:
         if original_kind in _NUMERIC_KINDS:
             context.add("FIELD_NUMERIC_LABEL_CHANGED")
         elif original_kind == "STRING_OR_BYTES":
