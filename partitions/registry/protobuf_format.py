@@ -63,6 +63,28 @@ def _indented(lines: str) -> str:
     return "".join(f"  {line}\n" for line in parts)
 
 
+def _block(opening: str, *sections: list[str]) -> str:
+    """``opening`` (``... {``), then each section that has statements, on a line of its own after a blank
+    line (the first: after the opening's line), indented; then ``}``."""
+    out = [opening]
+    for section in sections:
+        if section:
+            out.append("\n")
+            out += [_indented(statement) for statement in section]
+    out.append("}\n")
+    return "".join(out)
+
+
+def _listed(texts: list[str]) -> str:
+    """The texts one a line, indented, a comma after each but the last."""
+    return "".join(_indented(text + ("," if i < len(texts) - 1 else "")) for i, text in enumerate(texts))
+
+
+def _bracketed(texts: list[str]) -> str:
+    """``[one]``, or ``[`` and the texts ``_listed`` and ``]``."""
+    return f"[{texts[0]}]" if len(texts) == 1 else f"[\n{_listed(texts)}]"
+
+
 def _scalar(value: Any, normalize: bool = False) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -153,16 +175,11 @@ class Printer:
         return [Extend(name, fields) for name, fields in grouped.items()]
 
     def service(self, service: Service) -> str:
-        out = [f"service {service.name} {{"]
-        options = self.options(service.options)
-        if options:
-            out.append("\n")
-            out += [_indented(self.option_statement(option)) for option in options]
-        if service.rpcs:
-            out.append("\n")
-            out += [_indented(self.rpc(rpc)) for rpc in service.rpcs]
-        out.append("}\n")
-        return "".join(out)
+        return _block(
+            f"service {service.name} {{",
+            [self.option_statement(option) for option in self.options(service.options)],
+            [self.rpc(rpc) for rpc in service.rpcs],
+        )
 
     def rpc(self, rpc: Rpc) -> str:
         request, response = rpc.request, rpc.response
@@ -224,8 +241,7 @@ class Printer:
             out += [_indented(self.option_statement(option)) for option in options]
         if message.fields:
             out.append("\n")
-            fields = sorted(message.fields, key=lambda f: f.tag) if self.normalize else message.fields
-            out += [_indented(self.field(field)) for field in fields]
+            out += [_indented(statement) for statement in self.field_statements(message.fields)]
         if message.oneofs:
             out.append("\n")
             oneofs = message.oneofs
@@ -270,42 +286,27 @@ class Printer:
         return text + ";\n"
 
     def oneof(self, oneof: OneOf) -> str:
-        out = [f"oneof {oneof.name} {{"]
-        options = self.options(oneof.options)
-        if options:
-            out.append("\n")
-            out += [_indented(self.option_statement(option)) for option in options]
-        if oneof.fields:
-            out.append("\n")
-            out += [_indented(self.field(field)) for field in oneof.fields]
-        if oneof.groups:
-            out.append("\n")
-            out += [_indented(self.group(group)) for group in self.sorted_groups(oneof.groups)]
-        out.append("}\n")
-        return "".join(out)
+        return _block(
+            f"oneof {oneof.name} {{",
+            [self.option_statement(option) for option in self.options(oneof.options)],
+            [self.field(field) for field in oneof.fields],
+            [self.group(group) for group in self.sorted_groups(oneof.groups)],
+        )
 
     def sorted_groups(self, groups: list[Group]) -> list[Group]:
         return sorted(groups, key=lambda g: g.tag) if self.normalize else groups
 
     def group(self, group: Group) -> str:
-        out = [
-            (f"{group.label} " if group.label is not None else "") + f"group {group.name} = {group.tag} {{"
-        ]
-        if group.fields:
-            out.append("\n")
-            fields = sorted(group.fields, key=lambda f: f.tag) if self.normalize else group.fields
-            out += [_indented(self.field(field)) for field in fields]
-        out.append("}\n")
-        return "".join(out)
+        label = f"{group.label} " if group.label is not None else ""
+        return _block(f"{label}group {group.name} = {group.tag} {{", self.field_statements(group.fields))
 
     def extend(self, extend: Extend) -> str:
-        out = [f"extend {extend.name} {{"]
-        if extend.fields:
-            out.append("\n")
-            fields = sorted(extend.fields, key=lambda f: f.tag) if self.normalize else extend.fields
-            out += [_indented(self.field(field)) for field in fields]
-        out.append("}\n")
-        return "".join(out)
+        return _block(f"extend {extend.name} {{", self.field_statements(extend.fields))
+
+    def field_statements(self, fields: list[Field]) -> list[str]:
+        """The fields' statements, by tag when normalizing."""
+        ordered = sorted(fields, key=lambda f: f.tag) if self.normalize else fields
+        return [self.field(field) for field in ordered]
 
     def field(self, field: Field) -> str:
         label, field_type = field.label, field.type
@@ -354,12 +355,7 @@ class Printer:
         return f"option {self.option(option)};\n"
 
     def option_list(self, options: list[Option]) -> str:
-        if len(options) == 1:
-            return f"[{self.option(options[0])}]"
-        body = "".join(
-            _indented(self.option(o) + ("," if i < len(options) - 1 else "")) for i, o in enumerate(options)
-        )
-        return f"[\n{body}]"
+        return _bracketed([self.option(option) for option in options])
 
     def option(self, option: Option) -> str:
         name = f"({option.name})" if option.parenthesized else option.name
@@ -376,21 +372,13 @@ class Printer:
         return name
 
     def option_list_value(self, values: list[Any]) -> str:
-        if len(values) == 1:
-            return f"[{self.value(values[0])}]"
-        body = "".join(
-            _indented(self.value(v) + ("," if i < len(values) - 1 else "")) for i, v in enumerate(values)
-        )
-        return f"[\n{body}]"
+        return _bracketed([self.value(value) for value in values])
 
     def option_map(self, values: dict[str, Any]) -> str:
         items = list(values.items())
         if self.normalize:
             items = sorted((k, v) for k, v in items if not (isinstance(v, list) and not v))
-        return "".join(
-            _indented(f"{key}: {self.value(value)}" + ("," if i < len(items) - 1 else ""))
-            for i, (key, value) in enumerate(items)
-        )
+        return _listed([f"{key}: {self.value(value)}" for key, value in items])
 
     def value(self, value: Any) -> str:
         if isinstance(value, str):
@@ -400,10 +388,7 @@ class Printer:
         if isinstance(value, list):
             if self.normalize and len(value) == 1:
                 return self.value(value[0])
-            body = "".join(
-                _indented(self.value(v) + ("," if i < len(value) - 1 else "")) for i, v in enumerate(value)
-            )
-            return f"[\n{body}]"
+            return f"[\n{_listed([self.value(v) for v in value])}]"
         if isinstance(value, Primitive):
             if value.kind == STRING:
                 return self.value(value.value)
