@@ -20,33 +20,61 @@ from partitions.registry.json_schema_difference import (
 from partitions.registry.json_schema_model import Node
 
 
-def _object_open(node: Node) -> bool:
-    if not node.additional_properties or node.additional_properties_schema is not None:
-        return False
-    if node.pattern_properties:
-        return False
-    unevaluated = _unevaluated(node, "unevaluatedProperties")
-    return unevaluated is None or unevaluated.kind in ("empty", "true")
-
-
 def _unevaluated(node: Node, keyword: str) -> Node | None:
     value = node.unprocessed.get(keyword)
     return value if isinstance(value, Node) else None
 
 
+def _beyond(node: Node, kind: str) -> tuple[bool, Node | None, Node | None]:
+    """What an object's properties (``kind`` "properties") or an array's items ("items") may be beyond
+    those it declares: whether more are allowed (additionalProperties, additionalItems), the schema they
+    are held to, and the schema of unevaluatedProperties or unevaluatedItems."""
+    allowed, schema = getattr(node, f"additional_{kind}"), getattr(node, f"additional_{kind}_schema")
+    return allowed, schema, _unevaluated(node, f"unevaluated{kind.title()}")
+
+
+def _open(node: Node, kind: str) -> bool:
+    """An open content model: more allowed, held to no schema."""
+    allowed, schema, unevaluated = _beyond(node, kind)
+    return allowed and schema is None and (unevaluated is None or unevaluated.kind in ("empty", "true"))
+
+
+def _partial(node: Node, kind: str) -> Node | None:
+    """The schema a partially open content model holds what it does not declare to (None: not partial)."""
+    allowed, schema, unevaluated = _beyond(node, kind)
+    if schema is not None:
+        return schema
+    if allowed and unevaluated is not None and unevaluated.kind not in ("false", "empty", "true"):
+        return unevaluated
+    return None
+
+
+def _beyond_differences(context: Context, original: Node, update: Node, kind: str) -> None:
+    """additionalProperties or additionalItems compared."""
+    original_allowed, original_schema, _ = _beyond(original, kind)
+    update_allowed, update_schema, _ = _beyond(update, kind)
+    prefix = f"ADDITIONAL_{kind.upper()}"
+    with context.scope(f"additional{kind.title()}"):
+        if original_allowed != update_allowed:
+            context.add(f"{prefix}_ADDED" if update_allowed else f"{prefix}_REMOVED")
+        elif original_schema is None and update_schema is not None:
+            context.add(f"{prefix}_NARROWED")
+        elif update_schema is None and original_schema is not None:
+            context.add(f"{prefix}_EXTENDED")
+        else:
+            context.compare(original_schema, update_schema)
+
+
+def _object_open(node: Node) -> bool:
+    return not node.pattern_properties and _open(node, "properties")
+
+
 def _object_partial(node: Node, name: str) -> Node | None:
-    schema: Node | None
+    schema: Node
     for pattern, schema in node.pattern_properties.items():
         if patterns.search(pattern, name):
             return schema
-    schema = node.additional_properties_schema
-    if schema is not None:
-        return schema
-    if node.additional_properties:
-        unevaluated = _unevaluated(node, "unevaluatedProperties")
-        if unevaluated is not None and unevaluated.kind not in ("false", "empty", "true"):
-            return unevaluated
-    return None
+    return _partial(node, "properties")
 
 
 def object_differences(context: Context, original: Node, update: Node) -> None:
@@ -71,23 +99,7 @@ def object_differences(context: Context, original: Node, update: Node) -> None:
             with context.scope(name):
                 _property(context, original, update, name)
     _dependencies(context, original, update)
-    with context.scope("additionalProperties"):
-        if original.additional_properties != update.additional_properties:
-            context.add(
-                "ADDITIONAL_PROPERTIES_ADDED"
-                if update.additional_properties
-                else "ADDITIONAL_PROPERTIES_REMOVED"
-            )
-        elif (
-            original.additional_properties_schema is None and update.additional_properties_schema is not None
-        ):
-            context.add("ADDITIONAL_PROPERTIES_NARROWED")
-        elif (
-            update.additional_properties_schema is None and original.additional_properties_schema is not None
-        ):
-            context.add("ADDITIONAL_PROPERTIES_EXTENDED")
-        else:
-            context.compare(original.additional_properties_schema, update.additional_properties_schema)
+    _beyond_differences(context, original, update, "properties")
     _unevaluated_diff(context, original, update, "unevaluatedProperties", "UNEVALUATED_PROPERTIES")
     limit(
         context,
@@ -119,20 +131,7 @@ def _property(context: Context, original: Node, update: Node, name: str) -> None
     before, after = original.properties.get(name), update.properties.get(name)
     if after is None:
         assert before is not None
-        if _object_open(update):
-            context.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
-            return
-        partial = _object_partial(update, name)
-        if partial is not None:
-            sub = context.subcontext()
-            sub.compare(before, partial)
-            context.extend(sub.differences)
-            covered = "IS" if sub.compatible() else "NOT"
-            context.add(f"PROPERTY_REMOVED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-        elif before.kind == "false":
-            context.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
-        else:
-            context.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+        _removed(context, "PROPERTY", before, _object_open(update), _object_partial(update, name))
     elif before is None:
         required = name in update.required
         if _object_open(original):
@@ -146,10 +145,7 @@ def _property(context: Context, original: Node, update: Node, name: str) -> None
             return
         partial = _object_partial(original, name)
         if partial is not None:
-            sub = context.subcontext()
-            sub.compare(partial, after)
-            context.extend(sub.differences)
-            covered = "IS" if sub.compatible() else "NOT"
+            covered = _covered(context, partial, after)
             context.add(f"PROPERTY_ADDED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
         if required:
             with_default = "WITH_DEFAULT_" if after.has_default else ""
@@ -158,6 +154,28 @@ def _property(context: Context, original: Node, update: Node, name: str) -> None
             context.add("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
     else:
         context.compare(before, after)
+
+
+def _removed(context: Context, subject: str, before: Node, open_: bool, partial: Node | None) -> None:
+    """A property (``subject`` PROPERTY) or an item (ITEM) the update no longer declares, whose content
+    model is ``open_`` or ``partial``ly open (to that schema) or else closed."""
+    if open_:
+        context.add(f"{subject}_REMOVED_FROM_OPEN_CONTENT_MODEL")
+    elif partial is not None:
+        covered = _covered(context, before, partial)
+        context.add(f"{subject}_REMOVED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    elif before.kind == "false":
+        context.add(f"{subject}_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+    else:
+        context.add(f"{subject}_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+
+
+def _covered(context: Context, original: Node, update: Node) -> str:
+    """IS when ``update`` covers ``original`` (compares compatibly), else NOT; the differences added."""
+    sub = context.subcontext()
+    sub.compare(original, update)
+    context.extend(sub.differences)
+    return "IS" if sub.compatible() else "NOT"
 
 
 def _dependencies(context: Context, original: Node, update: Node) -> None:
@@ -232,24 +250,6 @@ def _unevaluated_diff(context: Context, original: Node, update: Node, keyword: s
             context.compare(before, after)
 
 
-def _array_open(node: Node) -> bool:
-    if not node.additional_items or node.additional_items_schema is not None:
-        return False
-    unevaluated = _unevaluated(node, "unevaluatedItems")
-    return unevaluated is None or unevaluated.kind in ("empty", "true")
-
-
-def _array_partial(node: Node) -> Node | None:
-    schema: Node | None = node.additional_items_schema
-    if schema is not None:
-        return schema
-    if node.additional_items:
-        unevaluated = _unevaluated(node, "unevaluatedItems")
-        if unevaluated is not None and unevaluated.kind not in ("false", "empty", "true"):
-            return unevaluated
-    return None
-
-
 def array_differences(context: Context, original: Node, update: Node) -> None:
     with context.scope("items"):
         context.compare(original.all_items, update.all_items)
@@ -259,19 +259,11 @@ def array_differences(context: Context, original: Node, update: Node) -> None:
             context.compare(before[index], after[index])
     for index in range(len(after), len(before)):
         with context.scope(f"items/{index}"):
-            _item_removed(context, before[index], update)
+            _removed(context, "ITEM", before[index], _open(update, "items"), _partial(update, "items"))
     for index in range(len(before), len(after)):
         with context.scope(f"items/{index}"):
             _item_added(context, original, after[index])
-    with context.scope("additionalItems"):
-        if original.additional_items != update.additional_items:
-            context.add("ADDITIONAL_ITEMS_REMOVED" if original.additional_items else "ADDITIONAL_ITEMS_ADDED")
-        elif original.additional_items_schema is None and update.additional_items_schema is not None:
-            context.add("ADDITIONAL_ITEMS_NARROWED")
-        elif update.additional_items_schema is None and original.additional_items_schema is not None:
-            context.add("ADDITIONAL_ITEMS_EXTENDED")
-        else:
-            context.compare(original.additional_items_schema, update.additional_items_schema)
+    _beyond_differences(context, original, update, "items")
     _unevaluated_diff(context, original, update, "unevaluatedItems", "UNEVALUATED_ITEMS")
     for attribute, name, prefix in (
         ("max_items", "maxItems", "MAX_ITEMS"),
@@ -291,25 +283,8 @@ def _count(node: Node, keyword: str) -> int | None:
     return int(value) if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else None
 
 
-def _item_removed(context: Context, before: Node, update: Node) -> None:
-    if _array_open(update):
-        context.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
-        return
-    partial = _array_partial(update)
-    if partial is not None:
-        sub = context.subcontext()
-        sub.compare(before, partial)
-        context.extend(sub.differences)
-        covered = "IS" if sub.compatible() else "NOT"
-        context.add(f"ITEM_REMOVED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-    elif before.kind == "false":
-        context.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
-    else:
-        context.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
-
-
 def _item_added(context: Context, original: Node, after: Node) -> None:
-    if _array_open(original):
+    if _open(original, "items"):
         empty = after.kind in ("empty", "true")
         context.add(
             "ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL"
@@ -317,12 +292,9 @@ def _item_added(context: Context, original: Node, after: Node) -> None:
             else "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"
         )
         return
-    partial = _array_partial(original)
+    partial = _partial(original, "items")
     if partial is not None:
-        sub = context.subcontext()
-        sub.compare(partial, after)
-        context.extend(sub.differences)
-        covered = "IS" if sub.compatible() else "NOT"
+        covered = _covered(context, partial, after)
         context.add(f"ITEM_ADDED_{covered}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
     else:
         context.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
