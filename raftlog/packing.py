@@ -3,7 +3,7 @@
 ``msgpack.packb`` builds a new packer, and so a new buffer, for every call; for a message carrying a
 ~1 MiB batch the buffer is grown while packing and each fresh buffer's pages are faulted in, which costs
 more than packing. A packer kept per thread keeps its buffer: packing copies once, into memory that is
-already mapped."""
+already mapped. And the one check of a versioned msgpack map (a state machine's snapshot) as it is read."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import threading
 from typing import Any
 
 import msgpack
+
+from raftlog.errors import check
 
 KEEP_BYTES = 4 * 1024 * 1024  # a packer whose buffer grew beyond this is dropped after use
 _thread = threading.local()
@@ -52,3 +54,11 @@ def pack(obj: Any) -> bytes:
     packed: bytes = packer.bytes()
     release_if_large(len(packed))
     return packed
+
+
+def unpack_versioned(packed: bytes, version: int, what: str) -> dict[str, Any]:
+    """A msgpack map written with ``"v": version`` (a state machine's snapshot); any other is a broken
+    invariant, named with ``what`` and the start of what was read."""
+    state: dict[str, Any] = msgpack.unpackb(packed, raw=False)
+    check(isinstance(state, dict) and state.get("v") == version, f"unknown {what} format {str(state)[:80]!r}")
+    return state

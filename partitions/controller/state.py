@@ -77,6 +77,7 @@ from partitions.security.acls import AclBinding
 from partitions.security.tokens import ApiToken
 from partitions.security.users import MECHANISMS, ScramCredential
 from raftlog.errors import check
+from raftlog.packing import unpack_versioned
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
@@ -271,11 +272,7 @@ class ControllerStateMachine:
         return packed
 
     def restore(self, snapshot: bytes) -> None:
-        state = msgpack.unpackb(snapshot, raw=False)
-        check(
-            isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
-            f"unknown controller snapshot format {str(state)[:80]!r}",
-        )
+        state = unpack_versioned(snapshot, SNAPSHOT_VERSION, "controller snapshot")
         flags = state.get("node_flags", {})
         self.metadata = ControllerMetadata(
             int(state["applied_index"]),

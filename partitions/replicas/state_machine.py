@@ -102,6 +102,7 @@ from partitions.registry.table import Done, Refusal, SchemaTable
 from partitions.replicas.dedup import Appended, ProducerTable
 from partitions.transactions.state import TransactionTable, TxnResult
 from raftlog.errors import InvariantViolation, check
+from raftlog.packing import unpack_versioned
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import BatchFormatError, BatchHeader, framed, rebase
 from raftlog.storage.errors import DiskFull, InvalidRecord, OffsetOutOfRange
@@ -550,11 +551,7 @@ class PartitionStateMachine:
         return packed
 
     def restore(self, snapshot: bytes) -> None:
-        state = msgpack.unpackb(snapshot, raw=False)
-        check(
-            isinstance(state, dict) and state.get("v") == SNAPSHOT_VERSION,
-            f"unknown partition snapshot format {str(state)[:80]!r}",
-        )
+        state = unpack_versioned(snapshot, SNAPSHOT_VERSION, "partition snapshot")
         self.applied_index = int(state["applied_index"])
         self.high_watermark = int(state["high_watermark"])
         self.producers = ProducerTable.from_rows(state["producers"])
