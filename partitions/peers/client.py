@@ -32,7 +32,7 @@ import ssl
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -284,44 +284,22 @@ class _Stub:
         self.node_id = node_id
 
 
-def _stubs(service: str, protocol: type) -> type[_Stub]:
+_Service = TypeVar("_Service")
+Remote = Callable[[PeerClient, str], _Service]  # a service of the node named, through the client
+
+
+def _remote(service: str, protocol: type) -> Remote[Any]:
+    """The class of ``protocol``'s stubs: called with a client and a node id, that node's service, whose
+    methods are its declared peer operations (each name below gives it its protocol's type)."""
     methods = {op.method: _stub(op, vars(protocol)[op.method]) for op in declared_ops(service, protocol)}
     doc = f"``{protocol.__name__}`` of another node: its peer operations."
     return type(f"Remote{protocol.__name__}", (_Stub,), {"__doc__": doc, "service": service, **methods})
 
 
-_DATA = _stubs("data", DataService)
-_ADMIN = _stubs("admin", AdminService)
-_GROUPS = _stubs("groups", GroupService)
-_PEER = _stubs("peer", PeerService)
-_TRANSACTIONS = _stubs("transactions", TransactionService)
-_SHARES = _stubs("shares", ShareService)
-_REGISTRY = _stubs("registry", RegistryService)
-
-
-def remote_admin(client: PeerClient, node_id: str) -> AdminService:
-    return cast(AdminService, _ADMIN(client, node_id))
-
-
-def remote_groups(client: PeerClient, node_id: str) -> GroupService:
-    return cast(GroupService, _GROUPS(client, node_id))
-
-
-def remote_peer(client: PeerClient, node_id: str) -> PeerService:
-    return cast(PeerService, _PEER(client, node_id))
-
-
-def remote_transactions(client: PeerClient, node_id: str) -> TransactionService:
-    return cast(TransactionService, _TRANSACTIONS(client, node_id))
-
-
-def remote_shares(client: PeerClient, node_id: str) -> ShareService:
-    return cast(ShareService, _SHARES(client, node_id))
-
-
-def remote_registry(client: PeerClient, node_id: str) -> RegistryService:
-    return cast(RegistryService, _REGISTRY(client, node_id))
-
-
-def remote_data(client: PeerClient, node_id: str) -> DataService:
-    return cast(DataService, _DATA(client, node_id))
+remote_data: Remote[DataService] = _remote("data", DataService)
+remote_admin: Remote[AdminService] = _remote("admin", AdminService)
+remote_groups: Remote[GroupService] = _remote("groups", GroupService)
+remote_peer: Remote[PeerService] = _remote("peer", PeerService)
+remote_transactions: Remote[TransactionService] = _remote("transactions", TransactionService)
+remote_shares: Remote[ShareService] = _remote("shares", ShareService)
+remote_registry: Remote[RegistryService] = _remote("registry", RegistryService)
