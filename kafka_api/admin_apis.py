@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import resource_configs, wire
 from kafka_api.door import Door
 from kafka_api.errors import Caught, Refused, code_of
+from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id
 from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.features import TOPIC_ASSIGNMENT
@@ -143,6 +144,8 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             if code is ErrorCode.none
             else -1,
             configs=_creatable_configs(config_cls, settings) if config_cls and settings else None,
+            # v7: the new topic's id, as Metadata and Fetch name it; none for validate_only or an error
+            topic_id=kafka_topic_id(door.cluster_id, created) if created else ZERO_TOPIC_ID,
         )
 
     # A name given twice is answered once, INVALID_REQUEST, and created under neither entry (Kafka's
@@ -161,6 +164,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
             num_partitions=-1,
             replication_factor=-1,
             configs=None,
+            topic_id=ZERO_TOPIC_ID,
         )
         for name in duplicated
     ]
@@ -493,14 +497,27 @@ async def describe_cluster(door: Door, request: wire.Request) -> Any:
     operations = wire.AUTHORIZED_OPERATIONS_OMITTED
     if request.body.include_cluster_authorized_operations and not door.allows(AclOperation.DESCRIBE, CLUSTER):
         operations = 0
+    # Kafka lists its unfenced brokers, and from v2 (KIP-1073) the fenced ones too when asked: a node gossip
+    # holds dead, or one kept out of a cluster whose formats its code cannot read, takes no part until it
+    # is back, as a fenced broker
+    with_fenced = getattr(request.body, "include_fenced_brokers", False)
     brokers = []
     for node in door.node.metadata.nodes():
         address = door.broker_address(node.node_id)
-        if address is not None and node.state not in ("dead", "left"):
-            host, port = address
-            brokers.append(
-                wire.build(broker_cls, broker_id=broker_id(node.node_id), host=host, port=port, rack=None)
+        fenced = node.state == "dead" or node.kept_out is not None
+        if address is None or node.state == "left" or (fenced and not with_fenced):
+            continue
+        host, port = address
+        brokers.append(
+            wire.build(
+                broker_cls,
+                broker_id=broker_id(node.node_id),
+                host=host,
+                port=port,
+                rack=None,
+                is_fenced=fenced,
             )
+        )
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,

@@ -3,20 +3,25 @@
 dispatch and the ApiVersions answer, so what a client is told is supported is exactly what is served.
 
 Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
-cannot read: Fetch goes to 17, Kafka 4.1's (v13+ name topics by id, v15+ carry a follower's replica state,
-v16+ node endpoints, v17 a directory id: a consumer's fetch reads the same), with incremental fetch
-sessions (``fetch_sessions``); Produce to 12 (v10-11 add the current leader and node endpoints, left
-unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the producer uses
-transaction version 2: its batch adds its partition to its transaction); Metadata goes to 13, the last
-of Kafka 4.1 and what librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts leader epochs
-only from v9; its request for all topics at v9+ is malformed and read as meant, ``wire.CLIENT_SLIPS``);
-ListOffsets at 10, Kafka 4.1's last; OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol member
-commits and fetches with its member id and epoch; OffsetFetch v8+ batches groups); JoinGroup at 7 and
-LeaveGroup at 4 (later ones add reasons and KIP-848's fields); ConsumerGroupHeartbeat and
-ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which librdkafka 2.16 needs to speak the
-protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge at 1, the only
-version of Kafka 4.1's share groups (KIP-932); ListGroups to 5 (v5 filters by group type); CreateTopics and
-DeleteTopics at 5 (topic ids after).
+cannot read (docs/kafka-compatibility.md's table "Beside Apache Kafka 4.4.0" lists each, tested against
+the reference): Fetch goes to 18 (v13+ name topics by id, v15+ carry a follower's replica state, v16+ node
+endpoints, v17 a directory id, v18 a follower's high watermark: a consumer's fetch reads the same), with
+incremental fetch sessions (``fetch_sessions``); Produce to 12 (v10-11 add the current leader and node
+endpoints, left unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the
+producer uses transaction version 2: its batch adds its partition to its transaction; v13 names topics by
+id); Metadata goes to 13, the last of Kafka 4.4 and what librdkafka 2.16 and Kafka's Java client 4.x ask
+for (librdkafka trusts leader epochs only from v9; its request for all topics at v9+ is malformed and read
+as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10 (v11 lists a tiered storage offset raftlog has not);
+OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol member commits and fetches with its member
+id and epoch; OffsetFetch v8+ batches groups; v10 names topics by id); FindCoordinator to 5 (v5 only allows
+TRANSACTION_ABORTABLE, v6 finds share coordinators for brokers); JoinGroup at 7 (v8 adds a reason, v9 a
+static leader's skipped assignment, KIP-814) and LeaveGroup at 5 (v5: a member's reason, taken and not
+kept); ConsumerGroupHeartbeat and ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which
+librdkafka 2.16 needs to speak the protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+ShareAcknowledge at 1, Kafka 4.1's share groups (KIP-932; v2 of the fetch and acknowledgement renews
+locks); ListGroups to 5 (v5 filters by group type); CreateTopics to 7 (v7 answers the new topic's id) and
+DeleteTopics at 5 (v6 names topics by id); DescribeCluster to 2 (v2 lists fenced brokers when asked);
+DescribeLogDirs to 5 (v5: whether a log directory is cordoned, never here).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
 v2, Kafka's Java client 4.x for v4.
 The transaction APIs include Kafka's transaction version 2 (KIP-890's second part), which Kafka's Java
@@ -169,16 +174,16 @@ APIS: dict[int, Api] = {
     api.key: api
     for api in (
         Api(0, "Produce", 3, 12, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
-        Api(1, "Fetch", 4, 17, fetch, "READ topic"),
+        Api(1, "Fetch", 4, 18, fetch, "READ topic"),
         Api(2, "ListOffsets", 1, 10, list_offsets, "DESCRIBE topic"),
         Api(3, "Metadata", 0, 13, metadata,
             "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one"),
         Api(8, "OffsetCommit", 2, 9, offset_commit, "READ group, READ topic"),
         Api(9, "OffsetFetch", 1, 9, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
-        Api(10, "FindCoordinator", 0, 4, find_coordinator, "DESCRIBE group, DESCRIBE transactional id"),
+        Api(10, "FindCoordinator", 0, 5, find_coordinator, "DESCRIBE group, DESCRIBE transactional id"),
         Api(11, "JoinGroup", 0, 7, join_group, "READ group"),
         Api(12, "Heartbeat", 0, 4, heartbeat, "READ group"),
-        Api(13, "LeaveGroup", 0, 4, leave_group, "READ group"),
+        Api(13, "LeaveGroup", 0, 5, leave_group, "READ group"),
         Api(14, "SyncGroup", 0, 5, sync_group, "READ group"),
         Api(15, "DescribeGroups", 0, 5, describe_groups, "DESCRIBE group"),
         Api(16, "ListGroups", 0, 5, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
@@ -196,7 +201,7 @@ APIS: dict[int, Api] = {
         Api(92, "DeleteShareGroupOffsets", 0, 0, delete_share_group_offsets, "DELETE group, READ topic"),
         Api(17, "SaslHandshake", 0, 1, sasl_handshake, "none (before authentication)"),
         Api(API_VERSIONS_KEY, "ApiVersions", 0, 4, api_versions, "none (before authentication)"),
-        Api(19, "CreateTopics", 2, 5, create_topics, "CREATE cluster or CREATE topic"),
+        Api(19, "CreateTopics", 2, 7, create_topics, "CREATE cluster or CREATE topic"),
         Api(20, "DeleteTopics", 1, 5, delete_topics, "DELETE topic"),
         Api(21, "DeleteRecords", 0, 2, delete_records, "DELETE topic"),
         Api(22, "InitProducerId", 0, 5, init_producer_id,
@@ -218,7 +223,7 @@ APIS: dict[int, Api] = {
             "ALTER_CONFIGS topic (a broker: cluster)"),
         Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
         Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
-        Api(60, "DescribeCluster", 0, 1, describe_cluster, "none"),
+        Api(60, "DescribeCluster", 0, 2, describe_cluster, "none"),
         Api(65, "DescribeTransactions", 0, 0, describe_transactions,
             "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),
         Api(66, "ListTransactions", 0, 1, list_transactions, "DESCRIBE transactional id (others left out)"),
@@ -227,7 +232,7 @@ APIS: dict[int, Api] = {
         Api(45, "AlterPartitionReassignments", 0, 1, alter_partition_reassignments, "ALTER cluster"),
         Api(46, "ListPartitionReassignments", 0, 0, list_partition_reassignments, "DESCRIBE cluster"),
         Api(43, "ElectLeaders", 0, 2, elect_leaders, "ALTER cluster"),
-        Api(35, "DescribeLogDirs", 1, 4, describe_log_dirs, "DESCRIBE cluster"),
+        Api(35, "DescribeLogDirs", 1, 5, describe_log_dirs, "DESCRIBE cluster"),
         Api(55, "DescribeQuorum", 0, 2, describe_quorum, "DESCRIBE cluster"),
         Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),
         Api(75, "DescribeTopicPartitions", 0, 0, describe_topic_partitions,

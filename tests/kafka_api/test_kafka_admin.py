@@ -277,6 +277,29 @@ def test_a_name_given_twice_in_one_create_topics_is_refused_once_and_the_others_
         assert "adm-twice" not in json.loads(client.request("GET", "/topics").body)
 
 
+def test_create_topics_v7_answers_the_new_topics_id_as_metadata_names_it(kafka_cluster: LocalCluster) -> None:
+    """Kafka 4.4's CreateTopics v7 answers each created topic's id (what Metadata v10+ and Fetch v13+ name it
+    by); a topic not created (here: one that exists) answers the zero id, as Kafka does."""
+    cls = wire.request_class(19, 7)
+    topic = wire.build(wire.sibling(cls, "CreatableTopic"), name="adm-v7", num_partitions=1,
+                       replication_factor=1, assignments=(), configs=())  # fmt: skip
+    request = wire.build(cls, topics=(topic,), timeout=datetime.timedelta(seconds=30), validate_only=False)
+    metadata_cls = wire.request_class(3, 12)
+    asked = wire.build(wire.sibling(metadata_cls, "MetadataRequestTopic"), topic_id=None, name="adm-v7")
+    metadata = wire.build(metadata_cls, topics=(asked,), allow_auto_topic_creation=False,
+                          include_topic_authorized_operations=False)  # fmt: skip
+    raw = RawKafka(kafka_cluster.kafka["n1"])
+    try:
+        [created] = raw.call(19, 7, request).topics
+        [again] = raw.call(19, 7, request).topics
+        [described] = raw.call(3, 12, metadata).topics
+    finally:
+        raw.close()
+    assert created.error_code is ErrorCode.none and created.topic_id.int != 0, created
+    assert created.topic_id == described.topic_id, (created, described)
+    assert again.error_code is ErrorCode.topic_already_exists and again.topic_id is None, again  # kio: zero
+
+
 def test_topic_changes_given_a_time_are_served_through_every_node(kafka_cluster: LocalCluster) -> None:
     """CreateTopics, CreatePartitions and DeleteTopics with an operation timeout (their ``timeout_ms``, how
     long the controller may take: ``topic_changes.ChangeTime``) through each node: those that do not lead

@@ -18,6 +18,8 @@ from typing import Any
 from test_dev import ENV, description
 from upgrade_load import PREVIOUS, THIS, Releases
 
+from kafka_api import wire
+from tests.kafka_api.kafka_fixtures import RawKafka
 from tests.waiting import wait_for
 
 RELEASE_LEVELS_1 = "--release-version=0.1.0"  # raftlog dev: a cluster formed at release 0.1.0's levels
@@ -94,6 +96,12 @@ def kept_out_round(
     assert "release 0.1.0" in reason and "finalized at 2" in reason, reason
     listed = {n["node_id"]: n for n in get(f"{other}/v1/nodes")[1]}
     assert listed[node]["kept_out"] == reason and listed[node]["leader_of"] == 0, listed[node]
+    # Kafka's clients see it as a fenced broker: DescribeCluster leaves it out, and v2 lists it fenced
+    kafka = next(n["kafka"] for n in description(data)["nodes"] if n["id"] != node)
+    brokers = {b.broker_id: b.is_fenced for b in _described_brokers(kafka, with_fenced=False)}
+    assert int(node[1:]) not in brokers and len(brokers) == len(nodes) - 1, brokers
+    brokers = {b.broker_id: b.is_fenced for b in _described_brokers(kafka, with_fenced=True)}
+    assert brokers[int(node[1:])] is True and list(brokers.values()).count(False) == len(nodes) - 1, brokers
     # leadership moved to it: refused, naming why (never a transfer that times out)
     moved = cli(data, "partition", "transfer", topic, "0", "--target", node, server=other)
     assert moved.returncode != 0 and "kept out" in moved.stderr, moved.stdout + moved.stderr
@@ -125,3 +133,16 @@ def compare_replicas(data: pathlib.Path) -> str:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
+
+
+def _described_brokers(kafka: str, with_fenced: bool) -> tuple[Any, ...]:
+    """The brokers a DescribeCluster v2 to the Kafka listener ``kafka`` answers."""
+    cls = wire.request_class(60, 2)
+    body = wire.build(
+        cls, include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=with_fenced
+    )
+    raw = RawKafka(kafka)
+    try:
+        return tuple(raw.call(60, 2, body).brokers)
+    finally:
+        raw.close()
