@@ -61,7 +61,6 @@ import json
 import logging
 import random
 import struct
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -72,7 +71,7 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient
 
 from jepsen.recorder import Recorder
-from jepsen.txn_client import read_back
+from jepsen.txn_client import on_thread, read_back
 from jepsen.workload import Deadline, Stats, Values, key_of, split_key
 
 T = TypeVar("T")
@@ -167,27 +166,10 @@ def _error_of(exc: KafkaException) -> KafkaError:
 
 
 async def _on_thread(call: Callable[[], T], bound_s: float) -> T | None:
-    """``call()`` on a daemon thread; None when it has not returned within ``bound_s`` (librdkafka does
-    not always keep its own timeouts: the call is left behind, its client no longer used)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not done.done():
-            done.set_result(value) if ok else done.set_exception(value)
-
-    def run() -> None:
-        outcome: tuple[bool, Any]
-        try:
-            outcome = (True, call())
-        except BaseException as exc:  # handed to the waiting coroutine, which raises it
-            outcome = (False, exc)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=run, name="group-call", daemon=True).start()
+    """``call()`` on a daemon thread (``on_thread``); None when it has not returned within ``bound_s``
+    (the call is left behind, its client no longer used)."""
     try:
-        return await asyncio.wait_for(done, bound_s)
+        return await on_thread(call, bound_s, "group-call")
     except TimeoutError:
         return None
 

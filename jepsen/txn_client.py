@@ -55,6 +55,34 @@ class Outcome:
     fields: dict[str, Any]
 
 
+async def on_thread(call: Callable[[], T], bound_s: float, name: str) -> T:
+    """``call()`` on a daemon thread named ``name``: its result, or what it raised; TimeoutError when it has
+    not returned within ``bound_s`` (librdkafka does not always keep its own timeouts: the call is left
+    behind, and its caller no longer uses what it holds)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if done.done():  # given up on
+            return
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def run() -> None:
+        outcome: tuple[bool, Any]
+        try:
+            outcome = (True, call())
+        except BaseException as exc:  # handed to the waiting coroutine, which raises it
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return await asyncio.wait_for(done, bound_s)
+
+
 def transactional_id(run_id: str, process: int) -> str:
     return f"jepsen-{run_id}-{process}"
 
@@ -220,29 +248,8 @@ class TxnClient:
     async def _blocking(self, call: Callable[[], T], bound_s: float, uses: str) -> T | None:
         """``call()`` on a daemon thread; None if it has not returned within ``bound_s``, and then the
         handles it ``uses`` ("producer" or "consumers") are replaced (the stuck call keeps the old ones)."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[T] = loop.create_future()
-
-        def settle(ok: bool, value: Any) -> None:
-            if done.done():  # given up on
-                return
-            if ok:
-                done.set_result(value)
-            else:
-                done.set_exception(value)
-
-        def run() -> None:
-            outcome: tuple[bool, Any]
-            try:
-                outcome = (True, call())
-            except BaseException as exc:  # handed to the waiting coroutine, which raises it
-                outcome = (False, exc)
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(settle, *outcome)
-
-        threading.Thread(target=run, name=f"txn-{self.process}", daemon=True).start()
         try:
-            return await asyncio.wait_for(done, bound_s)
+            return await on_thread(call, bound_s, f"txn-{self.process}")
         except TimeoutError:
             self.wedged += 1
             if uses == "producer":
