@@ -38,7 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import request_pin_probe  # noqa: E402  (a script beside this one: a frame, a node's RSS, an admin POST)
-from request_pin_probe import frame, rss_bytes  # noqa: E402
+from request_pin_probe import answer, frame, rss_bytes  # noqa: E402
 
 from kafka_api import wire  # noqa: E402
 from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, METRICS_PATH, TOPICS_PATH, USERS_PATH  # noqa: E402
@@ -49,19 +49,6 @@ MiB = 1024 * 1024
 TOKEN = "fair-share-probe-admin-token"
 USERS = ("admin", "mallory", "eve", "trudy", "oscar", "bob")
 TOPIC = "fair-share-probe"
-
-
-def answer(sock: socket.socket) -> bytes:
-    def read(count: int) -> bytes:
-        data = b""
-        while len(data) < count:
-            chunk = sock.recv(count - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the node")
-            data += chunk
-        return data
-
-    return read(struct.unpack(">i", read(4))[0])
 
 
 def log_in(kafka: str, user: str, source: str, wait_s: float) -> socket.socket:
@@ -100,6 +87,17 @@ def live_s(url: str, wait_s: float) -> str:
     return f"{time.monotonic() - began:.3f} s"
 
 
+def _until_closed(sock: socket.socket, stop: threading.Event) -> None:
+    """Drop what the node sends on ``sock`` (whose reads time out) until it closes the connection or
+    ``stop``."""
+    while not stop.is_set():
+        try:
+            if not sock.recv(65536):
+                return
+        except TimeoutError:
+            continue
+
+
 def attack(kafka: str, user: str, source: str, size: int, stop: threading.Event) -> None:
     """Log in as ``user`` and send the size prefix of a ``size`` byte request, again whenever the node
     closes the connection, until ``stop``."""
@@ -108,12 +106,7 @@ def attack(kafka: str, user: str, source: str, size: int, stop: threading.Event)
             sock = log_in(kafka, user, source, 10)
             sock.sendall(struct.pack(">i", size))
             sock.settimeout(0.5)
-            while not stop.is_set():
-                try:
-                    if not sock.recv(1):
-                        break
-                except TimeoutError:
-                    continue
+            _until_closed(sock, stop)
             sock.close()
         except OSError:
             stop.wait(0.1)
@@ -131,12 +124,7 @@ def announce(url: str, user: str, size: int, stop: threading.Event) -> None:
         try:
             with socket.create_connection((host, int(port)), timeout=0.5) as sock:
                 sock.sendall(head)
-                while not stop.is_set():
-                    try:
-                        if not sock.recv(65536):
-                            break
-                    except TimeoutError:
-                        continue
+                _until_closed(sock, stop)
         except OSError:
             stop.wait(0.1)
 

@@ -57,20 +57,25 @@ def frame(api_key: int, version: int, body: object, correlation_id: int) -> byte
     return struct.pack(">i", len(buffer.getvalue())) + buffer.getvalue()
 
 
-def answer_error(sock: socket.socket, api_key: int, version: int) -> int:
-    from kio.serial import entity_reader
+def answer(sock: socket.socket) -> bytes:
+    """The next response's bytes after its size prefix (header and body)."""
 
     def read(count: int) -> bytes:
         data = b""
         while len(data) < count:
             chunk = sock.recv(count - len(data))
             if not chunk:
-                raise ConnectionError("closed")
+                raise ConnectionError("closed by the node")
             data += chunk
         return data
 
-    size = struct.unpack(">i", read(4))[0]
-    payload = read(size)
+    return read(struct.unpack(">i", read(4))[0])
+
+
+def answer_error(sock: socket.socket, api_key: int, version: int) -> int:
+    from kio.serial import entity_reader
+
+    payload = answer(sock)
     cls = wire.response_class(api_key, version)
     _, used = entity_reader(cls.__header_schema__)(payload, 0)
     body, _ = entity_reader(cls)(payload, used)
