@@ -24,9 +24,10 @@ replica's directory (``dirlock``) is only read, to say that its node may be runn
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 
 from raftlog.errors import check
@@ -146,12 +147,7 @@ def open_replica(name: str, directory: str) -> Replica:
 def _last_segment(path: str, base_offset: int) -> tuple[int, int, int, str]:
     """(end offset, bytes up to the end of the last whole batch, bytes after it, why they are no batch)
     of the last segment, as it is now: its batches' headers only."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        raise ReplicaChanged(path, "deleted while the replica was opened") from None
-    try:
-        size = os.fstat(fd).st_size
+    with _opened(path, "deleted while the replica was opened") as (fd, size):
         end_offset, whole, reason = base_offset, 0, ""
         try:
             for position, header in walk_headers(fd, 0, size):
@@ -159,6 +155,18 @@ def _last_segment(path: str, base_offset: int) -> tuple[int, int, int, str]:
         except ScanStop as stop:
             reason = stop.reason
         return end_offset, whole, size - whole, reason
+
+
+@contextlib.contextmanager
+def _opened(path: str, gone: str) -> Iterator[tuple[int, int]]:
+    """A segment file's descriptor, read-only, and its size now; closed on leaving. Raises
+    ``ReplicaChanged(path, gone)`` when there is no such file any more."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise ReplicaChanged(path, gone) from None
+    try:
+        yield fd, os.fstat(fd).st_size
     finally:
         os.close(fd)
 
@@ -246,12 +254,7 @@ def _batches(replica: Replica, from_offset: int) -> Generator[_Stored]:
         last = index + 1 == len(segments)
         if not last and segments[index + 1][0] <= from_offset:
             continue
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise ReplicaChanged(path, "deleted while read") from None
-        try:
-            size = os.fstat(fd).st_size
+        with _opened(path, "deleted while read") as (fd, size):
             end = replica.last_segment_bytes if last else size
             if size < end:
                 raise ReplicaChanged(path, f"holds {size} bytes, {end} when the replica was opened")
@@ -263,8 +266,6 @@ def _batches(replica: Replica, from_offset: int) -> Generator[_Stored]:
                 if os.fstat(fd).st_size < end:
                     raise ReplicaChanged(path, "cut while read") from None
                 raise _Damaged(path, stop.position, stop.reason) from None
-        finally:
-            os.close(fd)
 
 
 def differing_fields(headers: Sequence[BatchHeader]) -> tuple[str, ...]:
