@@ -587,6 +587,15 @@ class RaftlogClient:
     async def delete_topic(self, name: str) -> None:
         await self._request("DELETE", admin_topic_path(name))
 
+    async def _leave(self, member_path: str, unknown_error_code: str) -> None:
+        """DELETE a group member (``member_path``); answered ``unknown_error_code``, it was gone already
+        (an earlier attempt whose answer was lost, or the group's timeout, removed it)."""
+        try:
+            await self._request("DELETE", member_path, repeatable=True)
+        except RequestFailed as exc:
+            if exc.error_code != unknown_error_code:
+                raise
+
 
 @dataclass(eq=False)
 class GroupConsumer:
@@ -713,9 +722,5 @@ class GroupConsumer:
         """Leave the group (its partitions go to the other members at once)."""
         if self.instance_id is None:
             return
-        try:
-            await self.client._request("DELETE", self._base, repeatable=True)
-        except RequestFailed as exc:
-            if exc.error_code != UNKNOWN_INSTANCE:
-                raise
+        await self.client._leave(self._base, UNKNOWN_INSTANCE)
         self.instance_id = None

@@ -148,9 +148,5 @@ class ShareConsumer:
         """Leave the group: what this member holds is delivered again at once."""
         if self.member_id is None:
             return
-        try:
-            await self.client._request("DELETE", self._base, repeatable=True)
-        except RequestFailed as exc:
-            if exc.error_code != UNKNOWN_MEMBER:
-                raise
+        await self.client._leave(self._base, UNKNOWN_MEMBER)
         self.member_id = None
