@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.openapi_parts import STR
+from api.openapi_parts import STR, obj
 from partitions.registry.table import COMPATIBILITY_LEVELS, MODES
 
 _VERSION = {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
@@ -15,7 +15,9 @@ _REFERENCE = {
     "properties": {"name": {"type": "string"}, "subject": {"type": "string"}, "version": _VERSION},
     "required": ["name", "subject", "version"],
 }
-_LEVELS = list(COMPATIBILITY_LEVELS)
+_LEVEL = {"type": "string", "enum": list(COMPATIBILITY_LEVELS)}
+_BOOL = {"type": "boolean"}
+_MODE = obj({"mode": {"type": "string", "enum": list(MODES)}}, ["mode"])
 
 _ANSWERED_SCHEMA = {
     "type": "object",
@@ -53,19 +55,8 @@ REGISTRY_SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {"is_compatible": {"type": "boolean"}, "messages": {"type": "array", "items": STR}},
         "required": ["is_compatible"],
     },
-    "RegistryConfigAnswer": {
-        "type": "object",
-        "properties": {
-            "compatibilityLevel": {"type": "string", "enum": _LEVELS},
-            "compatibility": {"type": "string", "enum": _LEVELS},
-            "normalize": {"type": "boolean"},
-        },
-    },
-    "RegistryModeAnswer": {
-        "type": "object",
-        "properties": {"mode": {"type": "string", "enum": list(MODES)}},
-        "required": ["mode"],
-    },
+    "RegistryConfigAnswer": obj({"compatibilityLevel": _LEVEL, "compatibility": _LEVEL, "normalize": _BOOL}),
+    "RegistryModeAnswer": _MODE,
     "RegistrySchema": {
         "type": "object",
         "properties": {
@@ -79,16 +70,6 @@ REGISTRY_SCHEMAS: dict[str, dict[str, Any]] = {
         },
         "required": ["schema"],
     },
-    "RegistryConfig": {
-        "type": "object",
-        "properties": {
-            "compatibility": {"type": "string", "enum": _LEVELS},
-            "normalize": {"type": "boolean"},
-        },
-    },
-    "RegistryMode": {
-        "type": "object",
-        "properties": {"mode": {"type": "string", "enum": list(MODES)}},
-        "required": ["mode"],
-    },
+    "RegistryConfig": obj({"compatibility": _LEVEL, "normalize": _BOOL}),
+    "RegistryMode": _MODE,
 }
