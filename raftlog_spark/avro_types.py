@@ -55,6 +55,13 @@ PRIMITIVES: dict[str, DataType] = {
     "bytes": BinaryType(),
     "string": StringType(),
 }
+# Spark's type -> the Avro primitive it is written as: PRIMITIVES turned around, and Spark's narrower
+# integers written as Avro's int
+_PRIMITIVES_OF_SPARK: tuple[tuple[type[DataType], str], ...] = (
+    *((type(spark), primitive) for primitive, spark in PRIMITIVES.items()),
+    (ByteType, "int"),
+    (ShortType, "int"),
+)
 DECIMAL_PRECISION_MAX = 38  # Spark's DecimalType
 TOP_RECORD = "topLevelRecord"  # Spark's to_avro's name of the top record
 
@@ -251,20 +258,9 @@ def _avro(kind: DataType, nullable: bool, name: str, namespace: str, where: str)
 
 
 def _avro_of(kind: DataType, name: str, namespace: str, where: str) -> Any:
-    if isinstance(kind, BooleanType):
-        return "boolean"
-    if isinstance(kind, ByteType | ShortType | IntegerType):
-        return "int"
-    if isinstance(kind, LongType):
-        return "long"
-    if isinstance(kind, FloatType):
-        return "float"
-    if isinstance(kind, DoubleType):
-        return "double"
-    if isinstance(kind, StringType):
-        return "string"
-    if isinstance(kind, BinaryType):
-        return "bytes"
+    for spark_class, primitive in _PRIMITIVES_OF_SPARK:
+        if isinstance(kind, spark_class):
+            return primitive
     if isinstance(kind, DecimalType):
         return {"type": "bytes", "logicalType": "decimal", "precision": kind.precision, "scale": kind.scale}
     if isinstance(kind, DateType):
