@@ -306,6 +306,15 @@ def landed(kill: Kill | None, result: TestResult) -> str:
     return ""
 
 
+def _unended_note(system: str, run: SuiteRun, listed: list[str]) -> list[str]:
+    """How many of the ``listed`` top-level tests ``system``'s run did not run to an end, when some: a
+    failure of raftlog's run, an unhealthy peer's in Kafka's."""
+    short = unended(run, listed)
+    if not short:
+        return []
+    return [f"{system} ran {len(listed) - len(short)} of {len(listed)} top-level tests to an end"]
+
+
 def unlanded(run: SuiteRun, plan: dict[str, int]) -> list[str]:
     """Each kill of ``plan`` (test -> broker) that did not land in ``run``, with why."""
     found = []
@@ -367,11 +376,7 @@ def judge(
     if raftlog is None:
         failures.append("raftlog was not run")
     else:
-        short = unended(raftlog, listed)
-        if short:
-            failures.append(
-                f"raftlog ran {len(listed) - len(short)} of {len(listed)} top-level tests to an end"
-            )
+        failures += _unended_note("raftlog", raftlog, listed)
         worse = missed(expectation, raftlog)
         if worse:
             failures.append(
@@ -394,11 +399,7 @@ def judge(
     if kafka is None:
         notes.append("Kafka was not run beside it: raftlog judged against the recorded expectation alone")
     else:
-        short = unended(kafka, listed)
-        if short:
-            unhealthy.append(
-                f"Kafka ran {len(listed) - len(short)} of {len(listed)} top-level tests to an end"
-            )
+        unhealthy += _unended_note("Kafka", kafka, listed)
         kafka_worse = missed(expectation, kafka)
         if kafka_worse:
             unhealthy.append(
