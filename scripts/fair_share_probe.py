@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import pathlib
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,12 +36,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import request_pin_probe  # noqa: E402  (a script beside this one: a frame, a node's RSS, an admin POST)
-from request_pin_probe import answer, frame, rss_bytes  # noqa: E402
+from request_pin_probe import answer, frame, one_node, rss_bytes  # noqa: E402
 
 from kafka_api import wire  # noqa: E402
 from raftlog_contract import ADMIN_TOPICS_PATH, LIVE_PATH, METRICS_PATH, TOPICS_PATH, USERS_PATH  # noqa: E402
-from raftlog_dev import layout  # noqa: E402
-from raftlog_node.options import TOKEN_ENV  # noqa: E402
 
 MiB = 1024 * 1024
 TOKEN = "fair-share-probe-admin-token"
@@ -191,60 +187,57 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [min(int(float(mib) * MiB), 100 * MiB) for mib in args.prefix_mib.split(",")]
     prefix_of = dict(zip(("mallory", "eve", "trudy"), sizes * 3 if len(sizes) == 1 else sizes, strict=False))
-    with tempfile.TemporaryDirectory(prefix="fair-share-") as root:
-        secret = pathlib.Path(root) / "cluster.secret"
-        secret.write_text("fair-share-probe-cluster-secret-0123456789\n")
-        nodes = layout.plan(1, layout.free_base_port(1), False)
-        argv = [*layout.node_argv(nodes[0], nodes, root, str(secret), None), "--require-auth",
-                "--super-user", "admin", *args.serve]  # fmt: skip
-        env = {**os.environ, TOKEN_ENV: TOKEN, "PYTHONPATH": args.code}
-        url, kafka = nodes[0].http, nodes[0].kafka
-        with open(pathlib.Path(root) / "n1.log", "wb") as log:
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=args.code)
-        try:
-            deadline = time.monotonic() + 60
-            for user in USERS:
-                while http(url + USERS_PATH, {"name": user, "password": user}) != 200:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        print((pathlib.Path(root) / "n1.log").read_text()[-3000:])
-                        return 1
-                    time.sleep(0.2)
-            while "s" not in served_s(kafka, "bob", 5)[-2:]:
-                if time.monotonic() > deadline:
+    options = ["--super-user", "admin", *args.serve]
+    with (
+        tempfile.TemporaryDirectory(prefix="fair-share-") as root,
+        one_node(root, args.code, "fair-share-probe", TOKEN, options) as (process, node),
+    ):
+        url, kafka = node.http, node.kafka
+        deadline = time.monotonic() + 60
+        for user in USERS:
+            while http(url + USERS_PATH, {"name": user, "password": user}) != 200:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    print((pathlib.Path(root) / "n1.log").read_text()[-3000:])
                     return 1
                 time.sleep(0.2)
-            if args.http:
-                return http_attack(args, url, process.pid)
-            before = rss_bytes(process.pid)
-            stop = threading.Event()
-            users = [u for u in ("mallory", "eve", "trudy") for _ in range(args.per_user)]
-            attackers = [
-                threading.Thread(target=attack, args=(kafka, user, f"127.0.0.{2 + i % 200}", prefix_of[user],
-                                                      stop))
-                for i, user in enumerate(users)
-            ]  # fmt: skip
-            for thread in attackers:
-                thread.start()
-            settled_until = time.monotonic() + args.settle_s
-            while time.monotonic() < settled_until:
-                time.sleep(0.1)
-            holding = held_bytes(url) / MiB
-            print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
-            print(f"three users, {len(attackers)} connections, each logging in and sending the size prefix "
-                  f"of a request of {args.prefix_mib} MiB (again once closed); the node holds "
-                  f"{holding:.0f} MiB")  # fmt: skip
-            print(f"the admin's login and Metadata: {served_s(kafka, 'admin', args.wait_s)}")
-            print(f"bob's login and Metadata: {served_s(kafka, 'bob', args.wait_s)}")
-            print(f"liveness: {live_s(url, args.wait_s)}")
-            print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(process.pid) / MiB:.0f} MiB")
-            print(f"the node's cuts: {cuts(url)}")
-            stop.set()
-            for thread in attackers:
-                thread.join()
-        finally:
-            process.terminate()
-            process.wait(30)
+        while "s" not in served_s(kafka, "bob", 5)[-2:]:
+            if time.monotonic() > deadline:
+                return 1
+            time.sleep(0.2)
+        if args.http:
+            return http_attack(args, url, process.pid)
+        before = rss_bytes(process.pid)
+        stop = threading.Event()
+        users = [u for u in ("mallory", "eve", "trudy") for _ in range(args.per_user)]
+        attackers = [
+            threading.Thread(target=attack, args=(kafka, user, f"127.0.0.{2 + i % 200}", prefix_of[user],
+                                                  stop))
+            for i, user in enumerate(users)
+        ]  # fmt: skip
+        _start(attackers, args.settle_s)
+        holding = held_bytes(url) / MiB
+        print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
+        print(f"three users, {len(attackers)} connections, each logging in and sending the size prefix "
+              f"of a request of {args.prefix_mib} MiB (again once closed); the node holds "
+              f"{holding:.0f} MiB")  # fmt: skip
+        print(f"the admin's login and Metadata: {served_s(kafka, 'admin', args.wait_s)}")
+        print(f"bob's login and Metadata: {served_s(kafka, 'bob', args.wait_s)}")
+        print(f"liveness: {live_s(url, args.wait_s)}")
+        print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(process.pid) / MiB:.0f} MiB")
+        print(f"the node's cuts: {cuts(url)}")
+        stop.set()
+        for thread in attackers:
+            thread.join()
     return 0
+
+
+def _start(attackers: list[threading.Thread], settle_s: float) -> None:
+    """Start the ``attackers`` and let them settle ``settle_s`` seconds, before anything is timed."""
+    for thread in attackers:
+        thread.start()
+    settled_until = time.monotonic() + settle_s
+    while time.monotonic() < settled_until:
+        time.sleep(0.1)
 
 
 def http_attack(args: argparse.Namespace, url: str, pid: int) -> int:
@@ -258,11 +251,7 @@ def http_attack(args: argparse.Namespace, url: str, pid: int) -> int:
         threading.Thread(target=announce, args=(url, user, 16 * MiB, stop))
         for user in ("mallory", "eve", "trudy", "oscar") for _ in range(4)
     ]  # fmt: skip
-    for thread in attackers:
-        thread.start()
-    settled_until = time.monotonic() + args.settle_s
-    while time.monotonic() < settled_until:
-        time.sleep(0.1)
+    _start(attackers, args.settle_s)
     print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
     print(f"four users, {len(attackers)} HTTP connections each announcing a 16 MiB body and sending none "
           f"(again once closed); the node holds {held_bytes(url, 'http') / MiB:.0f} MiB")  # fmt: skip

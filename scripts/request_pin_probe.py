@@ -28,6 +28,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -137,6 +138,26 @@ def http(url: str, body: object, token: str = TOKEN) -> int:
         return 0
 
 
+@contextlib.contextmanager
+def one_node(
+    root: str, code: str, name: str, token: str, options: Sequence[str]
+) -> Iterator[tuple[subprocess.Popen[bytes], layout.DevNode]]:
+    """A node of the checkout ``code`` alone, its directory and log (n1.log) in ``root``, logins required,
+    ``token`` its admin token, started with ``options`` too; terminated on leaving."""
+    secret = pathlib.Path(root) / "cluster.secret"
+    secret.write_text(f"{name}-cluster-secret-0123456789\n")
+    nodes = layout.plan(1, layout.free_base_port(1), False)
+    argv = [*layout.node_argv(nodes[0], nodes, root, str(secret), None), "--require-auth", *options]
+    env = {**os.environ, TOKEN_ENV: token, "PYTHONPATH": code}
+    with open(pathlib.Path(root) / "n1.log", "wb") as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=code)
+    try:
+        yield process, nodes[0]
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--code", default=str(ROOT), help="the checkout whose node runs")
@@ -147,55 +168,47 @@ def main() -> int:
     parser.add_argument("serve", nargs="*", help="options for the node, after --")
     args = parser.parse_args()
     frame_bytes = min(int(args.frame_mib * MiB), 100 * MiB) - 64  # within Kafka's socket.request.max.bytes
-    with tempfile.TemporaryDirectory(prefix="request-pin-") as root:
-        secret = pathlib.Path(root) / "cluster.secret"
-        secret.write_text("request-pin-probe-cluster-secret-0123456789\n")
-        nodes = layout.plan(1, layout.free_base_port(1), False)
-        argv = [*layout.node_argv(nodes[0], nodes, root, str(secret), None), "--require-auth",
-                "--kafka-frame-timeout-ms", "600000", *args.serve]  # fmt: skip
-        env = {**os.environ, TOKEN_ENV: TOKEN, "PYTHONPATH": args.code}
-        with open(pathlib.Path(root) / "n1.log", "wb") as log:
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=args.code)
-        try:
-            deadline = time.monotonic() + 60
-            while http(nodes[0].http + USERS_PATH, {"name": USER, "password": PASSWORD}) != 200:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    print((pathlib.Path(root) / "n1.log").read_text()[-3000:])
+    options = ["--kafka-frame-timeout-ms", "600000", *args.serve]
+    with (
+        tempfile.TemporaryDirectory(prefix="request-pin-") as root,
+        one_node(root, args.code, "request-pin-probe", TOKEN, options) as (process, node),
+    ):
+        deadline = time.monotonic() + 60
+        while http(node.http + USERS_PATH, {"name": USER, "password": PASSWORD}) != 200:
+            if process.poll() is not None or time.monotonic() > deadline:
+                print((pathlib.Path(root) / "n1.log").read_text()[-3000:])
+                return 1
+            time.sleep(0.2)
+        while True:
+            try:
+                log_in(node.kafka, "127.0.0.1").close()
+                break
+            except (OSError, AssertionError):
+                if time.monotonic() > deadline:
                     return 1
                 time.sleep(0.2)
-            while True:
-                try:
-                    log_in(nodes[0].kafka, "127.0.0.1").close()
-                    break
-                except (OSError, AssertionError):
-                    if time.monotonic() > deadline:
-                        return 1
-                    time.sleep(0.2)
-            time.sleep(1.0)
-            before = rss_bytes(process.pid)
-            stop, sent = threading.Event(), dict[int, int]()
-            rate = int(args.rate_mib_per_s * MiB)
-            threads = [threading.Thread(target=push, args=(nodes[0].kafka, i, frame_bytes, rate, stop, sent))
-                       for i in range(args.connections)]  # fmt: skip
-            for thread in threads:
-                thread.start()
-            peak, began = before, time.monotonic()
-            while time.monotonic() - began < args.seconds:
-                peak = max(peak, rss_bytes(process.pid))
-                time.sleep(0.1)
-            stop.set()
-            for thread in threads:
-                thread.join()
-            print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
-            print(f"{args.connections} connections of one user, each a {frame_bytes / MiB:.0f} MiB request "
-                  f"at {args.rate_mib_per_s:g} MiB/s, {args.seconds:g} s")  # fmt: skip
-            print(f"node RSS before {before / MiB:.0f} MiB, peak {peak / MiB:.0f} MiB, "
-                  f"grown {(peak - before) / MiB:.0f} MiB")  # fmt: skip
-            print("sent per connection (MiB, the kernel's socket buffers included): "
-                  + ", ".join(f"{sent.get(i, 0) / MiB:.0f}" for i in range(args.connections)))  # fmt: skip
-        finally:
-            process.terminate()
-            process.wait(30)
+        time.sleep(1.0)
+        before = rss_bytes(process.pid)
+        stop, sent = threading.Event(), dict[int, int]()
+        rate = int(args.rate_mib_per_s * MiB)
+        threads = [threading.Thread(target=push, args=(node.kafka, i, frame_bytes, rate, stop, sent))
+                   for i in range(args.connections)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        peak, began = before, time.monotonic()
+        while time.monotonic() - began < args.seconds:
+            peak = max(peak, rss_bytes(process.pid))
+            time.sleep(0.1)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
+        print(f"{args.connections} connections of one user, each a {frame_bytes / MiB:.0f} MiB request "
+              f"at {args.rate_mib_per_s:g} MiB/s, {args.seconds:g} s")  # fmt: skip
+        print(f"node RSS before {before / MiB:.0f} MiB, peak {peak / MiB:.0f} MiB, "
+              f"grown {(peak - before) / MiB:.0f} MiB")  # fmt: skip
+        print("sent per connection (MiB, the kernel's socket buffers included): "
+              + ", ".join(f"{sent.get(i, 0) / MiB:.0f}" for i in range(args.connections)))  # fmt: skip
     return 0
 
 
