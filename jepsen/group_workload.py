@@ -66,10 +66,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient
 
+from jepsen.kafka_workload import committed_offset, error_fields, error_of
 from jepsen.recorder import Recorder
 from jepsen.txn_client import on_thread, read_back
 from jepsen.workload import Deadline, Stats, Values, key_of, split_key
@@ -156,15 +157,6 @@ def serve_args(given: Sequence[str]) -> list[str]:
     return args
 
 
-def _error_fields(error: KafkaError) -> dict[str, Any]:
-    return {"error_code": error.name(), "error": str(error.str())[:200]}
-
-
-def _error_of(exc: KafkaException) -> KafkaError:
-    error = exc.args[0] if exc.args else None
-    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
-
-
 async def _on_thread(call: Callable[[], T], bound_s: float) -> T | None:
     """``call()`` on a daemon thread (``on_thread``); None when it has not returned within ``bound_s``
     (the call is left behind, its client no longer used)."""
@@ -245,7 +237,7 @@ def _produce(producer: Producer | None, key: str, value: int) -> tuple[str, dict
     error, offset = reports[0]
     if error is None and offset >= 0:
         return "ok", {"offset": offset}
-    fields: dict[str, Any] = _error_fields(error) if error is not None else {"error": "no offset"}
+    fields: dict[str, Any] = error_fields(error) if error is not None else {"error": "no offset"}
     if error is not None and error.fatal():
         fields["fatal"] = True
     return "info", fields
@@ -475,7 +467,10 @@ class GroupRun:
         flags = {"final": True} if final else {}
         self.recorder.invoke(self.monitor_process, "committed", key=key, group=self.group, client="kafka",
                              **flags)  # fmt: skip
-        result = await _on_thread(lambda: _committed(self.monitor, key), CALL_TIMEOUT_S + WEDGED_SLACK_S)
+        result = await _on_thread(
+            lambda: committed_offset(self.monitor, KafkaPartition(*split_key(key)), CALL_TIMEOUT_S),
+            CALL_TIMEOUT_S + WEDGED_SLACK_S,
+        )
         kind, fields = result if result is not None else ("info", {"error": "wedged"})
         stats.add("committed", kind)
         self.recorder.complete(self.monitor_process, kind, group=self.group, **fields)
@@ -596,22 +591,12 @@ def _commit(consumer: Consumer, key: str, offset: int) -> tuple[str, dict[str, A
     try:
         rows = consumer.commit(offsets=[KafkaPartition(topic, partition, offset)], asynchronous=False)
     except KafkaException as exc:
-        error = _error_of(exc)
-        return ("fail" if error.code() in NOT_COMMITTED else "info"), _error_fields(error)
+        error = error_of(exc)
+        return ("fail" if error.code() in NOT_COMMITTED else "info"), error_fields(error)
     for row in rows or []:
         if row.error is not None:
-            return ("fail" if row.error.code() in NOT_COMMITTED else "info"), _error_fields(row.error)
+            return ("fail" if row.error.code() in NOT_COMMITTED else "info"), error_fields(row.error)
     return "ok", {}
-
-
-def _committed(consumer: Consumer, key: str) -> tuple[str, dict[str, Any]]:
-    try:
-        (row,) = consumer.committed([KafkaPartition(*split_key(key))], timeout=CALL_TIMEOUT_S)
-    except KafkaException as exc:
-        return "info", _error_fields(_error_of(exc))
-    if row.error is not None:
-        return "info", _error_fields(row.error)
-    return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
 
 
 def _group_type(common: dict[str, Any], group: str) -> str | None:

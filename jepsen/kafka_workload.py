@@ -143,8 +143,29 @@ def row_of(message: Message) -> dict[str, Any]:
     }
 
 
-def _error_fields(error: KafkaError) -> dict[str, Any]:
+def error_fields(error: KafkaError) -> dict[str, Any]:
+    """A librdkafka error as an event's fields: its name and (the first 200 characters of) its text."""
     return {"error_code": error.name(), "error": str(error.str())[:200]}
+
+
+def error_of(exc: KafkaException) -> KafkaError:
+    """The ``KafkaError`` a ``KafkaException`` carries (one of its own when it carries none)."""
+    error = exc.args[0] if exc.args else None
+    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+def committed_offset(
+    consumer: Consumer, partition: TopicPartition, timeout_s: float
+) -> tuple[str, dict[str, Any]]:
+    """The consumer's group's committed offset of ``partition`` as a completion: ``ok`` with the offset
+    (None when the group has none), ``info`` with the error when it could not be had."""
+    try:
+        (row,) = consumer.committed([partition], timeout=timeout_s)
+    except KafkaException as exc:
+        return "info", error_fields(error_of(exc))
+    if row.error is not None:
+        return "info", error_fields(row.error)
+    return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
 
 
 class KafkaOperations:
@@ -235,13 +256,13 @@ class KafkaOperations:
                 self.producer.poll(0.05)
         except KafkaException as exc:  # poll raises for a fatal error only
             self._renew_if_fatal(exc)
-            return "info", {**_error_fields(exc.args[0]), "fatal": True}
+            return "info", {**error_fields(exc.args[0]), "fatal": True}
         if not reports:
             return "info", {"error": "no delivery report"}
         error, message = reports[0]
         if error is None:
             return "ok", {"offset": message.offset()}
-        return ("fail" if error.code() in NOT_DONE else "info"), _error_fields(error)
+        return ("fail" if error.code() in NOT_DONE else "info"), error_fields(error)
 
     def _renew_if_fatal(self, exc: BaseException) -> None:
         """A producer with a fatal error does nothing more: the next send gets a new one (a new id)."""
@@ -298,28 +319,21 @@ class KafkaOperations:
                 offsets=[TopicPartition(topic, partition, offset)], asynchronous=False
             )
         except KafkaException as exc:
-            return "info", _error_fields(exc.args[0])
+            return "info", error_fields(exc.args[0])
         failed = [tp.error for tp in answer or [] if tp.error is not None]
         if failed:
-            return "info", _error_fields(failed[0])
+            return "info", error_fields(failed[0])
         return "ok", {"committed": offset}
 
     async def committed(self, process: int, key: str, group: str) -> Outcome:
         topic, partition = split_key(key)
         self.recorder.invoke(process, "committed", key=key, group=group, client=self.client)
-        kind, fields = await self._blocking(lambda: self._committed(topic, partition))
+        kind, fields = await self._blocking(
+            lambda: committed_offset(self.consumer, TopicPartition(topic, partition), POLL_TIMEOUT_S)
+        )
         fields = {"group": group, **fields}
         self.recorder.complete(process, kind, **fields)
         return Outcome(kind, fields)
-
-    def _committed(self, topic: str, partition: int) -> tuple[str, dict[str, Any]]:
-        try:
-            (row,) = self.consumer.committed([TopicPartition(topic, partition)], timeout=POLL_TIMEOUT_S)
-        except KafkaException as exc:
-            return "info", _error_fields(exc.args[0])
-        if row.error is not None:
-            return "info", _error_fields(row.error)
-        return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
 
     async def end_offset(self, key: str) -> int | None:
         """The partition's high watermark (ListOffsets latest), or None when it cannot be had now."""

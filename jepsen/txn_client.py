@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from confluent_kafka import (
-    OFFSET_INVALID,
     Consumer,
     KafkaError,
     KafkaException,
@@ -31,6 +30,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from jepsen.kafka_workload import committed_offset, error_fields, error_of
 from jepsen.recorder import Recorder
 from jepsen.workload import POLL_MAX_BYTES, POLL_TIMEOUT_S, POLL_WAIT_MS, Http, split_key
 from raftlog_contract import records_path
@@ -177,15 +177,6 @@ class HttpReader:
             fields.update({"status": status, "error": str(payload)[:200]})
         self.recorder.complete(process, kind, **fields)
         return Outcome(kind, fields)
-
-
-def _error_fields(error: KafkaError) -> dict[str, Any]:
-    return {"error_code": error.name(), "error": str(error.str())[:200]}
-
-
-def _error_of(exc: KafkaException) -> KafkaError:
-    error = exc.args[0] if exc.args else None
-    return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
 
 
 class TxnClient:
@@ -379,7 +370,8 @@ class TxnClient:
         flags = {"final": True} if final else {}
         self.recorder.invoke(self.process, "committed", key=key, group=self.group, client="kafka", **flags)
         bound = POLL_TIMEOUT_S + WEDGED_SLACK_S
-        call = functools.partial(_committed, self.consumers[READ_COMMITTED], key)
+        partition = TopicPartition(*split_key(key))
+        call = functools.partial(committed_offset, self.consumers[READ_COMMITTED], partition, POLL_TIMEOUT_S)
         result = await self._blocking(call, bound, "consumers")
         kind, fields = result if result is not None else self._wedged(bound)
         self.recorder.complete(self.process, kind, group=self.group, **fields)
@@ -417,8 +409,8 @@ def _init_transactions(producer: Producer) -> tuple[str, dict[str, Any], bool]:
     try:
         producer.init_transactions(INIT_TIMEOUT_S)
     except KafkaException as exc:
-        error = _error_of(exc)
-        return "info", _error_fields(error), error.retriable() and not error.fatal()
+        error = error_of(exc)
+        return "info", error_fields(error), error.retriable() and not error.fatal()
     return "ok", {}, True
 
 
@@ -432,7 +424,7 @@ def _run_transaction(
     try:
         producer.begin_transaction()
     except KafkaException as exc:
-        return "fail", {"stage": "begin", **_error_fields(_error_of(exc))}
+        return "fail", {"stage": "begin", **error_fields(error_of(exc))}
     reports: dict[int, tuple[KafkaError | None, int]] = {}
     produced = 0
     try:
@@ -453,14 +445,14 @@ def _run_transaction(
     errors = [error for error, _ in reports.values() if error is not None]
     if left or errors:
         fields: dict[str, Any] = {"stage": "produce", "written": written}
-        fields.update(_error_fields(errors[0]) if errors else {"error": f"{left} delivery reports missing"})
+        fields.update(error_fields(errors[0]) if errors else {"error": f"{left} delivery reports missing"})
         return "info", fields
     if offsets:
         positions = [TopicPartition(*split_key(key), offset) for _, key, offset in offsets]
         try:
             producer.send_offsets_to_transaction(positions, metadata, OFFSETS_TIMEOUT_S)
         except KafkaException as exc:
-            return "info", {"stage": "offsets", "written": written, **_error_fields(_error_of(exc))}
+            return "info", {"stage": "offsets", "written": written, **error_fields(error_of(exc))}
     return "ok", {"written": written}
 
 
@@ -484,13 +476,13 @@ def _end(producer: Producer, commit: bool) -> tuple[str, dict[str, Any]]:
     if error.txn_requires_abort():
         kind, fields = _abort(producer, deadline)
         # the service acknowledged the abort: the refused commit did not happen
-        return ("fail" if kind == "ok" else "info"), {"refused": _error_fields(error), **fields}
-    return "info", _error_fields(error)
+        return ("fail" if kind == "ok" else "info"), {"refused": error_fields(error), **fields}
+    return "info", error_fields(error)
 
 
 def _abort(producer: Producer, deadline: float) -> tuple[str, dict[str, Any]]:
     error = _until_done(producer.abort_transaction, deadline)
-    return ("ok", {}) if error is None else ("info", {"abort": _error_fields(error)})
+    return ("ok", {}) if error is None else ("info", {"abort": error_fields(error)})
 
 
 def _until_done(
@@ -503,7 +495,7 @@ def _until_done(
             call(max(0.5, deadline - time.monotonic()))
             return None
         except KafkaException as exc:
-            error = _error_of(exc)
+            error = error_of(exc)
             if abortable and error.txn_requires_abort():
                 return error
             if error.fatal() or not error.retriable() or time.monotonic() >= deadline:
@@ -550,23 +542,13 @@ def _consume(
     return records, end, errors
 
 
-def _committed(consumer: Consumer, key: str) -> tuple[str, dict[str, Any]]:
-    try:
-        (row,) = consumer.committed([TopicPartition(*split_key(key))], timeout=POLL_TIMEOUT_S)
-    except KafkaException as exc:
-        return "info", _error_fields(_error_of(exc))
-    if row.error is not None:
-        return "info", _error_fields(row.error)
-    return "ok", {"offset": None if row.offset == OFFSET_INVALID else row.offset}
-
-
 def _final_read(watermarks: Consumer, consumer: Consumer, key: str) -> tuple[str, dict[str, Any]]:
     try:
         _low, high = watermarks.get_watermark_offsets(
             TopicPartition(*split_key(key)), timeout=POLL_TIMEOUT_S, cached=False
         )
     except KafkaException as exc:
-        return "info", {"stage": "watermarks", **_error_fields(_error_of(exc))}
+        return "info", {"stage": "watermarks", **error_fields(error_of(exc))}
     records, end, errors = _consume(consumer, key, 0, FINAL_READ_TIMEOUT_S, until=int(high))
     fields: dict[str, Any] = {"offset": 0, "final": True, "high_watermark": int(high)}
     if errors:
