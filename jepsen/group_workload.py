@@ -70,7 +70,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient
 
-from jepsen.kafka_workload import committed_offset, error_fields, error_of
+from jepsen.kafka_workload import client_config, committed_offset, error_fields, error_of
 from jepsen.recorder import Recorder
 from jepsen.txn_client import on_thread, read_back
 from jepsen.workload import Deadline, Stats, Values, key_of, split_key
@@ -323,13 +323,7 @@ class GroupRun:
         self.keys = keys()
         self.values = Values()
         producers, members, monitor = roles(concurrency)
-        common = {
-            "bootstrap.servers": bootstrap_servers,
-            "socket.timeout.ms": 5000,
-            "topic.metadata.refresh.interval.ms": 2000,
-            "reconnect.backoff.max.ms": 1000,
-            "logger": logger,
-        }
+        common = client_config(bootstrap_servers, logger)
         self.common = common
         self.producers = [GroupProducer(common, recorder, p) for p in producers]
         self.members = [self._member(common, p, i) for i, p in enumerate(members)]

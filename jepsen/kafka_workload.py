@@ -143,6 +143,21 @@ def row_of(message: Message) -> dict[str, Any]:
     }
 
 
+def client_config(
+    bootstrap_servers: str, logger: logging.Logger, *, socket_timeout_ms: int = 5000
+) -> dict[str, Any]:
+    """What every Kafka client the harness makes is configured with: the nodes, a socket timeout, metadata
+    refreshed every 2 s and a reconnect backoff of at most 1 s (``recovery.CLIENT_NEXT_S`` counts on it: a
+    client tries a healed node again within it), librdkafka's log lines to ``logger``."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "socket.timeout.ms": socket_timeout_ms,
+        "topic.metadata.refresh.interval.ms": 2000,
+        "reconnect.backoff.max.ms": 1000,
+        "logger": logger,
+    }
+
+
 def error_fields(error: KafkaError) -> dict[str, Any]:
     """A librdkafka error as an event's fields: its name and (the first 200 characters of) its text."""
     return {"error_code": error.name(), "error": str(error.str())[:200]}
@@ -191,13 +206,7 @@ class KafkaOperations:
         self.base_ms = base_ms
         self.log_append_time_topics = log_append_time_topics  # as workload.Operations
         self.model = model
-        common = {
-            "bootstrap.servers": bootstrap_servers,
-            "socket.timeout.ms": int(SEND_TIMEOUT_S * 1000),
-            "topic.metadata.refresh.interval.ms": 2000,
-            "reconnect.backoff.max.ms": 1000,
-            "logger": logger,
-        }
+        common = client_config(bootstrap_servers, logger, socket_timeout_ms=int(SEND_TIMEOUT_S * 1000))
         producing = {"enable.idempotence": True} if idempotent else {"acks": "all", "retries": 0}
         self.producer_config = {
             **common, **producing,

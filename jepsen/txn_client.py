@@ -30,7 +30,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from jepsen.kafka_workload import committed_offset, error_fields, error_of
+from jepsen.kafka_workload import client_config, committed_offset, error_fields, error_of
 from jepsen.recorder import Recorder
 from jepsen.workload import POLL_MAX_BYTES, POLL_TIMEOUT_S, POLL_WAIT_MS, Http, split_key
 from raftlog_contract import records_path
@@ -202,13 +202,7 @@ class TxnClient:
         self.process = process
         self.transactional_id = transactional
         self.group = group_of(process)
-        common = {
-            "bootstrap.servers": bootstrap_servers,
-            "socket.timeout.ms": 5000,
-            "topic.metadata.refresh.interval.ms": 2000,
-            "reconnect.backoff.max.ms": 1000,
-            "logger": logger,
-        }
+        common = client_config(bootstrap_servers, logger)
         self.producer_config = {
             **common,
             "transactional.id": transactional,
