@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import pathlib
 import socket
@@ -31,6 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -214,30 +216,36 @@ def main() -> int:
                                                   stop))
             for i, user in enumerate(users)
         ]  # fmt: skip
-        _start(attackers, args.settle_s)
-        holding = held_bytes(url) / MiB
-        print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
-        print(f"three users, {len(attackers)} connections, each logging in and sending the size prefix "
-              f"of a request of {args.prefix_mib} MiB (again once closed); the node holds "
-              f"{holding:.0f} MiB")  # fmt: skip
-        print(f"the admin's login and Metadata: {served_s(kafka, 'admin', args.wait_s)}")
-        print(f"bob's login and Metadata: {served_s(kafka, 'bob', args.wait_s)}")
-        print(f"liveness: {live_s(url, args.wait_s)}")
-        print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(process.pid) / MiB:.0f} MiB")
-        print(f"the node's cuts: {cuts(url)}")
-        stop.set()
-        for thread in attackers:
-            thread.join()
+        with _attacking(attackers, stop, args):
+            print(f"three users, {len(attackers)} connections, each logging in and sending the size prefix "
+                  f"of a request of {args.prefix_mib} MiB (again once closed); the node holds "
+                  f"{held_bytes(url) / MiB:.0f} MiB")  # fmt: skip
+            print(f"the admin's login and Metadata: {served_s(kafka, 'admin', args.wait_s)}")
+            print(f"bob's login and Metadata: {served_s(kafka, 'bob', args.wait_s)}")
+            print(f"liveness: {live_s(url, args.wait_s)}")
+            print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(process.pid) / MiB:.0f} MiB")
+            print(f"the node's cuts: {cuts(url)}")
     return 0
 
 
-def _start(attackers: list[threading.Thread], settle_s: float) -> None:
-    """Start the ``attackers`` and let them settle ``settle_s`` seconds, before anything is timed."""
+@contextlib.contextmanager
+def _attacking(
+    attackers: list[threading.Thread], stop: threading.Event, args: argparse.Namespace
+) -> Iterator[None]:
+    """Start the ``attackers``, let them settle ``--settle-s`` seconds and say what runs, before anything is
+    timed; on leaving, ``stop`` them and wait for them."""
     for thread in attackers:
         thread.start()
-    settled_until = time.monotonic() + settle_s
-    while time.monotonic() < settled_until:
-        time.sleep(0.1)
+    try:
+        settled_until = time.monotonic() + args.settle_s
+        while time.monotonic() < settled_until:
+            time.sleep(0.1)
+        print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
+        yield
+    finally:
+        stop.set()
+        for thread in attackers:
+            thread.join()
 
 
 def http_attack(args: argparse.Namespace, url: str, pid: int) -> int:
@@ -251,17 +259,13 @@ def http_attack(args: argparse.Namespace, url: str, pid: int) -> int:
         threading.Thread(target=announce, args=(url, user, 16 * MiB, stop))
         for user in ("mallory", "eve", "trudy", "oscar") for _ in range(4)
     ]  # fmt: skip
-    _start(attackers, args.settle_s)
-    print(f"code: {args.code}  node options: {' '.join(args.serve) or '(defaults)'}")
-    print(f"four users, {len(attackers)} HTTP connections each announcing a 16 MiB body and sending none "
-          f"(again once closed); the node holds {held_bytes(url, 'http') / MiB:.0f} MiB")  # fmt: skip
-    print(f"the admin token's topic creation: {written_s(url, None, args.wait_s)}")
-    print(f"bob's produce: {written_s(url, 'bob', args.wait_s)}")
-    print(f"liveness: {live_s(url, args.wait_s)}")
-    print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(pid) / MiB:.0f} MiB")
-    stop.set()
-    for thread in attackers:
-        thread.join()
+    with _attacking(attackers, stop, args):
+        print(f"four users, {len(attackers)} HTTP connections each announcing a 16 MiB body and sending none "
+              f"(again once closed); the node holds {held_bytes(url, 'http') / MiB:.0f} MiB")  # fmt: skip
+        print(f"the admin token's topic creation: {written_s(url, None, args.wait_s)}")
+        print(f"bob's produce: {written_s(url, 'bob', args.wait_s)}")
+        print(f"liveness: {live_s(url, args.wait_s)}")
+        print(f"node RSS before {before / MiB:.0f} MiB, now {rss_bytes(pid) / MiB:.0f} MiB")
     return 0
 
 
