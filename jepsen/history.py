@@ -11,7 +11,7 @@ import dataclasses
 import json
 import pathlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeGuard
 
 EventType: TypeAlias = Literal["invoke", "ok", "fail", "info"]
 Process: TypeAlias = int | str
@@ -383,14 +383,25 @@ def _is_pair(value: object, first: type, second: type) -> bool:
     )
 
 
-def _is_offset_row(row: object) -> bool:
+def _is_row(row: object, *fields: Callable[[object], bool]) -> bool:
+    """Whether ``row`` is a list of as many values as ``fields``, each passing its field's check."""
     return (
-        isinstance(row, list) and len(row) == 3 and _is_text(row[0]) and _is_text(row[1]) and _is_int(row[2])
+        isinstance(row, list)
+        and len(row) == len(fields)
+        and all(check(value) for check, value in zip(fields, row, strict=True))
     )
 
 
+def _is_any(_: object) -> bool:
+    return True
+
+
+def _is_offset_row(row: object) -> bool:
+    return _is_row(row, _is_text, _is_text, _is_int)  # [group, key, offset]
+
+
 def _is_consumed_row(row: object) -> bool:
-    return isinstance(row, list) and len(row) == 3 and _is_text(row[0]) and _is_int(row[1])
+    return _is_row(row, _is_text, _is_int, _is_any)  # [key, offset, value]
 
 
 def _check_completion(invoke: Event, event: Event, source: str, line_no: int) -> None:
@@ -444,24 +455,11 @@ def _check_completion(invoke: Event, event: Event, source: str, line_no: int) ->
 
 
 def _is_ack_row(row: object) -> bool:
-    return (
-        isinstance(row, list)
-        and len(row) == 3
-        and _is_text(row[0])
-        and _is_int(row[1])
-        and row[2] in SHARE_ACK_TYPES
-    )
+    return _is_row(row, _is_text, _is_int, lambda kind: kind in SHARE_ACK_TYPES)  # [key, offset, kind]
 
 
-def _is_acquired_row(row: object) -> bool:
-    return (
-        isinstance(row, list)
-        and len(row) == 4
-        and _is_text(row[0])
-        and _is_int(row[1])
-        and _is_int(row[3])
-        and row[3] >= 1
-    )
+def _is_acquired_row(row: object) -> bool:  # [key, offset, value, delivery_count]
+    return _is_row(row, _is_text, _is_int, _is_any, lambda count: _is_int(count) and count >= 1)
 
 
 def _is_group_item(item: object) -> bool:
@@ -479,16 +477,9 @@ def _is_group_item(item: object) -> bool:
     return kind == "error" and len(rest) == 1
 
 
-def _is_written_row(row: object) -> bool:
-    return (
-        isinstance(row, list)
-        and len(row) == 3
-        and _is_text(row[0])
-        and _is_int(row[1])
-        and _is_int(row[2])
-        and row[2] >= 0
-    )
+def _is_written_row(row: object) -> bool:  # [key, value, offset]
+    return _is_row(row, _is_text, _is_int, lambda value: _is_int(value) and value >= 0)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
