@@ -587,7 +587,7 @@ class RaftlogClient:
     async def delete_topic(self, name: str) -> None:
         await self._request("DELETE", admin_topic_path(name))
 
-    async def _leave(self, member_path: str, unknown_error_code: str) -> None:
+    async def _leave(self, member_path: str, unknown_error_code: int) -> None:
         """DELETE a group member (``member_path``); answered ``unknown_error_code``, it was gone already
         (an earlier attempt whose answer was lost, or the group's timeout, removed it)."""
         try:
