@@ -94,6 +94,7 @@ import logging
 import math
 import os
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -106,6 +107,7 @@ from pysyncobj.node import TCPNode
 from pysyncobj.transport import TransportNotReadyError
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
+from raftlog.consensus import decisions
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.interface import (
     READ_NO_QUORUM,
@@ -268,6 +270,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._send_rotation = 0
         self._followers_to_send: set[Any] = set()
         self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
+        # Check-quorum (a leader's): when each follower last replied in this leadership, on this core's
+        # clock, with the time a starved thread did not run credited to it (see "Starved thread").
+        self._credited_heard_at: dict[Any, float] = {}
         self._transfer_until = 0.0  # monotonic time until which a leader handing over appends nothing new
         # Log index of the last membership change this leader appended. pysyncobj means to allow one change
         # at a time (``__changeClusterIDx``) but never sets it; a change is denied here until the previous
@@ -359,7 +364,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if poller is not None and self._poller is not poller:
             raise InvariantViolation("createPoller hook did not hand SyncObj the shared poller")
         # SyncObj set the first election deadline on its own clock: on this core's from here on
-        self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
+        self._SyncObj__raftElectionDeadline = self._clock() + self._election_timeout_s()
         me = self.node_id
         others = {str(getattr(node, "id", node)) for node in other_nodes} - {me}
         learner_ids = frozenset(str(node) for node in learners)
@@ -381,6 +386,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         every attribute, and a RaftCore has none (its commands are opaque bytes); the scan was a quarter
         of what building a replica cost, with thousands built when a node starts."""
         return []
+
+    def _election_timeout_s(self) -> float:
+        """A fresh random election timeout (``decisions.election_timeout_s``, drawn from the ``random``
+        module as pysyncobj drew it)."""
+        config = self._config
+        return decisions.election_timeout_s(
+            config.election_timeout_min_ms / 1000, config.election_timeout_max_ms / 1000, random
+        )
 
     # -- thread-safe entry points ----------------------------------------------------------------
     def submit(self, command: bytes | tuple[bytes, ...], callback: Callback | None) -> None:
@@ -613,19 +626,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _quorum_heard_at(self, now: float) -> float:
         """Leader: when the voters that, with itself, make a majority were last heard (their replies of
         this term as they arrived; a quiet leader's connected followers: now). ``now`` for a lone voter."""
-        voters = tuple(self._SyncObj__otherNodes)
-        if not voters:
-            return now
+        voters = self._SyncObj__otherNodes
         heard = self._heard_at
         if self._quiet:
             connected = self._SyncObj__connectedNodes
             times = [now if node in connected else heard.get(node, -math.inf) for node in voters]
         else:
             times = [heard.get(node, -math.inf) for node in voters]
-        if len(times) <= 2:
-            return max(times)  # (a group of three: itself and one of the two)
-        times.sort(reverse=True)
-        return times[(len(voters) + 1) // 2 - 1]
+        return decisions.quorum_heard_at(now, times)
 
     # -- tick ---------------------------------------------------------------------------------------
     def _onTick(self, timeToWait: float = 0.0) -> None:
@@ -683,7 +691,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 # a learner (or a removed replica) never stands: its deadline only moves on, so that the
                 # driver does not tick it for a deadline long past; having heard no leader for as long,
                 # it knows none (a removed one is sent nothing more: its owner sees it leaderless)
-                self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+                self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
                 if self._SyncObj__raftLeader is not None:
                     self._SyncObj__raftLeader = None
                     self._SyncObj__onLeaderChanged()
@@ -750,33 +758,35 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         """Leader, start of a tick: the time past twice the heartbeat interval since its previous tick
         (as a leader, not quiet) is time it did not run; it is added to each follower's last-heard time,
         so the check-quorum test counts only time it ran (see "Starved thread")."""
-        previous = self._ticked_at
-        if previous is None or not self._led_when_ticked or self._SyncObj__raftState != _LEADER:
-            return
-        stall = now - previous - 2 * self._config.heartbeat_interval_ms / 1000
+        stall = decisions.stall_s(
+            now,
+            self._ticked_at,
+            led_when_ticked=self._led_when_ticked,
+            leading=self._SyncObj__raftState == _LEADER,
+            heartbeat_interval_s=self._config.heartbeat_interval_ms / 1000,
+        )
         if stall <= 0:
             return
         RaftCore.stalls_credited += 1
-        heard = self._SyncObj__lastResponseTime
-        for node in list(heard):
-            heard[node] = min(now, heard[node] + stall)
+        self._credited_heard_at = decisions.credit_stall(self._credited_heard_at, now, stall)
 
     def _late_for_deadline(self, now: float) -> bool:
         """Follower or candidate whose election deadline passed: True (and the deadline put off by two
         heartbeat intervals) when this is its first tick since the deadline and it came more than
         ``LATE_TICK_TOLERANCE_S`` late, unless this deadline was put off already."""
-        deadline = self._SyncObj__raftElectionDeadline
-        previous = self._ticked_at
-        if (
-            deadline == self._deferred_deadline
-            or previous is None
-            or previous >= deadline
-            or now - deadline <= LATE_TICK_TOLERANCE_S
-        ):
+        deferred = decisions.late_deadline(
+            now,
+            self._SyncObj__raftElectionDeadline,
+            ticked_at=self._ticked_at,
+            deferred_deadline=self._deferred_deadline,
+            tolerance_s=LATE_TICK_TOLERANCE_S,
+            heartbeat_interval_s=self._config.heartbeat_interval_ms / 1000,
+        )
+        if deferred is None:
             return False
         RaftCore.late_deadlines += 1
-        self._deferred_deadline = now + 2 * self._config.heartbeat_interval_ms / 1000
-        self._SyncObj__raftElectionDeadline = self._deferred_deadline
+        self._deferred_deadline = deferred
+        self._SyncObj__raftElectionDeadline = deferred
         return True
 
     # -- quiescence -----------------------------------------------------------------------------------
@@ -807,7 +817,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         ):
             return False
         connected = [node for node in self._SyncObj__otherNodes if node in self._SyncObj__connectedNodes]
-        if len(connected) + 1 <= (len(self._SyncObj__otherNodes) + 1) / 2:
+        if not decisions.majority(len(connected) + 1, len(self._SyncObj__otherNodes) + 1):
             return False
         # (a connected learner must hold the whole log too: a quiet leader would send it nothing more)
         connected += [node for node in self._learner_nodes if node in self._SyncObj__connectedNodes]
@@ -850,7 +860,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._quiet = False
         self._quiet_acks.clear()
         if self._SyncObj__raftState == _LEADER:
-            heard = self._SyncObj__lastResponseTime
+            heard = self._credited_heard_at
             connected = self._SyncObj__connectedNodes
             last_heard = getattr(self._SyncObj__transport, "last_heard", None)
             for node in self._SyncObj__otherNodes:
@@ -862,7 +872,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                         self._heard_at[node] = at  # its quiet held while connected (see "Reads")
             self._SyncObj__newAppendEntriesTime = 0.0
         else:
-            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+            self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
 
     def farewell(self) -> None:
         """Tick thread, when this replica stops while its node goes on (its group is closed, or it
@@ -967,49 +977,42 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._held_replies = []
 
     def _start_election(self, now: float) -> None:
-        if not self._voting:
-            # (pre-votes asked while a voter may be granted after the configuration made it none)
-            self._prevote_term = None
-            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
-            return
-        granted = self._prevote_term == self._SyncObj__raftCurrentTerm + 1 and self._has_majority(
-            self._prevoters
-        )
-        if not (
-            granted
-            or not self._config.pre_vote
-            or self._early_campaigns > 0  # asks for term 1: disturbs no leader (see campaign_if_new)
-            or self._SyncObj__transferInProgress  # the leader asked for it (timeout_now)
-        ):
-            self._start_pre_vote(now)
-            return
-        self._prevote_term = None
-        if self._SyncObj__transferInProgress:
-            self._campaign_cause = "transfer"
-        elif self._early_campaigns > 0:
-            self._campaign_cause = "new_group"
-        else:
-            self._campaign_cause = self._leader_lost or "election"
-            RaftCore.elections_on_timeout += 1
+        """The election deadline passed: take the step ``decisions.campaign`` chooses."""
         # An early campaign after the first (nothing heard from the group since: a message zeroes the
         # count) asks again in the term the first one took, term 1, never in a higher one: its requests
         # may have been lost while the connections were still opening, and a higher term would depose
         # a leader this replica has not heard from yet (seen in a loaded test run: term 1 -> 4).
-        repeat = (
-            self._early_campaigns > 0
-            and self._SyncObj__raftCurrentTerm > 0
+        step = decisions.campaign(
+            voting=self._voting,
+            pre_vote_enabled=self._config.pre_vote,
+            pre_vote_won=self._prevote_term == self._SyncObj__raftCurrentTerm + 1
+            and self._has_majority(self._prevoters),
+            early_campaigns=self._early_campaigns,
+            transfer=self._SyncObj__transferInProgress,  # the leader asked for it (timeout_now)
+            leader_lost=self._leader_lost,
+            asked_this_term=self._SyncObj__raftCurrentTerm > 0
             and self._SyncObj__raftState == _CANDIDATE
-            and self._SyncObj__votedForNodeId == self.selfNode.id
+            and self._journal.getVotedForNodeId() == self.selfNode.id,
+            heartbeat_interval_s=self._config.heartbeat_interval_ms / 1000,
         )
-        self._early_campaigns = max(0, self._early_campaigns - 1)
-        if self._early_campaigns:
-            # two heartbeat intervals: a leader that reaches this replica has sent it a heartbeat by then,
-            # with a whole interval of margin for a late tick; still shorter than any election timeout
-            retry_s = self._config.heartbeat_interval_ms * 2 / 1000
-            self._SyncObj__raftElectionDeadline = now + retry_s
+        if step.step == "wait":
+            # (pre-votes asked while a voter may be granted after the configuration made it none)
+            self._prevote_term = None
+            self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
+            return
+        if step.step == "pre_vote":
+            self._start_pre_vote(now)
+            return
+        self._prevote_term = None
+        self._campaign_cause = cast(str, step.cause)
+        if step.on_timeout:
+            RaftCore.elections_on_timeout += 1
+        self._early_campaigns = step.early_campaigns
+        if step.retry_s is not None:
+            self._SyncObj__raftElectionDeadline = now + step.retry_s
         else:
-            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
-        if repeat:
+            self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
+        if step.step == "ask_again":
             self._request_votes()
             return
         self._SyncObj__transferInProgress = False
@@ -1017,17 +1020,16 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__setState(_CANDIDATE)
         # setCurrentTerm persists term and vote with fsync before the request leaves.
         self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm + 1, self.selfNode.id)
-        self._SyncObj__votesCount = 1
         self._voters = set()
         self._request_votes()
         self._SyncObj__onLeaderChanged()
-        if self._SyncObj__votesCount > (len(self._SyncObj__otherNodes) + 1) / 2:
+        if self._has_majority(self._voters):
             self._SyncObj__onBecomeLeader()
 
     def _start_pre_vote(self, now: float) -> None:
         """Ask for pre-votes in the term after this one; nothing changes here but the deadline: the
         replica holds the election when a majority grants (or asks again after a fresh timeout)."""
-        self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+        self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
         if self._SyncObj__raftLeader is not None:
             self._SyncObj__raftLeader = None  # it hears no leader (as a candidate would not)
             self._SyncObj__onLeaderChanged()
@@ -1041,107 +1043,98 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _has_majority(self, voters: set[Any]) -> bool:
         """This replica and ``voters`` (other nodes' ids) are a majority of the group."""
-        return 1 + len(voters) > (len(self._SyncObj__otherNodes) + 1) / 2
-
-    def _in_lease(self, now: float) -> bool:
-        """Pre-vote: this replica trusts a leader (itself, or one it heard from within the shortest
-        election timeout, or quiet with its leader's node connected) and grants no pre-vote."""
-        if self._SyncObj__raftState == _LEADER:
-            return True
-        leader = self._SyncObj__raftLeader
-        if leader is None:
-            return False
-        if self._quiet:
-            return leader in self._SyncObj__connectedNodes
-        return now - self._leader_seen_at < self._config.election_timeout_min_ms / 1000
+        return decisions.majority(1 + len(voters), len(self._SyncObj__otherNodes) + 1)
 
     def _on_pre_vote(self, node: Any, message: RequestVote) -> None:
         term = message["term"]
         if term <= self._SyncObj__raftCurrentTerm:
             return
         now = self._clock()
-        if self._in_lease(now):
-            if self._SyncObj__raftState == _LEADER:
-                # a follower that does not hear this leader: heartbeat now (quiet or not)
-                self._wake(now)
-                self._SyncObj__newAppendEntriesTime = 0.0
-            elif self._quiet:
-                # the leader's node is connected, but its replica may be gone: trust it for one more
-                # election timeout, in which a live leader answers this wake
-                self._quiet = False
-                self._leader_seen_at = now
-                self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
-                leader = self._SyncObj__raftLeader
-                self._send(leader, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
-            return
-        if self._log_up_to_date(message):
+        leader = self._SyncObj__raftLeader
+        leading = self._SyncObj__raftState == _LEADER
+        journal = self._journal
+        answer = decisions.pre_vote(
+            term,
+            self._SyncObj__raftCurrentTerm,
+            leased=decisions.in_lease(
+                now,
+                leading=leading,
+                leader_known=leader is not None,
+                quiet=self._quiet,
+                leader_connected=leader in self._SyncObj__connectedNodes,
+                leader_seen_at=self._leader_seen_at,
+                election_timeout_min_s=self._config.election_timeout_min_ms / 1000,
+            ),
+            leading=leading,
+            quiet=self._quiet,
+            up_to_date=decisions.log_up_to_date(
+                message["last_log_term"], message["last_log_index"], journal.last_term, journal.last_index
+            ),
+        )
+        if answer == "heartbeat":
+            # a follower that does not hear this leader: heartbeat now (quiet or not)
+            self._wake(now)
+            self._SyncObj__newAppendEntriesTime = 0.0
+        elif answer == "wake_leader":
+            # the leader's node is connected, but its replica may be gone: trust it for one more
+            # election timeout, in which a live leader answers this wake
+            self._quiet = False
+            self._leader_seen_at = now
+            self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
+            self._send(leader, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
+        elif answer == "grant":
             self._send(node, {"type": "response_vote", "term": term, "pre": True})
 
     def _on_pre_vote_granted(self, node: Any, message: ResponseVote) -> None:
-        if (
-            self._SyncObj__raftState == _LEADER
-            or self._prevote_term is None
-            or message["term"] != self._prevote_term
-            or self._prevote_term != self._SyncObj__raftCurrentTerm + 1
+        # (a learner's or a stranger's grant counts for nothing)
+        if not decisions.pre_vote_counts(
+            leading=self._SyncObj__raftState == _LEADER,
+            asking_term=self._prevote_term,
+            reply_term=message["term"],
+            current_term=self._SyncObj__raftCurrentTerm,
+            from_voter=node in self._SyncObj__otherNodes,
         ):
             return
-        if node not in self._SyncObj__otherNodes:
-            return  # a learner's (or a stranger's) grant counts for nothing
         self._prevoters.add(node.id)
         if self._has_majority(self._prevoters):
             self._start_election(self._clock())
 
-    def _log_up_to_date(self, message: RequestVote) -> bool:
-        """The requester's log (last term, last index) is at least as up to date as this one (Raft 5.4.1)."""
-        last_index, last_term = self._journal.last_index, self._journal.last_term
-        return bool(
-            message["last_log_term"] > last_term
-            or (message["last_log_term"] == last_term and message["last_log_index"] >= last_index)
-        )
-
     def _request_votes(self, term: int | None = None, pre: bool = False) -> None:
-        last_index, last_term = self._journal.last_index, self._journal.last_term
-        message: RequestVote = {
-            "type": "request_vote",
-            "term": self._SyncObj__raftCurrentTerm if term is None else term,
-            "last_log_index": last_index,
-            "last_log_term": last_term,
-        }
-        if pre:
-            message["pre"] = True
+        journal = self._journal
+        term = self._SyncObj__raftCurrentTerm if term is None else term
+        message = decisions.request_vote(term, journal.last_index, journal.last_term, pre)
         for node in self._SyncObj__otherNodes:
             self._send(node, message)
 
     def _advance_commit_index(self) -> None:
         """Commit = the highest index a majority of the voters holds durably, if it is from the current
-        term. Learners count for nothing."""
+        term (``decisions.commit_index``). Learners count for nothing."""
         if not self._voting:
             raise InvariantViolation(f"{self.node_id}: leading term {self.term} but not a voter")
         journal = self._journal
         last_index = journal.last_index
-        own = min(journal.durable_index, last_index)
         match = self._SyncObj__raftMatchIndex
-        indexes = [own] + [match.get(node, 0) for node in self._SyncObj__otherNodes]
-        indexes.sort(reverse=True)
-        majority_index = indexes[len(indexes) // 2]
         commit = self._SyncObj__raftCommitIndex
-        if majority_index <= commit:
-            return
-        if majority_index > last_index:
-            raise InvariantViolation(
-                f"{self.node_id}: majority match index {majority_index} above leader last index {last_index} "
-                f"(match {indexes})"
-            )
-        if self._term_at(majority_index) != self._SyncObj__raftCurrentTerm:
-            return  # only entries of the current term commit by counting (Raft 5.4.2)
-        self._SyncObj__raftCommitIndex = majority_index
-        self._SyncObj__leaderCommitIndex = majority_index
+        new_commit = decisions.commit_index(
+            commit,
+            current_term=self._SyncObj__raftCurrentTerm,
+            own_index=min(journal.durable_index, last_index),
+            match_indexes=[match.get(node, 0) for node in self._SyncObj__otherNodes],
+            last_index=last_index,
+            term_at=self._term_at,
+        )
+        if new_commit != commit:
+            self._SyncObj__raftCommitIndex = new_commit
+            self._SyncObj__leaderCommitIndex = new_commit
 
     def _step_down_without_quorum(self, now: float) -> None:
-        deadline = now - self._config.leader_fallback_timeout_ms / 1000
-        response_time = self._SyncObj__lastResponseTime
-        heard = 1 + sum(1 for node in self._SyncObj__otherNodes if response_time.get(node, 0) > deadline)
-        if heard <= (len(self._SyncObj__otherNodes) + 1) / 2:
+        heard = self._credited_heard_at
+        if not decisions.has_quorum(
+            now,
+            [heard.get(node, 0) for node in self._SyncObj__otherNodes],
+            len(self._SyncObj__otherNodes) + 1,
+            self._config.leader_fallback_timeout_ms / 1000,
+        ):
             logger.info(
                 "group %s: leader %s heard from no majority for %d ms of its running time, stepping down "
                 "in term %d (check_quorum)",
@@ -1220,7 +1213,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         nothing and a leader counts only what it fsynced itself; a refused apply waits for its retry."""
         if self._SyncObj__raftState != _LEADER:
             if self._SyncObj__raftElectionDeadline < now:
-                self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+                self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
             return
         if self._space_handover or now < self._space_handover_at:
             return
@@ -1406,7 +1399,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         me = self.node_id
         transport = self._SyncObj__transport
         nexts, match = self._SyncObj__raftNextIndex, self._SyncObj__raftMatchIndex
-        heard = self._SyncObj__lastResponseTime
+        heard = self._credited_heard_at
         leader = self._SyncObj__raftLeader
         known = {str(n.id): n for n in self._SyncObj__otherNodes | self._learner_nodes | self._outside_nodes}
         wanted = config.members - {me}
@@ -1489,13 +1482,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         elif message["type"] == "response_vote":
             if message.get("pre") is True:
                 self._on_pre_vote_granted(node, message)
-            elif (
-                self._SyncObj__raftState == _CANDIDATE
-                and message["term"] == self._SyncObj__raftCurrentTerm
-                and node in self._SyncObj__otherNodes  # a learner's vote counts for nothing
+            elif decisions.vote_counts(
+                self._SyncObj__raftState == _CANDIDATE,
+                message["term"],
+                self._SyncObj__raftCurrentTerm,
+                node in self._SyncObj__otherNodes,  # a learner's vote counts for nothing
             ):
                 self._voters.add(node.id)  # a repeated vote from the same node counts once
-                self._SyncObj__votesCount = 1 + len(self._voters)
                 if self._has_majority(self._voters):
                     self._SyncObj__onBecomeLeader()
         elif message["type"] == "timeout_now":
@@ -1527,23 +1520,26 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if message.get("pre") is True:
             self._on_pre_vote(node, message)
             return
-        term = message["term"]
-        newer = term > self._SyncObj__raftCurrentTerm
-        if newer:
+        journal = self._journal
+        answer = decisions.vote(
+            message,
+            node.id,
+            current_term=self._SyncObj__raftCurrentTerm,
+            leading=self._SyncObj__raftState == _LEADER,
+            voted_for=journal.getVotedForNodeId(),  # (the vote persisted is the vote held)
+            own_last_term=journal.last_term,
+            own_last_index=journal.last_index,
+        )
+        if answer.step_down:
             self._SyncObj__setState(_FOLLOWER)
             self._SyncObj__raftLeader = None
-        elif self._SyncObj__raftState == _LEADER or term < self._SyncObj__raftCurrentTerm:
-            return
-        up_to_date = self._log_up_to_date(message)
-        voted_for = None if newer else self._SyncObj__votedForNodeId
-        grant = up_to_date and voted_for in (None, node.id)
-        if newer or grant:
+        if answer.persist is not None:
             # the new term and the vote in one durable write (two, one after the other, cost an fsync
             # more for each vote of an election, thousands at once when a node with many leaders goes)
-            self._SyncObj__setCurrentTerm(term, node.id if grant else None)  # durable before the reply
-        if grant:
-            self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
-            self._send(node, {"type": "response_vote", "term": term})
+            self._SyncObj__setCurrentTerm(*answer.persist)  # durable before the reply
+        if answer.reply is not None:
+            self._SyncObj__raftElectionDeadline = self._clock() + self._election_timeout_s()
+            self._send(node, answer.reply)
 
     def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:
         reply: NextNodeIdx = {
@@ -1570,7 +1566,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__raftState == _LEADER and term == current:
             raise InvariantViolation(f"{self.node_id}: two leaders in term {term}: self and {node.id}")
         if not self._SyncObj__transferInProgress:
-            self._SyncObj__raftElectionDeadline = self._clock() + self._SyncObj__generateRaftTimeout()
+            self._SyncObj__raftElectionDeadline = self._clock() + self._election_timeout_s()
         if self._SyncObj__raftLeader != node:
             self._SyncObj__onLeaderChanged()
             self._last_leader_id = str(node.id)
@@ -1699,7 +1695,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if node not in self._SyncObj__raftNextIndex:
             return  # removed from the cluster meanwhile
         now = self._clock()
-        self._SyncObj__lastResponseTime[node] = now
+        self._credited_heard_at[node] = now
         self._heard_at[node] = now  # as it arrived: reads forgive no stall ("Reads")
         next_index = message["next_node_idx"]
         match = self._SyncObj__raftMatchIndex
@@ -1736,10 +1732,9 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__raftNextIndex[node] = self._journal.last_index + 1
             self._SyncObj__raftMatchIndex[node] = 0
         SyncObj._SyncObj__onBecomeLeader(self)
-        heard = self._SyncObj__lastResponseTime  # pysyncobj read its own monotonic clock: this core's
+        # every voter heard from now, as pysyncobj starts its own times over (on its clock: this core's)
         now = self._clock()
-        for node in heard:
-            heard[node] = now
+        self._credited_heard_at = dict.fromkeys(self._SyncObj__otherNodes | self._SyncObj__readonlyNodes, now)
         # Reads: no reply of this term heard yet; the term's no-op, appended now, confirms the leadership
         self._heard_at = {}
         self._read_confirmed = self._read_token()

@@ -225,7 +225,7 @@ def test_a_leader_that_hears_only_a_learner_steps_down(tmp_path: Path) -> None:
     assert change(script, "learner", X, ALL) == [SUCCESS]
     script.catch_up(L, [F, G, X])
     leader = script.nodes[L]
-    heard = leader._SyncObj__lastResponseTime
+    heard = leader._credited_heard_at
     for _ in range(3):
         script.force_send(L)
         script.settle([L, X])  # only X answers

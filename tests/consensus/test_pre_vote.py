@@ -75,13 +75,13 @@ def test_a_pre_vote_changes_no_term_and_casts_no_vote(tmp_path: Path) -> None:
     for node in script.nodes.values():
         node._leader_seen_at = 0.0  # the leader was last heard an election timeout ago
     before = terms(script)
-    voted = script.nodes[G]._SyncObj__votedForNodeId
+    voted = script.nodes[G].journal.getVotedForNodeId()
     campaign(script, F)
     assert script.network.pending(F, G) == ["request_vote"]
     assert terms(script) == before, "asking for a pre-vote raised a term"
     script.deliver(F, G)
     assert script.network.pending(G, F) == ["response_vote"]
-    assert script.nodes[G].term == before[G] and script.nodes[G]._SyncObj__votedForNodeId == voted
+    assert script.nodes[G].term == before[G] and script.nodes[G].journal.getVotedForNodeId() == voted
     script.deliver(G, F)  # granted: F now holds the election, in the next term
     assert script.nodes[F].term == before[F] + 1
     script.settle([F, G])

@@ -122,7 +122,7 @@ def test_a_quiet_leader_that_loses_its_followers_steps_down(tmp_path: Path) -> N
     script = quiet_script(tmp_path)
     leader = script.nodes[L]
     # quiet for long: the last replies it had are old
-    leader._SyncObj__lastResponseTime = dict.fromkeys(leader._SyncObj__lastResponseTime, 0.0)
+    leader._credited_heard_at = dict.fromkeys(leader._credited_heard_at, 0.0)
     disconnect(script, L, F)
     disconnect(script, L, G)
     script.tick(L)
