@@ -2,7 +2,11 @@
 
 This is the ONLY module that reaches into pysyncobj internals. pysyncobj 0.3.17 keeps its state in
 name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`` replaces the base's
-``__foo`` because the base looks it up on ``self``. The replaced pieces:
+``__foo`` because the base looks it up on ``self``. What to decide (the commit index, a vote, a pre-vote,
+an election's step, check-quorum, the reads' majority, an election timeout) is
+:mod:`raftlog.consensus.decisions`' (pure); this module gathers the inputs and carries the answers out.
+The check-quorum times (``_credited_heard_at``) and a candidate's tally (``_voters``) are its own, and the
+vote held is the journal's. The replaced pieces:
 
 * ``__onMessageReceived``: a follower truncates only at a real term conflict, never on a heartbeat or a
   duplicate batch; it acknowledges ``prevLogIdx + len(entries)`` (what it verified to match the leader),
