@@ -2,8 +2,8 @@
 
 This is the ONLY module that reaches into pysyncobj internals. pysyncobj 0.3.17 keeps its state in
 name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`` replaces the base's
-``__foo`` because the base looks it up on ``self``. What to decide (the commit index, a vote, a pre-vote,
-an election's step, check-quorum, the reads' majority, an election timeout) is
+``__foo`` because the base looks it up on ``self``. What to decide (the commit index, a follower's
+progress, a vote, a pre-vote, an election's step, check-quorum, the reads' majority, an election timeout) is
 :mod:`raftlog.consensus.decisions`' (pure); this module gathers the inputs and carries the answers out.
 The check-quorum times (``_credited_heard_at``) and a candidate's tally (``_voters``) are its own, and the
 vote held is the journal's. The replaced pieces:
@@ -1705,24 +1705,24 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         match = self._SyncObj__raftMatchIndex
         nexts = self._SyncObj__raftNextIndex
         self._followers_to_send.add(node)  # more to send, or a resend after a rejection: next tick
-        if message["success"]:
-            acknowledged = next_index - 1
-            if acknowledged > self._journal.last_index:
-                raise InvariantViolation(
-                    f"{self.node_id}: {node.id} acknowledged index {acknowledged} beyond "
-                    f"leader last index {self._journal.last_index} in term {term}"
-                )
-            if acknowledged > match[node]:
-                match[node] = acknowledged
-            if next_index > nexts[node]:
-                nexts[node] = next_index  # never backwards on a stale (older) success
+        success = message["success"]
+        acknowledged = next_index - 1
+        if success and acknowledged > self._journal.last_index:
+            raise InvariantViolation(
+                f"{self.node_id}: {node.id} acknowledged index {acknowledged} beyond "
+                f"leader last index {self._journal.last_index} in term {term}"
+            )
+        if success or message["reset"]:
+            match[node], nexts[node] = decisions.progress(
+                match[node], nexts[node], reply_next_index=next_index, success=success, reset=message["reset"]
+            )
+        if success:
             if message.get("quiet") is True:
                 self._quiet_acks[node] = acknowledged
             else:
                 self._quiet_acks.pop(node, None)
         elif message["reset"]:
             self._quiet_acks.pop(node, None)
-            nexts[node] = max(match[node] + 1, min(next_index, nexts[node]))
 
     # -- replication (leader) -----------------------------------------------------------------------
     def _SyncObj__sendAppendEntries(self) -> None:

@@ -3,9 +3,10 @@
 No sockets, threads, clock or pysyncobj: time comes in as ``now`` (seconds on the core's monotonic clock),
 randomness as an object with a ``random()`` method (a seeded ``random.Random`` in a test; the ``random``
 module itself in ``RaftCore``, the stream pysyncobj drew from), and each function answers what to do: the
-new commit index, a :class:`Vote` (what to persist, whether to step down, the reply), a pre-vote answer,
-whether a leader still has a quorum, a :class:`Campaign` step. ``RaftCore`` (``core.py``) gathers the
-inputs from its state and pysyncobj's, and carries the answers out, in the order the docstrings give.
+new commit index, a follower's progress, a :class:`Vote` (what to persist, whether to step down, the
+reply), a pre-vote answer, whether a leader still has a quorum, a :class:`Campaign` step. ``RaftCore``
+(``core.py``) gathers the inputs from its state and pysyncobj's, and carries the answers out, in the order
+the docstrings give.
 Scripted tests: ``tests/consensus/test_decision_scripts.py`` over ``tests/consensus/testdata/*.txt``.
 
 Counts are of voters only: a learner counts in no quorum (see "Learners" in ``core.py``). ``voters`` is the
@@ -285,7 +286,7 @@ def quorum_heard_at(now: float, heard_at: Collection[float]) -> float:
     return times[(len(times) + 1) // 2 - 1]
 
 
-# -- commit -----------------------------------------------------------------------------------------------
+# -- replication and commit ----------------------------------------------------------------------------------
 def commit_index(
     commit: int,
     *,
@@ -311,3 +312,19 @@ def commit_index(
     if term_at(quorum_index) != current_term:
         return commit  # only entries of the current term commit by counting (Raft 5.4.2)
     return quorum_index
+
+
+def progress(
+    match: int, next_index: int, *, reply_next_index: int, success: bool, reset: bool
+) -> tuple[int, int]:
+    """A leader's progress of one follower, (match index, next index to send), after the follower's reply
+    to an append (half of the acknowledged-write-loss fix: replies arrive out of order). A success
+    acknowledges ``reply_next_index - 1`` and moves neither index back (a stale success is older than
+    what is known); a rejection with ``reset`` resends from the follower's hint, but never from below
+    what it acknowledged (``match + 1``) nor from beyond where sending stood; any other reply changes
+    nothing. (An acknowledgement beyond the leader's log is the caller's broken invariant to check.)"""
+    if success:
+        return max(match, reply_next_index - 1), max(next_index, reply_next_index)
+    if reset:
+        return match, max(match + 1, min(reply_next_index, next_index))
+    return match, next_index

@@ -10,6 +10,8 @@ Commands (``key=value`` arguments; lists are comma-separated; a log position is 
 - ``config election-timeout=MIN..MAX heartbeat-interval= fallback= pre-vote=on|off``: the timings, seconds.
 - ``log T1 T2 ...``: the log holds index 1.. with these terms.
 - ``commit own= NODE=INDEX...``: a leader counts the match indexes (``own``: what it holds durably).
+- ``progress match= next=``: a leader's progress of one follower; ``reply next= success= reset=``: the
+  follower's reply to an append.
 - ``vote from= term= last=``: a vote request; ``vote-reply from= term=``: a vote a candidate receives.
 - ``pre-vote from= term= last= now=``; ``pre-vote-reply from= term=``: the same for pre-votes.
 - ``campaign early= transfer= lost=``: the election deadline passed: the step the replica takes.
@@ -73,6 +75,8 @@ class Replica:
     granted: set[str] = field(default_factory=set)  # votes (or pre-votes) counted in this round
     asking: int | None = None  # the term pre-votes are asked for
     heard: dict[str, float] = field(default_factory=dict)
+    match: int = 0  # a leader's progress of one follower
+    next_index: int = 1
     timeout_min_s: float = 1.5
     timeout_max_s: float = 3.0
     heartbeat_interval_s: float = 0.4
@@ -150,6 +154,22 @@ class Replica:
         except InvariantViolation as error:
             return f"invariant violated: {error}"
         return f"commit {before} -> {self.commit}" if self.commit != before else f"commit stays {before}"
+
+    # -- a follower's progress --------------------------------------------------------------------
+    def do_progress(self, case: Case) -> str:
+        self.match = int(case.arguments.get("match", self.match))
+        self.next_index = int(case.arguments.get("next", self.next_index))
+        return f"match {self.match}, next {self.next_index}"
+
+    def do_reply(self, case: Case) -> str:
+        self.match, self.next_index = decisions.progress(
+            self.match,
+            self.next_index,
+            reply_next_index=int(case.argument("next")),
+            success=_flag(case.argument("success")),
+            reset=_flag(case.arguments.get("reset", "no")),
+        )
+        return f"match {self.match}, next {self.next_index}"
 
     # -- votes -------------------------------------------------------------------------------------
     def _request(self, case: Case, pre: bool = False) -> RequestVote:
@@ -363,7 +383,14 @@ def test_script(script: pathlib.Path) -> None:
 
 
 def test_there_is_a_script_per_decision() -> None:
-    assert {path.stem for path in SCRIPTS} >= {"commit", "vote", "pre_vote", "election", "check_quorum"}
+    assert {path.stem for path in SCRIPTS} >= {
+        "commit",
+        "progress",
+        "vote",
+        "pre_vote",
+        "election",
+        "check_quorum",
+    }
 
 
 WRONG = """\
