@@ -43,6 +43,8 @@ SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
 SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
 CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+STREAMS_ASSIGNOR_NAME = "streams.assignor.name"
+STREAMS_STANDBY_REPLICAS = "streams.num.standby.replicas"
 RESETS = ("latest", "earliest")
 BY_DURATION = "by_duration"  # KIP-1106: ``by_duration:<ISO-8601 duration>``
 
@@ -63,8 +65,45 @@ class Key:
 
     kind: str  # BOOLEAN, STRING, INT, LONG, LIST
     default: str
-    bounds: tuple[int, int] | None = None  # a group config's (Kafka's group.*.min/max.* defaults)
+    bounds: tuple[int, int | None] | None = None  # a group config's: its broker's min and max (None: no max)
+    least: int | None = None  # a group config's: the least its type's validator takes (Kafka's ConfigDef)
+    synonym: str | None = None  # a group config's broker config, the default's synonym (None: its own name)
 
+
+# Kafka 4.4's GroupConfig: every config a group may set (its internal ones left out, as Kafka describes
+# them), with its type, its broker's default and bounds (GroupCoordinatorConfig, ShareGroupConfig) and the
+# broker config its default comes from. Integers: (default, the least their validator takes, the broker's
+# min and max); each one's broker config is group.<its name>
+_GROUP_INTS: Mapping[str, tuple[int, int, int, int | None]] = {
+    "consumer.assignment.interval.ms": (1000, 0, 0, 15_000),
+    CONSUMER_HEARTBEAT_INTERVAL_MS: (5000, 1, 5_000, 15_000),
+    CONSUMER_SESSION_TIMEOUT_MS: (45000, 1, 45_000, 60_000),
+    "share.assignment.interval.ms": (1000, 0, 0, 15_000),
+    "share.delivery.count.limit": (5, 2, 2, 10),
+    "share.heartbeat.interval.ms": (5000, 1, 5_000, 15_000),
+    "share.partition.max.record.locks": (2000, 100, 100, 4_000),
+    SHARE_RECORD_LOCK_DURATION_MS: (30000, 1000, 15_000, 60_000),
+    "share.session.timeout.ms": (45000, 1, 45_000, 60_000),
+    "streams.assignment.interval.ms": (1000, 0, 0, 15_000),
+    "streams.heartbeat.interval.ms": (5000, 1, 5_000, 15_000),
+    "streams.initial.rebalance.delay.ms": (3000, 0, 0, None),
+    STREAMS_STANDBY_REPLICAS: (0, 0, 0, 2),
+    "streams.session.timeout.ms": (45000, 1, 45_000, 60_000),
+}
+GROUP_KEYS: Mapping[str, Key] = {
+    **{
+        name: Key("INT", str(default), (low, high), least, f"group.{name}")
+        for name, (default, least, low, high) in _GROUP_INTS.items()
+    },
+    "errors.deadletterqueue.copy.record.enable": Key("BOOLEAN", "false"),
+    "errors.deadletterqueue.topic.name": Key("STRING", ""),
+    SHARE_AUTO_OFFSET_RESET: Key("STRING", "latest"),
+    "share.isolation.level": Key("STRING", "read_uncommitted"),
+    "share.renew.acknowledge.enable": Key("BOOLEAN", "true"),
+    STREAMS_ASSIGNOR_NAME: Key("STRING", "sticky", synonym="group.streams.assignors"),
+    "streams.rack.aware.assignment.tags": Key("LIST", "", synonym="group.streams.rack.aware.assignment.tags"),
+}
+STREAMS_ASSIGNORS = ("sticky",)  # Kafka's registered task assignors (group.streams.assignors)
 
 KEYS: Mapping[str, Mapping[str, Key]] = {
     CLIENT_METRICS: {
@@ -72,18 +111,7 @@ KEYS: Mapping[str, Mapping[str, Key]] = {
         MATCH: Key("LIST", ""),
         METRICS: Key("LIST", ""),
     },
-    GROUP: {
-        CONSUMER_HEARTBEAT_INTERVAL_MS: Key("INT", "5000", (5_000, 15_000)),
-        CONSUMER_SESSION_TIMEOUT_MS: Key("INT", "45000", (45_000, 60_000)),
-        SHARE_AUTO_OFFSET_RESET: Key("STRING", "latest"),
-        "share.heartbeat.interval.ms": Key("INT", "5000", (5_000, 15_000)),
-        "share.isolation.level": Key("STRING", "read_uncommitted"),
-        SHARE_RECORD_LOCK_DURATION_MS: Key("INT", "30000", (15_000, 60_000)),
-        "share.session.timeout.ms": Key("INT", "45000", (45_000, 60_000)),
-        "streams.heartbeat.interval.ms": Key("INT", "5000", (5_000, 15_000)),
-        "streams.num.standby.replicas": Key("INT", "0", (0, 2)),
-        "streams.session.timeout.ms": Key("INT", "45000", (45_000, 60_000)),
-    },
+    GROUP: GROUP_KEYS,
     BROKER: {
         FOLLOWER_RATE: Key("LONG", str(LONG_MAX)),
         LEADER_RATE: Key("LONG", str(LONG_MAX)),
@@ -91,8 +119,6 @@ KEYS: Mapping[str, Mapping[str, Key]] = {
     },
     TOPIC: {FOLLOWER_REPLICAS: Key("LIST", ""), LEADER_REPLICAS: Key("LIST", "")},
 }
-# a group config whose bound is below or above the other's (Kafka: session > heartbeat)
-_GROUP_PAIRS = (("consumer", "consumer"), ("share", "share"), ("streams", "streams"))
 
 
 def items(value: str) -> list[str]:
@@ -181,15 +207,28 @@ def match_pattern(pattern: str) -> tuple[str, str]:
 
 
 def _validate_group(name: str, after: Mapping[str, str]) -> None:
+    """As Kafka 4.4's GroupConfig: names first, then each value's type and its validator's least (Kafka's
+    ConfigException), then the broker's bounds (InvalidConfigurationException), in Kafka's words."""
     if not name:
         raise InvalidConfigRequest("Group name must not be empty")
     keys = KEYS[GROUP]
-    parsed: dict[str, int] = {}
-    for key, value in after.items():
+    for key in after:
         if key not in keys:
             raise InvalidResourceConfig(f"Unknown group config name: {key}")
-        if keys[key].kind == "INT":
-            parsed[key] = _int(key, value, "INT")
+    for key, value in after.items():
+        spec = keys[key]
+        if spec.kind == "INT":
+            number = _int(key, value, "INT")
+            if spec.least is not None and number < spec.least:
+                raise InvalidResourceConfig(
+                    f"Invalid value {value} for configuration {key}: Value must be at least {spec.least}"
+                )
+        elif spec.kind == "BOOLEAN" and value.strip().lower() not in ("true", "false"):
+            raise InvalidResourceConfig(
+                f"Invalid value {value} for configuration {key}: Expected value to be either true or false"
+            )
+        elif spec.kind == "LIST" and value.strip() and any(not item for item in items(value)):
+            raise InvalidResourceConfig(f"Configuration '{key}' values must not be empty.")
     reset = after.get(SHARE_AUTO_OFFSET_RESET)
     if reset is not None:
         try:
@@ -198,7 +237,7 @@ def _validate_group(name: str, after: Mapping[str, str]) -> None:
             raise InvalidResourceConfig(
                 f"Invalid value {reset} for configuration {SHARE_AUTO_OFFSET_RESET}: "
                 f"Invalid value `{reset}` for configuration {SHARE_AUTO_OFFSET_RESET}. The value must be "
-                "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
+                "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
             ) from None
     level = after.get("share.isolation.level")
     if level is not None and level not in ("read_committed", "read_uncommitted"):
@@ -206,32 +245,21 @@ def _validate_group(name: str, after: Mapping[str, str]) -> None:
             f"Invalid value {level} for configuration share.isolation.level: "
             "String must be one of: read_committed, read_uncommitted"
         )
-    for key, number in parsed.items():
+    for key, value in after.items():
         bounds = keys[key].bounds
         if bounds is None:
             continue
-        low, high = bounds
-        family, _, rest = key.partition(".")
-        least, most = f"group.{family}.min.{rest}", f"group.{family}.max.{rest}"  # as Kafka names them
-        if key == "streams.num.standby.replicas":
-            if number > high:
-                raise InvalidResourceConfig(
-                    f"{key} must be less than or equal to group.streams.max.standby.replicas"
-                )
-            continue
-        if number < low:
-            raise InvalidResourceConfig(f"{key} must be greater than or equal to {least}")
-        if number > high:
-            raise InvalidResourceConfig(f"{key} must be less than or equal to {most}")
-    for family, _ in _GROUP_PAIRS:
-        session = int(after.get(f"{family}.session.timeout.ms", keys[f"{family}.session.timeout.ms"].default))
-        beat = int(
-            after.get(f"{family}.heartbeat.interval.ms", keys[f"{family}.heartbeat.interval.ms"].default)
+        number, (low, high) = int(value.strip()), bounds
+        if key == STREAMS_STANDBY_REPLICAS and high is not None and number > high:
+            raise InvalidResourceConfig(f"{key} must be less than or equal to {high}")
+        if number < low or (high is not None and number > high):
+            raise InvalidResourceConfig(f"{key} must be in the range {low} to {high} inclusive.")
+    assignor = after.get(STREAMS_ASSIGNOR_NAME)
+    if assignor is not None and assignor not in STREAMS_ASSIGNORS:
+        raise InvalidResourceConfig(
+            f"{STREAMS_ASSIGNOR_NAME} '{assignor}' is not a registered task assignor. Registered assignors "
+            f"are: [{', '.join(STREAMS_ASSIGNORS)}]."
         )
-        if session <= beat:
-            raise InvalidResourceConfig(
-                f"{family}.session.timeout.ms must be greater than {family}.heartbeat.interval.ms"
-            )
 
 
 # Java's Duration.parse: [-+]P[nD][T[nH][nM][n[.n]S]], case-insensitive, each number signed
@@ -337,6 +365,11 @@ def describe(
             if default is not None and name in default:
                 synonyms.append((name, default[name], "DYNAMIC_DEFAULT_BROKER_CONFIG"))
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (key.default, "DEFAULT_CONFIG")
+        elif kind == GROUP:  # Kafka 4.4: the value set on the group, then the broker's default
+            if name in stored:
+                synonyms.append((name, stored[name], SET_SOURCE[kind]))
+            synonyms.append((key.synonym or name, key.default, "DEFAULT_CONFIG"))
+            value, source = synonyms[0][1], ("DEFAULT_CONFIG" if name not in stored else SET_SOURCE[kind])
         else:  # the one synonym Kafka lists: the config itself, where its value comes from
             value, source = (
                 (stored[name], SET_SOURCE[kind]) if name in stored else (key.default, "DEFAULT_CONFIG")

@@ -59,24 +59,93 @@ def test_client_metrics_kafka_accepts_are_accepted() -> None:
 
 @pytest.mark.parametrize(
     ("configs", "words"),
-    [
+    [  # Kafka 4.4.0's GroupConfig.validate answers each, word for word (its ConfigException's words
+        # first: the type and the validator's least, then the broker's bounds)
         (
             {"consumer.session.timeout.ms": "44999"},
-            "greater than or equal to group.consumer.min.session.timeout.ms",
+            "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.",
         ),
         (
             {"consumer.session.timeout.ms": "60001"},
-            "less than or equal to group.consumer.max.session.timeout.ms",
+            "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.",
         ),
-        ({"consumer.heartbeat.interval.ms": "4999"}, "group.consumer.min.heartbeat.interval.ms"),
-        ({"share.record.lock.duration.ms": "60001"}, "or equal to group.share.max.record.lock.duration.ms"),
-        ({"share.auto.offset.reset": "middle"}, "The value must be either 'earliest', 'latest'"),
-        ({"share.auto.offset.reset": "by_duration:-PT1H"}, "of the format 'by_duration:<PnDTnHnMn.nS.>'"),
-        ({"share.auto.offset.reset": "by_duration"}, "Invalid value `by_duration` for configuration"),
-        ({"share.isolation.level": "dirty"}, "String must be one of: read_committed"),
-        ({"streams.num.standby.replicas": "3"}, "group.streams.max.standby.replicas"),
-        ({"foobar": "abc"}, "Unknown group config name: foobar"),
-        ({"share.session.timeout.ms": "x"}, "Not a number of type INT"),
+        (
+            {"consumer.session.timeout.ms": "0"},
+            "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at least 1",
+        ),
+        (
+            {"consumer.heartbeat.interval.ms": "4999"},
+            "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive.",
+        ),
+        (
+            {"share.record.lock.duration.ms": "60001"},
+            "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.",
+        ),
+        (
+            {"share.record.lock.duration.ms": "999"},
+            "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000",
+        ),
+        (
+            {"share.delivery.count.limit": "11"},
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+        ),
+        (
+            {"share.delivery.count.limit": "1"},
+            "Value must be at least 2",
+        ),
+        (
+            {"share.partition.max.record.locks": "10000"},
+            "must be in the range 100 to 4000 inclusive.",
+        ),
+        (
+            {"consumer.assignment.interval.ms": "-1"},
+            "Value must be at least 0",
+        ),
+        (
+            {"streams.assignment.interval.ms": "999999999"},
+            "must be in the range 0 to 15000 inclusive.",
+        ),
+        (
+            {"share.auto.offset.reset": "middle"},
+            "The value must be either 'earliest', 'latest'",
+        ),
+        (
+            {"share.auto.offset.reset": "by_duration:-PT1H"},
+            "of the format 'by_duration:<PnDTnHnMn.nS>'",
+        ),
+        (
+            {"share.auto.offset.reset": "by_duration"},
+            "Invalid value `by_duration` for configuration",
+        ),
+        (
+            {"share.isolation.level": "dirty"},
+            "String must be one of: read_committed",
+        ),
+        (
+            {"share.renew.acknowledge.enable": "maybe"},
+            "Expected value to be either true or false",
+        ),
+        (
+            {"streams.num.standby.replicas": "3"},
+            "streams.num.standby.replicas must be less than or equal to 2",
+        ),
+        (
+            {"streams.assignor.name": "nope"},
+            "streams.assignor.name 'nope' is not a registered task assignor. "
+            "Registered assignors are: [sticky].",
+        ),
+        (
+            {"streams.rack.aware.assignment.tags": "a,,b"},
+            "Configuration 'streams.rack.aware.assignment.tags' values must not be empty.",
+        ),
+        (
+            {"foobar": "abc"},
+            "Unknown group config name: foobar",
+        ),
+        (
+            {"share.session.timeout.ms": "x"},
+            "Not a number of type INT",
+        ),
     ],
 )
 def test_group_configs_are_bounded_as_kafka_bounds_them(configs: dict[str, str], words: str) -> None:
@@ -93,6 +162,12 @@ def test_group_configs_kafka_accepts_and_what_a_share_group_uses() -> None:
         "share.record.lock.duration.ms": "15000",
     }
     rc.validate(rc.GROUP, "g", configs, {})
+    rc.validate(
+        rc.GROUP,
+        "g",
+        {"streams.initial.rebalance.delay.ms": "999999999", "streams.assignor.name": "sticky"},
+        {},
+    )
     assert rc.group_settings(configs) == ("earliest", 15000)
     assert rc.group_settings({}) == ("latest", 30000)  # Kafka's defaults
     with pytest.raises(InvalidConfigRequest, match="Group name must not be empty"):
@@ -163,8 +238,14 @@ def test_described_with_sources_and_synonyms() -> None:
     assert (reset.value, reset.source, reset.is_default) == ("earliest", "GROUP_CONFIG", False)
     session = described["consumer.session.timeout.ms"]
     assert (session.value, session.source) == ("45000", "DEFAULT_CONFIG")
-    assert session.synonyms == (("consumer.session.timeout.ms", "45000", "DEFAULT_CONFIG"),)  # as Kafka
-    assert reset.synonyms == (("share.auto.offset.reset", "earliest", "GROUP_CONFIG"),)
+    # as Kafka 4.4 lists them: the group's own value, then the broker config the default comes from
+    assert session.synonyms == (("group.consumer.session.timeout.ms", "45000", "DEFAULT_CONFIG"),)
+    assert reset.synonyms == (
+        ("share.auto.offset.reset", "earliest", "GROUP_CONFIG"),
+        ("share.auto.offset.reset", "latest", "DEFAULT_CONFIG"),
+    )
+    assignor = described["streams.assignor.name"]
+    assert assignor.synonyms == (("group.streams.assignors", "sticky", "DEFAULT_CONFIG"),)
     metrics = {
         d.name: d for d in rc.describe(rc.CLIENT_METRICS, {"metrics": "a., b.", "interval.ms": "1000"})
     }
