@@ -42,10 +42,6 @@ class Coordinator(GroupRecords, Protocol):
 
     async def record_commit(self, group: str, topics: Sequence[str]) -> None: ...
 
-    def http_members(self, group: str) -> int:
-        """How many HTTP consumer instances the group has (0 when not coordinated here)."""
-        ...
-
 
 @dataclass(frozen=True, slots=True)
 class Door:

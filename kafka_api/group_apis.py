@@ -11,7 +11,8 @@ answers NOT_COORDINATOR and the client looks it up again. One set of groups for 
 DescribeGroups and DeleteGroups see the groups of HTTP consumer instances too (shown as protocol type
 ``consumer``, their assignments in the consumer protocol's bytes, so Kafka's tools read them), and the
 empty groups the group table keeps (those that committed offsets, across restarts); a group held by
-members of one door refuses members of the other (INCONSISTENT_GROUP_PROTOCOL here, 409 there).
+members of another protocol refuses a joining member (``partitions.groups.group_types``:
+INCONSISTENT_GROUP_PROTOCOL here, 409 there).
 
 With ``serve --enforce-acls`` each API checks what Kafka's does, before anything else:
 DescribeGroups and OffsetFetch DESCRIBE on the group; JoinGroup, SyncGroup, Heartbeat,
@@ -130,23 +131,6 @@ async def join_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        if door.coordinator.http_members(body.group_id):  # one group, one protocol
-            raise GroupRefusal(
-                ErrorCode.inconsistent_group_protocol,
-                f"group {body.group_id!r} has members joined over HTTP (REST consumer instances)",
-            )
-        consumer = door.coordinator.consumer.consumer_group(body.group_id)
-        if consumer is not None and consumer.members:  # as Kafka, whose online migration is not served
-            raise GroupRefusal(
-                ErrorCode.inconsistent_group_protocol,
-                f"group {body.group_id!r} has members of the consumer group protocol (KIP-848)",
-            )
-        share = door.coordinator.share.members_of(body.group_id)
-        if share is not None and share.members:
-            raise GroupRefusal(
-                ErrorCode.inconsistent_group_protocol,
-                f"group {body.group_id!r} has members of a share group (KIP-932)",
-            )
         joining = door.groups.join(
             body.group_id,
             body.member_id,
@@ -281,9 +265,6 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        if generation < 0 and not body.member_id and door.coordinator.http_members(body.group_id):
-            # Kafka's rule: a commit from outside the group only while it has no members
-            raise GroupRefusal(ErrorCode.unknown_member_id, "the group has members joined over HTTP")
         consumer = door.coordinator.consumer
         if not consumer.check_commit(body.group_id, body.member_id, generation, request.api_version):
             door.groups.check_commit(

@@ -57,6 +57,7 @@ from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignme
 from partitions.groups.coordinator import Recorded
 from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.group_model import ClassicMember
+from partitions.groups.group_types import GroupType
 from partitions.groups.live import LiveGroup, LiveMember
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader
 from raftlog.errors import RaftlogError
@@ -82,6 +83,10 @@ class GroupRecords(Protocol):
         """(name, term) of every group with members recorded in a partition led here."""
         ...
 
+    def check_type(self, group: str, asking: GroupType) -> None:
+        """Refused when a protocol other than ``asking`` holds the group (``group_types``)."""
+        ...
+
     async def record_classic(
         self,
         group: str,
@@ -102,6 +107,9 @@ class Unrecorded:
 
     def recorded_classic(self) -> list[tuple[str, int]]:
         return []
+
+    def check_type(self, group: str, asking: GroupType) -> None:
+        return None
 
     async def record_classic(
         self,
@@ -270,7 +278,9 @@ class ClassicGroups:
         """A member (re)joins; the future resolves when the rebalance completes (or raises GroupRefusal).
         ``require_known_id`` (JoinGroup v4+, KIP-394): a member without an id first gets one with
         MEMBER_ID_REQUIRED and joins again with it; a static member (``instance_id``) gets its id at
-        once, as Kafka gives it."""
+        once, as Kafka gives it. A group another protocol holds is refused INCONSISTENT_GROUP_PROTOCOL
+        (``group_types``)."""
+        self._records.check_type(name, GroupType.CLASSIC)  # one group, one protocol
         if not SESSION_TIMEOUT_MIN_MS <= session_timeout_ms <= SESSION_TIMEOUT_MAX_MS:
             raise GroupRefusal(
                 GroupCode.invalid_session_timeout,
@@ -576,10 +586,14 @@ class ClassicGroups:
     ) -> None:
         """Fence an OffsetCommit: a member of the current generation, or no member at all (generation
         -1, a consumer outside any group management, or an operator's reset), which Kafka accepts only
-        while the group has no members: their next commit would undo it. A group this coordinator has
+        while the group has no members (of this protocol, or HTTP instances): their next commit would undo
+        it. A group this coordinator has
         not loaded yet (its members did not call since it took over) is checked as the table holds it."""
         group = self.view(name)
         if generation < 0 and not member_id:
+            recorded = self._records.recorded(name)
+            if recorded is not None and recorded.group is not None and recorded.group.members:
+                raise GroupRefusal(GroupCode.unknown_member_id, "the group has members joined over HTTP")
             if group is not None and group.members:
                 raise GroupRefusal(
                     GroupCode.unknown_member_id,

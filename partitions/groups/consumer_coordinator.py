@@ -10,9 +10,10 @@ Timers are soft state of the leader term: a coordinator taking over (a failover,
 member's session afresh, and the group, its epochs, members and assignments are the table's, so none is
 lost.
 
-One group, one protocol: a group held by HTTP instances or classic Kafka members is not a consumer
-group (``NotConsumerGroup``, Kafka's GROUP_ID_NOT_FOUND); an empty classic group is taken over by the
-first consumer protocol member joining it (Kafka's offline migration). Heartbeats of one group are
+One group, one protocol (``group_types``, asked once per heartbeat): a group held by HTTP instances, classic
+Kafka members or a share group is not a consumer group (``NotConsumerGroup``, Kafka's GROUP_ID_NOT_FOUND);
+an empty classic group is taken over by the first consumer protocol member joining it (Kafka's offline
+migration). Heartbeats of one group are
 handled one at a time (a lock per group); those of different groups concurrently.
 """
 
@@ -42,13 +43,13 @@ from partitions.groups.errors import (
     ConsumerProtocolVersion,
     GroupTopicsHidden,
     InvalidRegularExpression,
-    NotConsumerGroup,
     NotCoordinator,
     StaleMemberEpoch,
     UnknownGroup,
     UnknownMember,
 )
-from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
+from partitions.groups.group_model import Group
+from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
 from partitions.groups.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.resource_configs import consumer_timeouts
@@ -143,13 +144,7 @@ class ConsumerGroupCoordinator:
         if found is None:
             raise NotCoordinator(name)
         term, group = found
-        if group is not None and group.members:
-            raise NotConsumerGroup(name, "HTTP API")
-        live = self._records.live(name)
-        if (live is not None and live.members) or (group is not None and group.classic_members):
-            raise NotConsumerGroup(name, "classic Kafka protocol")
-        if group is not None and group.protocol_type == SHARE_PROTOCOL_TYPE:
-            raise NotConsumerGroup(name, "share group protocol (KIP-932)")
+        check_type(name, GroupType.CONSUMER, Holders.of(group, self._records.live(name)))
         if group is not None and group.consumer is not None:
             return term, group.consumer
         if not joining:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import random
@@ -55,7 +56,6 @@ from partitions.groups.defaults import (
 from partitions.groups.errors import (
     ConsumerProtocolNotFinalized,
     GroupFull,
-    GroupNotEmpty,
     InvalidConsumerConfig,
     PartitionNotAssigned,
     ShareGroupsNotFinalized,
@@ -85,6 +85,7 @@ from partitions.groups.group_model import (
     InstanceConfig,
     Member,
 )
+from partitions.groups.group_types import GroupType, Holders, check_type, held_by
 from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
 from partitions.groups.share_coordinator import ShareGroup, ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
@@ -313,12 +314,7 @@ class GroupCoordinator:
         await self.ensure_topic()
         partition, table, session = self._read(group)
         current = table.groups.get(group)
-        kafka = _kafka_members(self.live(group), current)
-        if kafka:  # one group, one protocol: Kafka's members hold it
-            raise GroupNotEmpty(group, kafka, "the Kafka protocol")
-        share = self.share.members_of(group)
-        if share is not None and share.members:
-            raise GroupNotEmpty(group, len(share.members), "the share group protocol (KIP-932)")
+        self.check_type(group, GroupType.HTTP)  # one group, one protocol
         try:
             if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
                 raise GroupFull(group, GROUP_MEMBERS_MAX)
@@ -492,23 +488,23 @@ class GroupCoordinator:
             (name, session.term) for _, session, name, group in self._led_groups() if group.classic_members
         ]
 
-    def http_members(self, group: str) -> int:
-        """How many HTTP consumer instances the group has (0 when not coordinated here)."""
+    def check_type(self, group: str, asking: GroupType | None) -> None:
+        """Refused (``group_types.refusal``) when a protocol other than ``asking`` holds the group (``asking``
+        None: any protocol), as this node sees it now (the group not coordinated here: as free)."""
+
+        def share() -> int:
+            held = self.share.members_of(group)
+            return 0 if held is None else len(held.members)
+
         recorded = self.recorded(group)
-        return 0 if recorded is None or recorded.group is None else len(recorded.group.members)
+        table = None if recorded is None else recorded.group
+        check_type(group, asking, Holders.of(table, self.live(group), share))
 
     def check_empty(self, group: str) -> Group:
         """The recorded group, when no member of either door is live (GroupNotEmpty otherwise;
         UnknownGroup when there is no such group)."""
         current, _ = self.describe(group)
-        if current.members:
-            raise GroupNotEmpty(group, len(current.members), "HTTP")
-        kafka = _kafka_members(self.live(group), current)
-        if kafka:
-            raise GroupNotEmpty(group, kafka, "the Kafka protocol")
-        share = self.share.members_of(group)
-        if share is not None and share.members:
-            raise GroupNotEmpty(group, len(share.members), "the share group protocol (KIP-932)")
+        self.check_type(group, None)
         return current
 
     async def forget(self, group: str) -> None:
@@ -525,7 +521,8 @@ class GroupCoordinator:
         now = self._monotonic()
         for partition, session, name, group in self._led_groups():
             if not group.members:  # empty: forgotten once it stayed so for the retention
-                if self.live(name) is not None or _kafka_members(None, group) or group.share_members:
+                holders = Holders.of(group, self.live(name), functools.partial(len, group.share_members))
+                if held_by(holders, None) is not None:  # Kafka's or a share group's members hold it
                     continue
                 if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
                     log.info(
@@ -688,17 +685,6 @@ class _ConsumerTable:
             raise ConsumerProtocolNotFinalized(group)
         partition, _, _ = self._groups._read(group)
         await self._groups._propose(partition, ConsumerGroupRecord(group, state, self._groups._wall()))
-
-
-def _kafka_members(live: LiveGroup | None, recorded: Group | None) -> int:
-    """How many Kafka members hold the group: live in the Kafka door, or recorded in the table (by a
-    coordinator before this one: the door loads them at its next tick)."""
-    if live is not None:
-        return len(live.members)
-    if recorded is None:
-        return 0
-    consumer = recorded.consumer
-    return len(recorded.classic_members) + (0 if consumer is None else len(consumer.members))
 
 
 def _label_safe(value: str) -> bool:

@@ -17,8 +17,8 @@ moved up to the group's without a new group epoch is not written; so a member re
 is taken at any epoch from its recorded one up to the group's, once, and then held to it. Sessions are
 the coordinator's soft state, per leader term of the group's partition (as the consumer group protocol's
 timers): they start afresh in a new term, and time out after ``session_timeout_ms`` (Kafka's
-``group.share.session.timeout.ms``, 45 s) without a heartbeat. One group, one protocol: a group held by
-classic, consumer protocol or HTTP members is not a share group.
+``group.share.session.timeout.ms``, 45 s) without a heartbeat. One group, one protocol (``group_types``): a
+group held by classic, consumer protocol or HTTP members is not a share group.
 
 Each coordinator partition holds at most ``groups_max`` share groups (``--group-share-max-groups``, the
 name of Kafka 4.0's ``group.share.max.groups``, which Kafka never enforced and removed in 4.1): a join
@@ -49,6 +49,7 @@ from partitions.groups.errors import (
 )
 from partitions.groups.group_commands import ShareGroupRecord
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
+from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
 from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember, assignment
 
@@ -144,13 +145,7 @@ class ShareGroupCoordinator:
         if found is None:
             raise NotCoordinator(name)
         term, group = found
-        if group is not None and group.members:
-            raise NotConsumerGroup(name, "HTTP API")
-        live = self._records.live(name)
-        if (live is not None and live.members) or (group is not None and group.classic_members):
-            raise NotConsumerGroup(name, "classic Kafka protocol")
-        if group is not None and group.consumer is not None and group.consumer.members:
-            raise NotConsumerGroup(name, "consumer group protocol")
+        check_type(name, GroupType.SHARE, Holders.of(group, self._records.live(name)))
         if group is None or group.protocol_type != SHARE_PROTOCOL_TYPE:
             return term, -1, None
         return term, group.generation, group
