@@ -16,7 +16,6 @@ from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
 from partitions.groups.classic import ClassicGroups, GroupRecords
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.live import LiveGroups
 from partitions.groups.share_coordinator import ShareGroupCoordinator
 from partitions.names import broker_id
 from partitions.peers.cluster import FrontDoor
@@ -31,14 +30,13 @@ class Coordinator(GroupRecords, Protocol):
     """The node's consumer-group coordinator (``partitions.groups.coordinator``) as this door uses it:
     one set of groups for both doors."""
 
+    classic: ClassicGroups  # Kafka's classic groups: their members, held and ticked by the node
     consumer: ConsumerGroupCoordinator  # the consumer group protocol's groups (KIP-848)
     share: ShareGroupCoordinator  # share groups' membership (KIP-932)
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_groups`` if there is none yet."""
         ...
-
-    def hold_live(self, live: LiveGroups) -> None: ...
 
     async def record_commit(self, group: str, topics: Sequence[str]) -> None: ...
 
@@ -48,7 +46,6 @@ class Door:
     node: FrontDoor
     cluster_id: str  # the same on every node of a cluster
     coordinator: Coordinator
-    groups: ClassicGroups = field(default_factory=ClassicGroups)  # the groups' members this node holds
     security: Security = field(default_factory=Security)  # who may do what (kafka_api.security)
     # the connection's authentication: a handler reads its principal here (the listener's own door holds
     # one no connection uses; ``for_connection`` gives each connection its own)
@@ -66,9 +63,10 @@ class Door:
     # the connection's large answers, one at a time, their bytes in the listener's budget (kafka_api.answers)
     answers: Answers = field(default_factory=Answers)
 
-    def __post_init__(self) -> None:
-        self.groups.attach(self.coordinator)  # generations recorded in the group table
-        self.coordinator.hold_live(self.groups)  # members seen by the HTTP door, delete, reset
+    @property
+    def groups(self) -> ClassicGroups:
+        """The classic groups' coordinator: the node's (``GroupCoordinator.classic``), not this door's."""
+        return self.coordinator.classic
 
     def for_connection(self, address: str | None = None, budget: RequestBytes | None = None) -> Door:
         """The door as one new connection (from ``address``, the client's IP) sees it: everything

@@ -138,15 +138,11 @@ class KafkaServer:
         self._ticker = asyncio.ensure_future(self._tick())
 
     async def _tick(self) -> None:
-        """Group sessions and rebalance deadlines run on the clock, not only on requests; so do the
-        connections' deadlines and the re-check of their credentials."""
+        """The connections' deadlines and the re-check of their credentials run on the clock, not only on
+        requests (the classic groups' sessions and rebalances are the node's: ``GroupCoordinator.run``)."""
         credentials_checked_s = time.monotonic()
         while True:
             await asyncio.sleep(TICK_S)
-            try:
-                self.door.groups.tick(int(time.monotonic() * 1000))
-            except Exception:
-                log.exception("Kafka: group tick failed")
             now = time.monotonic()
             try:
                 for connection in list(self._open.values()):
@@ -157,7 +153,7 @@ class KafkaServer:
                 if now - credentials_checked_s >= CREDENTIAL_CHECK_S:
                     credentials_checked_s = now
                     self._check_credentials()
-            except Exception:  # a bug: the group ticks and the next checks go on
+            except Exception:  # a bug: the next checks go on
                 log.exception("Kafka: checking the connections' deadlines and credentials failed")
 
     def _cut_idle_at_cap(self, now_s: float) -> None:

@@ -71,7 +71,6 @@ async def serve(settings: ServeSettings) -> None:
     from kafka_api.door import Door
     from kafka_api.security import Security
     from kafka_api.server import KafkaServer
-    from partitions.groups.classic import ClassicGroups
 
     config, http, kafka, tls = settings.node, settings.http, settings.kafka, settings.tls
     require_auth, enforce_acls, topics = settings.require_auth, settings.enforce_acls, settings.topics
@@ -108,7 +107,6 @@ async def serve(settings: ServeSettings) -> None:
             node,
             kafka_cluster_id(config.cluster_secret),
             node.groups,
-            ClassicGroups(initial_delay_ms=settings.group_initial_delay_ms),
             security=security,
             topic_defaults=topics,
         ),

@@ -266,6 +266,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         consumer_regex_budget_ms=args.group_consumer_regex_budget_ms,
         share_lock_ms=args.group_share_record_lock_duration_ms,
         share_groups_max=args.group_share_max_groups,
+        classic_initial_delay_ms=args.group_initial_rebalance_delay_ms,
         kafka_address=kafka[1] if kafka is not None else None,
         peer_ssl=None if tls is None else peer_context(tls),
         enforce_acls=args.enforce_acls,
@@ -316,7 +317,6 @@ class ServeSettings:
     login_limits: LoginLimits
     metrics_token: str | None
     public_metrics: bool
-    group_initial_delay_ms: int
     topics: TopicDefaults
     gc_gen0: int
     api_token_lifetime_ms: int
@@ -340,7 +340,6 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         login_limits(args),
         metrics_token(args),
         args.public_metrics,
-        args.group_initial_rebalance_delay_ms,
         topic_defaults(args),
         args.gc_gen0,
         args.api_token_lifetime_ms,

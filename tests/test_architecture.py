@@ -537,10 +537,32 @@ def _group_state_machines(path: pathlib.Path) -> list[str]:
     return found
 
 
+# The coordinators below the doors that hold a group's members, and the steps that run them on the clock:
+# a door that builds one (a call, a dataclass field's default_factory) or ticks one owns a group's state.
+GROUP_HOLDERS = {"ClassicGroups", "GroupCoordinator", "ConsumerGroupCoordinator", "ShareGroupCoordinator"}
+GROUP_CLOCK_STEPS = {"tick", "expire_due"}
+
+
+def _group_state_held(path: pathlib.Path) -> list[str]:
+    """Each line where ``path`` builds a group coordinator or runs one's clock."""
+    found = []
+    for node in _walked(path):
+        if not isinstance(node, ast.Call):
+            continue
+        named = _names(node.func) & (GROUP_HOLDERS | GROUP_CLOCK_STEPS)
+        factories = [k.value for k in node.keywords if k.arg == "default_factory"]
+        named |= set().union(*(_names(f) for f in factories)) & GROUP_HOLDERS
+        found += [f"{path.name}:{node.lineno}: {name}" for name in sorted(named)]
+    return found
+
+
 @pytest.mark.parametrize("path", FRONT_DOORS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_front_door_owns_no_group_state_machine(path: pathlib.Path) -> None:
-    """A door translates a group request to the coordinator below it (partitions/groups/) and back."""
+    """A door translates a group request to the coordinator below it (partitions/groups/) and back: it
+    defines no group's protocol steps, and neither builds nor ticks the coordinators that hold a group's
+    members (the node does: ``GroupCoordinator.classic``, ``run``)."""
     assert _group_state_machines(path) == []
+    assert _group_state_held(path) == []
 
 
 def test_the_broker_speaks_no_kafka_wire() -> None:
@@ -564,6 +586,17 @@ def test_the_group_state_machine_rule_catches_one(tmp_path: pathlib.Path) -> Non
     )
     assert _group_state_machines(bad) == ["Groups: heartbeat, join"]
     assert _group_state_machines(ROOT / "partitions" / "groups" / "classic.py") != []
+    held = tmp_path / "held.py"
+    held.write_text(
+        "groups: ClassicGroups = field(default_factory=ClassicGroups)\n"
+        "door.groups.tick(now)\ncoordinator = GroupCoordinator(log)\n",
+        encoding="utf-8",
+    )
+    assert _group_state_held(held) == [
+        "held.py:1: ClassicGroups",
+        "held.py:2: tick",
+        "held.py:3: GroupCoordinator",
+    ]
 
 
 def _second_writes(path: pathlib.Path) -> list[str]:

@@ -55,6 +55,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordinator
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
+    INITIAL_DELAY_MS_DEFAULT,
     REGEX_RESOLVE_BUDGET_MS_DEFAULT,
     SHARE_GROUPS_MAX_DEFAULT,
     SHARE_LOCK_MS_DEFAULT,
@@ -174,11 +175,12 @@ class NodeConfig:
     inflated_batch_bytes_max: int = INFLATED_BYTES_MAX_DEFAULT
     # groups (raftlog serve --group-*): the consumer protocol's session timeout and the budget of one
     # regex's resolution, a share group's record locks and how many share groups a coordinator partition
-    # holds
+    # holds, a classic group's first rebalance's delay (Kafka's group.initial.rebalance.delay.ms)
     consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
     consumer_regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT
     share_lock_ms: int = SHARE_LOCK_MS_DEFAULT
     share_groups_max: int = SHARE_GROUPS_MAX_DEFAULT
+    classic_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT
     kafka_address: str | None = None  # HOST:PORT of this node's Kafka listener as clients reach it
     # ACLs decide what the data plane checks of a producer (its transactional id), as both doors check
     # the rest (``raftlog serve --enforce-acls``); super users (user names) pass every check
@@ -406,6 +408,7 @@ class Node:
             consumer_session_timeout_ms=config.consumer_session_timeout_ms,
             consumer_regex_budget_ms=config.consumer_regex_budget_ms,
             share_groups_max=config.share_groups_max,
+            classic_initial_delay_ms=config.classic_initial_delay_ms,
         )
         self.groups.consumer.group_configs = self._group_configs
         self.transactions = TransactionCoordinator(

@@ -54,9 +54,8 @@ from partitions.groups.classic_members import (
     fail,
 )
 from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment, decode_subscription
-from partitions.groups.coordinator import Recorded
 from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
-from partitions.groups.group_model import ClassicMember
+from partitions.groups.group_model import ClassicMember, Recorded
 from partitions.groups.group_types import GroupType
 from partitions.groups.live import LiveGroup, LiveMember
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader
@@ -137,9 +136,6 @@ class ClassicGroups:
         self._records: GroupRecords = records or Unrecorded()
         self._recording: set[asyncio.Task[None]] = set()
         self._adopted_ms: int | None = None  # when a tick last looked for groups to load or drop
-
-    def attach(self, records: GroupRecords) -> None:
-        self._records = records
 
     def group(self, name: str, now_ms: int) -> Group:
         """The group this coordinator runs, a new one when the table has no record of it."""

@@ -46,10 +46,12 @@ from partitions.features import (
     Features,
 )
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.classic import ClassicGroups
 from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer_group import ConsumerGroup
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
+    INITIAL_DELAY_MS_DEFAULT,
     REGEX_RESOLVE_BUDGET_MS_DEFAULT,
     SHARE_GROUPS_MAX_DEFAULT,
 )
@@ -84,9 +86,10 @@ from partitions.groups.group_model import (
     Group,
     InstanceConfig,
     Member,
+    Recorded,
 )
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by
-from partitions.groups.live import LiveGroup, LiveGroups, NoLiveGroups
+from partitions.groups.live import LiveGroup
 from partitions.groups.share_coordinator import ShareGroup, ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.internal_topic import TableLog
@@ -101,6 +104,8 @@ log = logging.getLogger("raftlog.groups")
 
 GROUP_PARTITIONS_DEFAULT = 4
 SWEEP_INTERVAL_S = 0.25  # how often the leader looks for members whose session timed out
+# how often the classic groups run on the clock: sessions, rebalance deadlines, a first rebalance's delay
+CLASSIC_TICK_S = 0.1
 SUBSCRIBED_TOPICS_MAX = 1_000
 GROUP_FULL_LOG_INTERVAL_MS = 60_000  # refused joins are logged in one line at most this often
 READ_GRACE_MS = 5_000  # a read's deadline past its wait: the time to fetch, render and report back
@@ -161,15 +166,6 @@ class _Session:
 
 
 @dataclass(frozen=True, slots=True)
-class Recorded:
-    """A group as the table of its coordinator partition, led here in ``term``, holds it (None: no
-    record of it)."""
-
-    term: int
-    group: Group | None
-
-
-@dataclass(frozen=True, slots=True)
 class InstanceView:
     """What a consumer instance call needs: the group as committed, and this member in it."""
 
@@ -201,10 +197,12 @@ class GroupCoordinator:
         consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
         consumer_regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT,
         share_groups_max: int = SHARE_GROUPS_MAX_DEFAULT,
+        classic_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     ) -> None:
         """``features``: the gate before a format the previous release cannot read (None: every one);
-        the consumer protocol's session timeout and regex budget, and the share groups a coordinator
-        partition holds at most (``raftlog serve --group-*``)."""
+        the consumer protocol's session timeout and regex budget, the share groups a coordinator
+        partition holds at most, and a classic group's initial rebalance delay (``raftlog serve
+        --group-*``)."""
         self._log = group_log
         # every topic there is, an object replaced whole when they change (regex subscriptions match them)
         self.topics = topics
@@ -216,7 +214,6 @@ class GroupCoordinator:
         self._read_ids = itertools.count(1)
         self._full_logged_ms: int | None = None  # when a refused join was last logged
         self._full_unlogged = 0  # joins refused since
-        self._live: LiveGroups = NoLiveGroups()
         # the consumer group protocol's groups (KIP-848), kept in the same table
         self.consumer = ConsumerGroupCoordinator(
             _ConsumerTable(self),
@@ -226,18 +223,17 @@ class GroupCoordinator:
         )
         # share groups' membership (KIP-932): the coordinator's soft state (``share_coordinator``)
         self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic, groups_max=share_groups_max)
-
-    def hold_live(self, live: LiveGroups) -> None:
-        """The Kafka door's groups, whose members live in its memory (``live.py``)."""
-        self._live = live
+        # Kafka's classic groups, whose members live in memory between writes of their metadata (the
+        # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)
+        self.classic = ClassicGroups(self, initial_delay_ms=classic_initial_delay_ms)
 
     def live(self, group: str) -> LiveGroup | None:
-        """The group's Kafka members as the Kafka door holds them; None when it has none."""
-        found = self._live.live(group)
+        """The group's classic members as ``classic`` holds them; None when it has none."""
+        found = self.classic.live(group)
         return found if found is not None and found.members else None
 
     def live_names(self) -> list[str]:
-        return [n for n in self._live.names() if self.live(n) is not None]
+        return [n for n in self.classic.names() if self.live(n) is not None]
 
     # -- routing ---------------------------------------------------------------------------------------
 
@@ -511,7 +507,7 @@ class GroupCoordinator:
         """Delete the group (empty: ``check_empty``); its offsets are the caller's to delete first."""
         partition, _, _ = self._read(group)
         await self._propose(partition, Forget(group))
-        self._live.forget(group)
+        self.classic.forget(group)
 
     # -- sessions --------------------------------------------------------------------------------------
 
@@ -557,19 +553,35 @@ class GroupCoordinator:
             for name, group in list(table.groups.items()):
                 yield partition, session, name, group
 
-    async def run(self, interval_s: float = SWEEP_INTERVAL_S) -> None:
-        """The eviction loop of a node (cancelled when the node closes, and the regex thread with it)."""
-        try:
+    async def run(self, interval_s: float = SWEEP_INTERVAL_S, tick_s: float = CLASSIC_TICK_S) -> None:
+        """The groups' clocks on a node: the eviction sweep and the classic groups' tick (cancelled when
+        the node closes, and the regex thread with them). Apart, so that a sweep waiting on a write
+        holds up no classic group's rebalance."""
+
+        async def tick_classic() -> None:
+            """Classic groups' sessions and rebalance deadlines run on the clock, not only on requests;
+            a coordinator taking over loads its groups here."""
             while True:
+                await asyncio.sleep(tick_s)
                 try:
-                    await self.expire_due()
-                    await self.consumer.expire_due()
-                    await self.share.expire_due()
-                except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
-                    log.info("group session sweep: %s", exc)
-                await asyncio.sleep(interval_s)
+                    self.classic.tick(self._monotonic())
+                except Exception:  # a bug: logged loudly with its traceback; the next tick goes on
+                    log.exception("classic group tick failed")
+
+        try:
+            await asyncio.gather(self._sweep(interval_s), tick_classic())
         finally:
             self.consumer.regexes.close()
+
+    async def _sweep(self, interval_s: float) -> None:
+        while True:
+            try:
+                await self.expire_due()
+                await self.consumer.expire_due()
+                await self.share.expire_due()
+            except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
+                log.info("group session sweep: %s", exc)
+            await asyncio.sleep(interval_s)
 
     # -- admin -----------------------------------------------------------------------------------------
 

@@ -192,3 +192,12 @@ class Group:
         to as of its last rebalance) or committed an offset of. Every commit, at either door, records its
         topics before it stores an offset (``GroupCoordinator.record_commit``)."""
         return sorted(set(self.partition_counts) | set(self.committed_topics))
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A group as the table of its coordinator partition, led here in ``term``, holds it (None: no
+    record of it)."""
+
+    term: int
+    group: Group | None

@@ -253,13 +253,7 @@ def test_a_fetch_past_the_end_is_out_of_range(kafka_cluster: LocalCluster) -> No
 
 
 class _NoGroups:
-    """A coordinator no request here reaches (the door only registers its groups with it)."""
-
-    def hold_live(self, live: Any) -> None:
-        return None
-
-    def recorded_classic(self) -> list[tuple[str, int]]:
-        return []  # the door's tick asks which classic groups a new term must load: none
+    """A coordinator no request here reaches."""
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"no request here reaches a group (asked for {name})")

@@ -33,7 +33,6 @@ from test_sasl_clients import as_admin, curl, grant, make_user
 from kafka_api.door import Door
 from kafka_api.server import KafkaServer
 from partitions import commands
-from partitions.groups.classic import ClassicGroups
 from partitions.metadata.service import AdminService
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_bench.kafka_peer import kafka_libs
@@ -115,7 +114,7 @@ async def kafka_node(tmp_path: pathlib.Path) -> AsyncIterator[KafkaNode]:
     served = Served(config)
     await served.start()
     node = served.node
-    server = KafkaServer(Door(node, "hanging-test-cluster00", node.groups, ClassicGroups()))
+    server = KafkaServer(Door(node, "hanging-test-cluster00", node.groups))
     await server.start("127.0.0.1", kafka_port)
     try:
         yield KafkaNode(served, f"127.0.0.1:{kafka_port}", config.peers[0].http)

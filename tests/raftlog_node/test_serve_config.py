@@ -77,7 +77,7 @@ def test_serve_exits_2_naming_a_non_loopback_address_and_the_ways_out(tmp_path: 
 def test_the_group_initial_rebalance_delay_is_kafkas_by_default_and_bounded(tmp_path: pathlib.Path) -> None:
     def delay(*extra: str) -> int:
         ready = settings.serve_settings(args_for(tmp_path, "--http", "127.0.0.1:9001", *extra))
-        return ready.group_initial_delay_ms
+        return ready.node.classic_initial_delay_ms
 
     assert delay() == 3000 and delay("--group-initial-rebalance-delay-ms", "0") == 0
     for bad in ("-1", "300001"):
