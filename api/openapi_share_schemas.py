@@ -6,7 +6,7 @@ from typing import Any
 
 from api import openapi_parts
 from api.openapi_parts import INT, NATURAL, PARTITION_NUMBER, STR, obj, ref
-from partitions.groups.share_partition import RECORD_LOCKS_MAX
+from partitions.groups.share.partition import RECORD_LOCKS_MAX
 
 _ACK_TYPE = {"type": "string", "enum": ["accept", "release", "reject"]}
 _ERROR_CODE = {"type": "integer", "nullable": True}

@@ -1,7 +1,7 @@
 """Share groups (KIP-932) over HTTP: a member joins a share group subscribed to topics, acquires records
 (each with its delivery count), acknowledges each ACCEPT, RELEASE or REJECT, and leaves.
 
-Translated only: membership is the group coordinator's (``partitions.groups.share_coordinator``, asked
+Translated only: membership is the group coordinator's (``partitions.groups.share.coordinator``, asked
 through ``GroupService.share_heartbeat`` on the node coordinating the group), records are the partition
 leaders' (``partitions.data.share_records``, through the cluster-wide ``shares`` service): the same
 coordinator and the same replicated share-partition state the Kafka door's ShareGroupHeartbeat, ShareFetch
@@ -36,7 +36,7 @@ from partitions.consumers.protocol import GroupService, ShareMembership
 from partitions.data.share_records import ShareService, check_reset
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
-from partitions.groups.share_partition import ACCEPT, RECORD_LOCKS_MAX, REJECT, RELEASE
+from partitions.groups.share.partition import ACCEPT, RECORD_LOCKS_MAX, REJECT, RELEASE
 from partitions.names import check_instance_name, check_user_topic_name
 from partitions.peers.cluster import ShareAcquired
 from partitions.security.acls import client_host

@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat (API 68) and ConsumerGroupDescribe (API 69): the consumer group protocol
-(KIP-848), translated. The coordinator is below the doors (``partitions.groups.consumer_coordinator``,
+(KIP-848), translated. The coordinator is below the doors (``partitions.groups.consumer.coordinator``,
 the node's ``GroupCoordinator.consumer``); here topic ids become names and back (a topic's Kafka id,
 ``topics.kafka_topic_id``), the connection's client id and address are added, and typed refusals
 become error codes (``errors.py``). READ on the group for a heartbeat, DESCRIBE for a describe, as
@@ -22,8 +22,8 @@ from kafka_api.group_describe import DescribeShape
 from kafka_api.topics import names_by_id, topic_ids
 from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.consumer_group import Heartbeat
-from partitions.groups.topic_regex import EVERYONE, Viewer
+from partitions.groups.consumer.group import Heartbeat
+from partitions.groups.consumer.topic_regex import EVERYONE, Viewer
 from partitions.security.acls import AclOperation, ResourceType
 
 READ, DESCRIBE, GROUP = AclOperation.READ, AclOperation.DESCRIBE, ResourceType.GROUP

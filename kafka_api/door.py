@@ -14,9 +14,9 @@ from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
-from partitions.groups.classic import ClassicGroups, GroupRecords
-from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.classic.coordinator import ClassicGroups, GroupRecords
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.share.coordinator import ShareGroupCoordinator
 from partitions.names import broker_id
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host

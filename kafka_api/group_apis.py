@@ -1,4 +1,4 @@
-"""The group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``partitions.groups.classic``
+"""The group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (``partitions.groups.classic.coordinator``
 holds the members), OffsetCommit, OffsetFetch and OffsetDelete (the committed offsets on each partition's
 leader: the same ones the HTTP API shows, one group, one truth; reached through ``Cluster.offsets``, which
 waits while a partition's leader moves and then answers COORDINATOR_LOAD_IN_PROGRESS, the code every group
@@ -49,7 +49,7 @@ from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
 from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.classic_members import GroupRefusal, MemberIdRequired
+from partitions.groups.classic.members import GroupRefusal, MemberIdRequired
 from partitions.groups.consumer_protocol import encode_assignment, encode_subscription
 from partitions.groups.errors import (
     ConsumerProtocolVersion,

@@ -1,5 +1,5 @@
 """Share groups (KIP-932), translated: ShareGroupHeartbeat (76) and ShareGroupDescribe (77) to the
-group's coordinator (``partitions.groups.share_coordinator``), ShareFetch (78) and ShareAcknowledge (79)
+group's coordinator (``partitions.groups.share.coordinator``), ShareFetch (78) and ShareAcknowledge (79)
 to the leaders of the partitions (``partitions.data.share_records``, whose commands the partition's Raft
 group replicates). Here topic ids become names and back, and typed refusals become error codes.
 

@@ -1,7 +1,7 @@
 """Share groups' offset admin APIs (KIP-932), translated: DescribeShareGroupOffsets (90),
 AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92), what ``kafka-share-groups --describe
 --offsets``, ``--reset-offsets`` and ``--delete-offsets`` send to the group's coordinator; the rules are
-``partitions.groups.share_offsets``' (the group empty for a change, its state in each partition on the
+``partitions.groups.share.offsets``' (the group empty for a change, its state in each partition on the
 partition's leader). Here topic ids are added and typed refusals become error codes. Who may, as Kafka's:
 DESCRIBE on the group and on each topic to describe, READ on the group and each topic to alter, DELETE on
 the group and READ on each topic to delete.
@@ -20,7 +20,7 @@ from kafka_api.errors import Caught, code_of
 from kafka_api.share_state import known_topics, share_offsets
 from kafka_api.topics import topic_ids
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share.partition import ShareOffset
 from partitions.security.acls import AclOperation, ResourceType
 from raftlog.errors import RaftlogError
 

@@ -1,4 +1,4 @@
-"""The share group offset rules (``partitions.groups.share_offsets``) as the Kafka door reaches them: the
+"""The share group offset rules (``partitions.groups.share.offsets``) as the Kafka door reaches them: the
 group's coordinator here, each partition's share state on its leader through the cluster. Used by the
 share offset admin APIs and by DeleteGroups of a share group."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from kafka_api.door import Door
 from partitions.data.service import DataService
 from partitions.errors import UnknownTopic
-from partitions.groups.share_offsets import ShareOffsets
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share.offsets import ShareOffsets
+from partitions.groups.share.partition import ShareOffset
 
 
 class _Leaders:

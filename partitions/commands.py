@@ -36,7 +36,7 @@
                                  refuses kind 10 as malformed: upgrade every replica's node before
                                  Kafka producers write to it
 [1, 11, payload]                 ShareCommand: a share group's acquisitions, acknowledgements and lock
-                                 expiries of this partition's records (``groups.share_partition``),
+                                 expiries of this partition's records (``groups.share.partition``),
                                  written only once feature ``raftlog.version`` 2 is finalized (a node
                                  of an earlier release refuses kind 11 as malformed)
 [1, 12, payload]                 SchemaCommand: a schema registry change (``registry.table``), only in the
@@ -124,7 +124,7 @@ class TxnCommand:
 
 @dataclass(frozen=True, slots=True)
 class ShareCommand:
-    payload: bytes  # encoded by ``partitions.groups.share_partition.encode``
+    payload: bytes  # encoded by ``partitions.groups.share.partition.encode``
 
 
 @dataclass(frozen=True, slots=True)

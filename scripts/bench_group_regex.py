@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from partitions.controller.defaults import PARTITIONS_MAX
-from partitions.groups.topic_regex import resolve
+from partitions.groups.consumer.topic_regex import resolve
 from partitions.names import TOPIC_NAME_BYTES_MAX
 
 REGEXES = (

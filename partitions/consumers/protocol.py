@@ -251,14 +251,14 @@ class GroupService(Protocol):
         client_id: str = "",
         client_host: str = "",
     ) -> ShareMembership:
-        """A share group member of the HTTP door (``partitions.groups.share_coordinator``, the one the
+        """A share group member of the HTTP door (``partitions.groups.share.coordinator``, the one the
         Kafka door's ShareGroupHeartbeat asks): ``epoch`` 0 joins subscribed to ``topics``, None stays in
         the epoch it was given, -1 leaves. Answers its whole assignment (a leave: what it had)."""
         ...
 
     @peer("Whether a share group member is live on the group's coordinator")
     async def share_member(self, group: str, member: str) -> None:
-        """Nothing when ``member`` is a live member of the share group (``partitions.groups.share_coordinator
+        """Nothing when ``member`` is a live member of the share group (``partitions.groups.share.coordinator
         .check_member``), else ``UnknownMember``: what a node asks before it opens a share session for it."""
         ...
 

@@ -45,7 +45,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group, InstanceConfig
-from partitions.groups.share_coordinator import LEAVE_EPOCH
+from partitions.groups.share.coordinator import LEAVE_EPOCH
 from raftlog.errors import RaftlogError
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits

@@ -48,9 +48,9 @@ from partitions.data.service import (
 from partitions.data.transactional import TransactionalWrites
 from partitions.errors import PolicyViolation, ReplicaRecovering, UnknownPartition, UnstableOffsetCommit
 from partitions.features import PRODUCE_CONTIGUOUS, SHARE_GROUPS, Features
-from partitions.groups import share_partition
 from partitions.groups.errors import ShareGroupsNotFinalized
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share import partition as share_partition
+from partitions.groups.share.partition import ShareOffset
 from partitions.replicas.manager import Replica, ReplicaManager
 from partitions.replicas.routing import Routing
 from partitions.replicas.state_machine import (

@@ -17,7 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
 from partitions.features import OFFSET_LEADER_EPOCH, PRODUCE_PRODUCER, Format
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share.partition import ShareOffset
 from partitions.peer_ops import peer
 from partitions.transactions.service import Marker
 

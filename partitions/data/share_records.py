@@ -1,6 +1,6 @@
 """Share groups' records (KIP-932) served by a data partition's leader: what ShareFetch and
 ShareAcknowledge (and the HTTP door's share consumers) ask of a partition, as replicated commands of the
-partition's own Raft group (``partitions.groups.share_partition``).
+partition's own Raft group (``partitions.groups.share.partition``).
 
 A fetch reads the committed batches from the group's first available record (a group new to the partition
 starts where its group config ``share.auto.offset.reset`` says: ``latest``, the high watermark, as Kafka's
@@ -28,7 +28,7 @@ from partitions.data.plane import DataPlane
 from partitions.errors import InvalidCommand
 from partitions.features import SHARE_GROUPS, Features
 from partitions.groups.errors import InvalidGroupRequest, ShareGroupsNotFinalized
-from partitions.groups.share_partition import (
+from partitions.groups.share.partition import (
     DELIVERY_LIMIT_DEFAULT,
     LOCK_MS_DEFAULT,
     Acknowledge,

@@ -46,9 +46,9 @@ from partitions.features import (
     Features,
 )
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.classic import ClassicGroups
-from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.consumer_group import ConsumerGroup
+from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
     INITIAL_DELAY_MS_DEFAULT,
@@ -90,7 +90,7 @@ from partitions.groups.group_model import (
 )
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by
 from partitions.groups.live import LiveGroup
-from partitions.groups.share_coordinator import ShareGroup, ShareGroupCoordinator
+from partitions.groups.share.coordinator import ShareGroup, ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
@@ -221,7 +221,7 @@ class GroupCoordinator:
             session_timeout_ms=consumer_session_timeout_ms,
             regex_budget_ms=consumer_regex_budget_ms,
         )
-        # share groups' membership (KIP-932): the coordinator's soft state (``share_coordinator``)
+        # share groups' membership (KIP-932): the coordinator's soft state (``share.coordinator``)
         self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic, groups_max=share_groups_max)
         # Kafka's classic groups, whose members live in memory between writes of their metadata (the
         # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)

@@ -119,7 +119,7 @@ class PartitionNotAssigned(GroupError):
     )
 
 
-# -- the consumer group protocol (KIP-848, ``consumer_group.py``) ----------------------------------------
+# -- the consumer group protocol (KIP-848, ``consumer/group.py``) ----------------------------------------
 
 
 @with_fields

@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 
 from partitions.errors import InvalidCommand
-from partitions.groups.consumer_group import ConsumerGroup
+from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.errors import InvalidConsumerConfig
 from partitions.groups.group_model import (
     CLASSIC_GROUP_BYTES_MAX,
@@ -23,7 +23,7 @@ from partitions.groups.group_model import (
     Member,
     ReadConfig,
 )
-from partitions.groups.share_group import ShareMember
+from partitions.groups.share.group import ShareMember
 
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9

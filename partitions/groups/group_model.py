@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
-from partitions.groups.consumer_group import ConsumerGroup
+from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.errors import InvalidConsumerConfig
-from partitions.groups.share_group import ShareMember
+from partitions.groups.share.group import ShareMember
 
 SCHEMA_FORMATS = ("avro", "jsonschema", "protobuf")  # records framed under a registered schema, as JSON
 FORMATS = ("json", "binary", *SCHEMA_FORMATS)

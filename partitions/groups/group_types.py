@@ -1,8 +1,8 @@
 """One group, one protocol: which protocol holds a group, decided here once for every protocol that asks.
 
 A group name is held by the members of one protocol at a time: HTTP consumer instances
-(``partitions/consumers``, ``api/consumers.py``), Kafka's classic protocol (``classic.py``), the consumer
-group protocol (KIP-848, ``consumer_coordinator.py``) or a share group (KIP-932, ``share_coordinator.py``).
+(``partitions/consumers``, ``api/consumers.py``), Kafka's classic protocol (``classic/``), the consumer group
+protocol (KIP-848, ``consumer/``) or a share group (KIP-932, ``share/``).
 A member of one may not join a group another holds; the asker's refusal is its protocol's own (as each of
 Kafka's ``GroupMetadataManager`` typed getters raises its own): a classic member INCONSISTENT_GROUP_PROTOCOL,
 a consumer or share group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), an HTTP instance
@@ -23,7 +23,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from partitions.groups.classic_members import GroupCode, GroupRefusal
+from partitions.groups.classic.members import GroupCode, GroupRefusal
 from partitions.groups.errors import GroupError, GroupNotEmpty, NotConsumerGroup
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup

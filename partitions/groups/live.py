@@ -1,5 +1,5 @@
 """Groups whose members live outside the replicated table: Kafka clients' classic groups, which their
-coordinator holds in memory (``partitions.groups.classic``), as Kafka does between its writes of
+coordinator holds in memory (``partitions.groups.classic.coordinator``), as Kafka does between its writes of
 group metadata. The node's ``GroupCoordinator`` sees them as ``LiveGroup``s (``ClassicGroups.live``) and
 lists, describes, deletes and fences one set of groups, whichever protocol their members use.
 """

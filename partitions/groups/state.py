@@ -40,7 +40,7 @@ from typing import Any
 
 from partitions.errors import InvalidCommand
 from partitions.groups.assignors import ASSIGNORS, TopicPartition
-from partitions.groups.consumer_group import ConsumerGroup
+from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
@@ -73,7 +73,7 @@ from partitions.groups.group_model import (
     Member,
     ReadConfig,
 )
-from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember
+from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember
 from raftlog.errors import check
 
 # -- apply ---------------------------------------------------------------------------------------------

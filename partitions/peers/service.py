@@ -42,7 +42,7 @@ from partitions.data.service import (
 from partitions.data.share_records import ShareFetched, ShareRecords
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.group_model import InstanceConfig, ReadConfig
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share.partition import ShareOffset
 from partitions.metadata.service import (
     AdminService,
     ControllerSnapshot,

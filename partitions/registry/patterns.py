@@ -4,7 +4,7 @@ A schema's patterns are a client's text, matched against records' strings and pr
 Python's ``re`` a pattern such as ``(a+)+$`` backtracks exponentially on ``aaaa...!`` while holding the
 GIL, which would freeze the node that checks the record (a leader validating a topic's records, the HTTP
 door encoding one, a registration comparing schemas). RE2 matches in time linear in the text, as the
-group regex subscriptions do (``groups.topic_regex``). What RE2 cannot express (backreferences,
+group regex subscriptions do (``groups.consumer.topic_regex``). What RE2 cannot express (backreferences,
 lookaround) is refused when the schema is registered, with a clear message; ECMA 262's other syntax
 reads the same.
 """

@@ -95,7 +95,7 @@ from partitions.errors import (
     ProducerFenced,
     SequenceTooOld,
 )
-from partitions.groups.share_partition import ShareResult, ShareTable
+from partitions.groups.share.partition import ShareResult, ShareTable
 from partitions.groups.state import GroupResult, GroupTable
 from partitions.registry import table as registry_table
 from partitions.registry.table import Done, Refusal, SchemaTable

@@ -27,7 +27,7 @@ from loop_held import never_held
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_api import wire
-from partitions.groups.classic import MEMBERS_MAX
+from partitions.groups.classic.coordinator import MEMBERS_MAX
 from raftlog.storage.batch import ProducerRecord, encode_batch
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_contract import METRICS_PATH

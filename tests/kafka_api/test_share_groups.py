@@ -28,7 +28,7 @@ from kafka_api import wire
 from kafka_api.apis import APIS
 from kafka_api.share_group_apis import share_group_heartbeat
 from partitions.errors import UnknownTopic
-from partitions.groups.share_coordinator import ShareGroupCoordinator
+from partitions.groups.share.coordinator import ShareGroupCoordinator
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from partitions.groups.group_commands import encode
 from partitions.groups.group_model import Group
-from partitions.groups.share_coordinator import ShareGroup
+from partitions.groups.share.coordinator import ShareGroup
 from partitions.groups.state import GroupTable
 
 

@@ -1,4 +1,5 @@
-"""The classic group protocol's state machine (``partitions.groups.classic``), on a clock the test moves."""
+"""The classic group protocol's state machine (``partitions.groups.classic.coordinator``), on a clock the
+test moves."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import asyncio
 
 import pytest
 
-from partitions.groups.classic import ClassicGroups
-from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupState, Joined, MemberIdRequired
+from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.classic.members import GroupCode, GroupRefusal, GroupState, Joined, MemberIdRequired
 from partitions.groups.consumer_protocol import encode_subscription
 from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
 

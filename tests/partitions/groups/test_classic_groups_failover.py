@@ -1,7 +1,7 @@
-"""A classic group outlives its coordinator (``partitions.groups.classic`` over the node's real group
-coordinator and group table): what a rebalance completes is written before the members learn it, and the
-node that takes over the group's ``__consumer_groups`` partition runs the group on, Stable, with its members,
-generation and assignments, as Kafka's new coordinator loads it. Two nodes' coordinators share one
+"""A classic group outlives its coordinator (``partitions.groups.classic.coordinator`` over the node's real
+group coordinator and group table): what a rebalance completes is written before the members learn it, and
+the node that takes over the group's ``__consumer_groups`` partition runs the group on, Stable, with its
+members, generation and assignments, as Kafka's new coordinator loads it. Two nodes' coordinators share one
 replicated table here; the clock is the test's."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 from partitions.errors import FeatureNotFinalized
 from partitions.features import RAFTLOG_VERSION, Features
-from partitions.groups.classic import ClassicGroups
-from partitions.groups.classic_members import GroupCode, GroupRefusal, GroupState, Joined
-from partitions.groups.consumer_group import Heartbeat
+from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.classic.members import GroupCode, GroupRefusal, GroupState, Joined
+from partitions.groups.consumer.group import Heartbeat
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
 from partitions.groups.group_commands import GroupCommand, encode

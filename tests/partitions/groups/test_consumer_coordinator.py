@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from partitions.groups.assignors import TopicPartition as TP
-from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.consumer_group import ConsumerGroup, Heartbeat
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     NotConsumerGroup,

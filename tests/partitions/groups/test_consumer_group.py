@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from partitions.groups.assignors import TopicPartition as TP
-from partitions.groups.consumer_assignment import STABLE, UNRELEASED, UNREVOKED, uniform_assign
-from partitions.groups.consumer_group import (
+from partitions.groups.consumer.assignment import STABLE, UNRELEASED, UNREVOKED, uniform_assign
+from partitions.groups.consumer.group import (
     ConsumerGroup,
     ConsumerMember,
     Heartbeat,

@@ -15,10 +15,9 @@ import pytest
 
 from partitions.errors import TopicAuthorizationFailed
 from partitions.groups.assignors import TopicPartition as TP
-from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.consumer_group import Heartbeat
-from partitions.groups.errors import GroupTopicsHidden, InvalidRegularExpression, UnknownGroup
-from partitions.groups.topic_regex import (
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer.group import Heartbeat
+from partitions.groups.consumer.topic_regex import (
     REGEX_CHARS_MAX,
     BudgetSpent,
     RegexResolver,
@@ -26,6 +25,7 @@ from partitions.groups.topic_regex import (
     compile_regex,
     resolve,
 )
+from partitions.groups.errors import GroupTopicsHidden, InvalidRegularExpression, UnknownGroup
 from tests.partitions.groups.test_consumer_coordinator import Clock, Table
 
 ATTACK = "o(([a-z-]*)*)*!"  # the issue's: Python's re backtracks 4x more for each character matched

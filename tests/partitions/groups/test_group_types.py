@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from partitions.groups.classic_members import GroupCode, GroupRefusal
+from partitions.groups.classic.members import GroupCode, GroupRefusal
 from partitions.groups.errors import GroupNotEmpty, NotConsumerGroup
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by, refusal
 

@@ -13,8 +13,8 @@ import pytest
 
 from partitions.errors import InvalidCommand
 from partitions.groups.assignors import TopicPartition as TP
-from partitions.groups.consumer_coordinator import ConsumerGroupCoordinator
-from partitions.groups.consumer_group import Heartbeat
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer.group import Heartbeat
 from partitions.groups.errors import (
     FencedMemberEpoch,
     GroupFull,
@@ -27,8 +27,8 @@ from partitions.groups.errors import (
 )
 from partitions.groups.group_commands import Committed, Forget, Join, ShareGroupRecord, decode, encode
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Member
-from partitions.groups.share_coordinator import ShareGroupCoordinator
-from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember
+from partitions.groups.share.coordinator import ShareGroupCoordinator
+from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember
 from partitions.groups.state import GroupTable
 from tests.partitions.groups.share_table import ShareTable
 

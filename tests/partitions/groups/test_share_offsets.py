@@ -11,12 +11,12 @@ import asyncio
 import pytest
 
 from partitions.errors import UnknownTopic
-from partitions.groups import share_partition
 from partitions.groups.assignors import TopicPartition as TP
 from partitions.groups.errors import GroupNotEmpty, UnknownGroup
-from partitions.groups.share_coordinator import ShareGroupCoordinator
-from partitions.groups.share_offsets import ShareOffsets
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share import partition as share_partition
+from partitions.groups.share.coordinator import ShareGroupCoordinator
+from partitions.groups.share.offsets import ShareOffsets
+from partitions.groups.share.partition import ShareOffset
 from tests.partitions.groups.share_table import ShareTable
 from tests.partitions.groups.test_share_coordinator import Clock
 

@@ -13,7 +13,7 @@ from partitions.data.share_records import reset_start
 from partitions.errors import InvalidCommand
 from partitions.features import RAFTLOG_VERSION, SHARE_GROUPS, SUPPORTED, Features
 from partitions.groups.errors import InvalidRecordState
-from partitions.groups.share_partition import (
+from partitions.groups.share.partition import (
     ACCEPT,
     ACQUIRED,
     AVAILABLE,

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.classic_members import (
+from partitions.groups.classic.members import (
     Group,
     GroupCode,
     GroupRefusal,

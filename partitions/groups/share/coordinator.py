@@ -8,7 +8,7 @@ Share groups have no partition ownership to hand over (records, not partitions, 
 assignment is the simple one: every partition of each topic a member subscribes to (Kafka's
 ``SimpleAssignor`` when there are more members than partitions) and nothing is revoked first.
 
-Every record's acquisition, lock and acknowledgement is below, in the data partitions (``share_partition``,
+Every record's acquisition, lock and acknowledgement is below, in the data partitions (``share.partition``,
 replicated by the partition's Raft group). The group, its epoch, its members and the partition counts of
 their topics are written to the group table (``ShareGroupRecord``) at each new epoch, before a member is
 answered, as Kafka writes a share group's member and assignment records: a coordinator taking over (a
@@ -51,7 +51,7 @@ from partitions.groups.group_commands import ShareGroupRecord
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
-from partitions.groups.share_group import SHARE_MEMBERS_MAX, ShareMember, assignment
+from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assignment
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms

@@ -2,10 +2,10 @@
 AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups of a share group (what
 ``kafka-share-groups --describe --offsets / --reset-offsets / --delete-offsets / --delete`` sends).
 
-The group is the share coordinator's (``share_coordinator``): it must exist (``UnknownGroup``: Kafka's
+The group is the share coordinator's (``share.coordinator``): it must exist (``UnknownGroup``: Kafka's
 GROUP_ID_NOT_FOUND), and an alteration or a deletion needs it empty (``GroupNotEmpty``: NON_EMPTY_GROUP),
 as Kafka refuses to move what members are consuming. Its state in each partition is that partition's
-(``share_partition``, replicated by the partition's Raft group), read and changed on the partition's
+(``share.partition``, replicated by the partition's Raft group), read and changed on the partition's
 leader (``DataService.share_offset``, ``alter_share_offset``, ``delete_share_state``). A group's
 partitions are the ones holding its state: a describe of every partition, or a deletion of the group,
 asks each partition of each topic.
@@ -22,8 +22,8 @@ from typing import Protocol
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import GroupNotEmpty
-from partitions.groups.share_coordinator import ShareGroupCoordinator
-from partitions.groups.share_partition import ShareOffset
+from partitions.groups.share.coordinator import ShareGroupCoordinator
+from partitions.groups.share.partition import ShareOffset
 from partitions.names import is_internal
 from raftlog.errors import RaftlogError
 

@@ -1,6 +1,6 @@
-"""A classic group's members as its coordinator holds them (``partitions.groups.classic``): the group's state,
-generation, leader and members, and the checks that fence a call (a member of another generation, or a
-static member's older incarnation: KIP-345's instance ids)."""
+"""A classic group's members as its coordinator holds them (``partitions.groups.classic.coordinator``): the
+group's state, generation, leader and members, and the checks that fence a call (a member of another
+generation, or a static member's older incarnation: KIP-345's instance ids)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The consumer group protocol (KIP-848) as a pure state machine: a group is an immutable value, and each
 operation (a member's heartbeat, its leave, its fencing when its session or rebalance timeout passed)
 returns the next value with the answer, or raises the protocol's typed refusal
-(``partitions.groups.errors``). No clock, no I/O: the coordinator (``consumer_coordinator.py``) keeps
+(``partitions.groups.errors``). No clock, no I/O: the coordinator (``consumer/coordinator.py``) keeps
 the timers, writes each changed group to the replicated group table before answering, and passes in the
 topics' partition counts.
 
@@ -15,7 +15,7 @@ As Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``:
    group epoch;
 3. a group epoch past the target assignment's epoch computes a new target (the group's assignor:
    the one most of its members ask for, ``uniform`` by default);
-4. the member is reconciled towards its target (``consumer_assignment.reconcile``), and its assigned
+4. the member is reconciled towards its target (``consumer.assignment.reconcile``), and its assigned
    partitions are sent when they changed or the request was a full one.
 
 Leaving (epoch -1) removes the member and bumps the group epoch; a static member leaving with -2 stays,
@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.consumer_assignment import (
+from partitions.groups.consumer.assignment import (
     DEFAULT_ASSIGNOR,
     EMPTY,
     MEMBER_STATES,
@@ -42,6 +42,7 @@ from partitions.groups.consumer_assignment import (
     Partitions,
     reconcile,
 )
+from partitions.groups.consumer.topic_regex import check_length
 from partitions.groups.errors import (
     FencedInstanceId,
     FencedMemberEpoch,
@@ -51,7 +52,6 @@ from partitions.groups.errors import (
     UnreleasedInstanceId,
     UnsupportedAssignor,
 )
-from partitions.groups.topic_regex import check_length
 from raftlog.errors import check
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
@@ -76,7 +76,7 @@ class ConsumerMember:
     client_host: str
     epoch: int
     previous_epoch: int
-    state: str  # consumer_assignment.MEMBER_STATES
+    state: str  # consumer.assignment.MEMBER_STATES
     rebalance_timeout_ms: int
     subscribed: tuple[str, ...]
     server_assignor: str | None

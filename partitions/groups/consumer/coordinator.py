@@ -1,5 +1,5 @@
 """The consumer group protocol's coordinator (KIP-848) on the node leading a group's ``__consumer_groups``
-partition: runs ``consumer_group``'s pure state machine against the group as the replicated table holds
+partition: runs ``consumer.group``'s pure state machine against the group as the replicated table holds
 it, writes each changed group there (``ConsumerGroupRecord``) before the member is answered, and keeps
 the timers Kafka keeps in memory: each member's session and the rebalance timeout of a member asked to
 revoke partitions. A member's session is the group's ``consumer.session.timeout.ms`` group config, else
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from partitions.errors import TopicAuthorizationFailed
-from partitions.groups.consumer_assignment import UNREVOKED
-from partitions.groups.consumer_group import (
+from partitions.groups.consumer.assignment import UNREVOKED
+from partitions.groups.consumer.group import (
     JOIN_EPOCH,
     Answer,
     ConsumerGroup,
@@ -37,7 +37,8 @@ from partitions.groups.consumer_group import (
     regex_after,
     validate,
 )
-from partitions.groups.consumer_group import heartbeat as step
+from partitions.groups.consumer.group import heartbeat as step
+from partitions.groups.consumer.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT, REGEX_RESOLVE_BUDGET_MS_DEFAULT
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
@@ -51,7 +52,6 @@ from partitions.groups.errors import (
 from partitions.groups.group_model import Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
-from partitions.groups.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.resource_configs import consumer_timeouts
 from raftlog.errors import RaftlogError
 
