@@ -3,23 +3,24 @@
 dispatch and the ApiVersions answer, so what a client is told is supported is exactly what is served.
 
 Versions are capped where a later one needs what raftlog does not have, or where a client sends what kio
-cannot read (docs/kafka-compatibility.md's table "Beside Apache Kafka 4.4.0" lists each, tested against
-the reference): Fetch goes to 18 (v13+ name topics by id, v15+ carry a follower's replica state, v16+ node
+cannot read (docs/kafka-compatibility.md's table "Beside Apache Kafka 4.4.0" lists each, tested against the
+reference): Fetch goes to 18 (v13+ name topics by id, v15+ carry a follower's replica state, v16+ node
 endpoints, v17 a directory id, v18 a follower's high watermark: a consumer's fetch reads the same), with
 incremental fetch sessions (``fetch_sessions``); Produce to 12 (v10-11 add the current leader and node
-endpoints, left unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the
-producer uses transaction version 2: its batch adds its partition to its transaction; v13 names topics by
-id); Metadata goes to 13, the last of Kafka 4.4 and what librdkafka 2.16 and Kafka's Java client 4.x ask
-for (librdkafka trusts leader epochs only from v9; its request for all topics at v9+ is malformed and read
-as meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10 (v11 lists a tiered storage offset raftlog has not);
+endpoints, left unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the producer
+uses transaction version 2: its batch adds its partition to its transaction; v13 names topics by id);
+Metadata goes to 13, the last of Kafka 4.4 and what librdkafka 2.16 and Kafka's Java client 4.x ask for
+(librdkafka trusts leader epochs only from v9; its request for all topics at v9+ is malformed and read as
+meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10 (v11 lists a tiered storage offset raftlog has not);
 OffsetCommit and OffsetFetch at 9 (v9: a consumer group protocol member commits and fetches with its member
 id and epoch; OffsetFetch v8+ batches groups; v10 names topics by id); FindCoordinator to 5 (v5 only allows
 TRANSACTION_ABORTABLE, v6 finds share coordinators for brokers); JoinGroup at 7 (v8 adds a reason, v9 a
 static leader's skipped assignment, KIP-814) and LeaveGroup at 5 (v5: a member's reason, taken and not
-kept); ConsumerGroupHeartbeat and ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which
+kept); DescribeGroups to 6 (v6: a group there is not, or not classic, GROUP_ID_NOT_FOUND, KIP-1043);
+ConsumerGroupHeartbeat and ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which
 librdkafka 2.16 needs to speak the protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
-ShareAcknowledge at 1, Kafka 4.1's share groups (KIP-932; v2 of the fetch and acknowledgement renews
-locks); ListGroups to 5 (v5 filters by group type); CreateTopics to 7 (v7 answers the new topic's id) and
+ShareAcknowledge at 1, Kafka 4.1's share groups (KIP-932; v2 of the fetch and acknowledgement renews locks);
+ListGroups to 5 (v5 filters by group type); CreateTopics to 7 (v7 answers the new topic's id) and
 DeleteTopics at 5 (v6 names topics by id); DescribeCluster to 2 (v2 lists fenced brokers when asked);
 DescribeLogDirs to 5 (v5: whether a log directory is cordoned, never here).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
@@ -185,7 +186,7 @@ APIS: dict[int, Api] = {
         Api(12, "Heartbeat", 0, 4, heartbeat, "READ group"),
         Api(13, "LeaveGroup", 0, 5, leave_group, "READ group"),
         Api(14, "SyncGroup", 0, 5, sync_group, "READ group"),
-        Api(15, "DescribeGroups", 0, 5, describe_groups, "DESCRIBE group"),
+        Api(15, "DescribeGroups", 0, 6, describe_groups, "DESCRIBE group"),
         Api(16, "ListGroups", 0, 5, list_groups, "DESCRIBE cluster, else DESCRIBE group (others left out)"),
         Api(42, "DeleteGroups", 0, 2, delete_groups, "DELETE group"),
         Api(47, "OffsetDelete", 0, 0, offset_delete, "DELETE group, READ topic"),

@@ -566,11 +566,19 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
     member_cls = wire.sibling(cls, "DescribedGroupMember")
 
     def described(name: str, code: ErrorCode, state: str = "", protocol_type: str = "", protocol: str = "",
-                  members: tuple[Any, ...] = ()) -> Any:  # fmt: skip
+                  members: tuple[Any, ...] = (), message: str | None = None) -> Any:  # fmt: skip
         return wire.build(
             group_cls, error_code=code, group_id=name, group_state=state, protocol_type=protocol_type,
             protocol_data=protocol, members=members, authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
+            error_message=message,
         )  # fmt: skip
+
+    def not_classic(name: str, why: str) -> Any:
+        """A group there is not, or not of the classic protocol (KIP-848's, a share group): Kafka 4.4 answers
+        it Dead, and from v6 (KIP-1043) GROUP_ID_NOT_FOUND with its words."""
+        if request.api_version >= 6:
+            return described(name, ErrorCode.group_id_not_found, "Dead", message=why)
+        return described(name, ErrorCode.none, "Dead")
 
     answers = []
     for name in request.body.groups:
@@ -597,10 +605,13 @@ async def describe_groups(door: Door, request: wire.Request) -> Any:
             try:
                 group = await door.node.local.groups.describe(name)
             except UnknownGroup:
-                answers.append(described(name, ErrorCode.none, "Dead"))
+                answers.append(not_classic(name, f"Group {name} not found."))
                 continue
             except RaftlogError as exc:
                 answers.append(described(name, code_of(exc)))
+                continue
+            if group.summary.group_type != "classic":  # HTTP groups are classic ones to Kafka's clients
+                answers.append(not_classic(name, f"Group {name} is not a classic group."))
                 continue
             members = _http_members(group)
             state = (group.summary.state, group.summary.protocol_type, group.summary.assignor)
