@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -31,6 +32,9 @@ from raftlog_node.process import (
 )
 from raftlog_node.settings import HostPort, ServeSettings, check_listen, is_loopback, serve_settings
 from raftlog_node.tls import peer_context, server_context
+
+if TYPE_CHECKING:
+    from kafka_api.server import KafkaServer
 
 log = logging.getLogger("raftlog.serve")
 UMASK = 0o077  # what a node writes (SCRAM verifiers, token hashes, records) is its owner's alone
@@ -55,8 +59,9 @@ def kafka_cluster_id(secret: bytes) -> str:
     return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
 
 
-async def serve(settings: ServeSettings) -> None:
-    """Run the node and its doors until SIGTERM or SIGINT (or a listener that cannot open)."""
+def _doors(node: Node, settings: ServeSettings) -> tuple[web.Application, KafkaServer]:
+    """Both front doors over ``node``: the HTTP application and the Kafka server, sharing one record of
+    failed logins (``partitions/security/login_failures.py``), the Kafka server's counts on /metrics."""
     from api.app import (
         KAFKA_CONNECTION_COUNTS,
         KAFKA_FETCH_SESSIONS,
@@ -66,24 +71,17 @@ async def serve(settings: ServeSettings) -> None:
         build_app,
     )
     from api.cluster_metrics import PEER_SSL
-    from api.http_limits import GUARD, listen
-    from api.state import STATE
     from kafka_api.door import Door
     from kafka_api.security import Security
     from kafka_api.server import KafkaServer
 
-    config, http, kafka, tls = settings.node, settings.http, settings.kafka, settings.tls
-    require_auth, enforce_acls, topics = settings.require_auth, settings.enforce_acls, settings.topics
-    node = Node(config)
-    await node.start()
-    login_failures = LoginFailures(
-        settings.login_limits
-    )  # both doors' (partitions/security/login_failures.py)
+    config, tls = settings.node, settings.tls
+    login_failures = LoginFailures(settings.login_limits)
     app = build_app(
         node,
         admin_token=settings.admin_token,
-        require_auth=require_auth,
-        enforce_acls=enforce_acls,
+        require_auth=settings.require_auth,
+        enforce_acls=settings.enforce_acls,
         super_users=settings.super_users,
         http_limits=settings.http_limits,
         login_failures=login_failures,
@@ -91,81 +89,102 @@ async def serve(settings: ServeSettings) -> None:
         public_metrics=settings.public_metrics,
         token_lifetime_ms=settings.api_token_lifetime_ms,
     )
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    listener_ssl = None if tls is None else server_context(tls)
-    listener: asyncio.Server | None = None
     security = Security(
-        require_auth,
+        settings.require_auth,
         settings.super_users,
         unknown_salt_key(config.cluster_secret),
-        enforce_acls=enforce_acls,
+        enforce_acls=settings.enforce_acls,
         login_failures=login_failures,
     )
-    kafka_server = KafkaServer(
-        Door(
-            node,
-            kafka_cluster_id(config.cluster_secret),
-            node.groups,
-            security=security,
-            topic_defaults=topics,
-        ),
-        settings.kafka_limits,
-    )
+    door = Door(
+        node, kafka_cluster_id(config.cluster_secret), node.groups, security=security,
+        topic_defaults=settings.topics,
+    )  # fmt: skip
+    kafka_server = KafkaServer(door, settings.kafka_limits)
     app[KAFKA_CONNECTION_COUNTS] = lambda: asdict(kafka_server.stats)  # for /metrics
     app[KAFKA_REQUEST_BYTES] = kafka_server.request_bytes
     app[KAFKA_FETCH_SESSIONS] = kafka_server.door.fetch_sessions.counts  # for /metrics
     app[KAFKA_REQUEST_SECONDS] = kafka_server.request_latencies  # for /metrics
     if tls is not None:  # /v1/cluster/metrics asks the other nodes' /metrics as a peer would
         app[PEER_SSL] = peer_context(tls)
-    app[KAFKA_LISTENING] = lambda: kafka is None or kafka_server.listening  # for /status/ready
+    app[KAFKA_LISTENING] = lambda: settings.kafka is None or kafka_server.listening  # for /status/ready
+    return app, kafka_server
+
+
+async def _open_kafka(
+    node: Node, kafka_server: KafkaServer, settings: ServeSettings, ssl: Any, kafka: HostPort
+) -> None:
+    """Open the Kafka listener once the node's metadata caught up with the controller's, as a Kafka broker
+    opens its listeners (``partitions/metadata/catch_up.py``): no client is told of topics from an old
+    view."""
+    config, topics, require_auth = settings.node, settings.topics, settings.require_auth
+    await node.frontend.wait_caught_up()
+    await kafka_server.start(kafka.host, kafka.port, ssl)
+    if not is_loopback(kafka.host) and not require_auth:
+        log.warning(
+            "the Kafka listener on %s requires no authentication (--allow-unauthenticated): anyone "
+            "who reaches it may produce, fetch and administer topics", kafka,
+        )  # fmt: skip
+    log.info(
+        "node %s serving Kafka on %s (advertised %s%s%s)", config.node_id, kafka,
+        config.kafka_address, ", SASL required" if require_auth else "",
+        ", ACLs enforced" if settings.enforce_acls else "",
+    )  # fmt: skip
+    if topics.auto_create:
+        log.info(
+            "node %s creates topics named in Kafka Metadata requests (%d partitions, replication "
+            "factor %s)", config.node_id, topics.partitions,
+            topics.replication_factor or "min(3, live nodes)",
+        )  # fmt: skip
+
+
+async def _check_features(node: Node) -> FeatureLevelUnsupported | None:
+    """Why this node's code cannot speak the cluster's finalized feature levels (None: it can): at once
+    when its data directory keeps them (local_levels), else once its metadata caught up."""
+    why = features.unsupported(node.level_guard.floor.levels())
+    if why is None:
+        await node.frontend.wait_caught_up()
+        why = features.unsupported(node.frontend.metadata().features)
+    if why is None:
+        return None
+    log.error("node %s refuses to run: %s", node.node_id, why)
+    return FeatureLevelUnsupported(why)
+
+
+def _refusal(check: asyncio.Future[FeatureLevelUnsupported | None]) -> FeatureLevelUnsupported | None:
+    """The features check's refusal, once it has one."""
+    if not check.done() or check.cancelled() or check.exception() is not None:
+        return None
+    return check.result()
+
+
+async def serve(settings: ServeSettings) -> None:
+    """Run the node and its doors until SIGTERM or SIGINT (or a listener that cannot open, or feature
+    levels above its code)."""
+    from api.http_limits import GUARD, listen
+    from api.state import STATE
+
+    config, http, kafka, tls = settings.node, settings.http, settings.kafka, settings.tls
+    node = Node(config)
+    await node.start()
+    app, kafka_server = _doors(node, settings)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    listener_ssl = None if tls is None else server_context(tls)
+    listener: asyncio.Server | None = None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     kafka_opening: asyncio.Task[None] | None = None
-
-    async def open_kafka(kafka: HostPort) -> None:
-        # as a Kafka broker opens its listeners only once its metadata caught up with the controller's
-        # (partitions/metadata/catch_up.py): no client is told of topics from an old view
-        await node.frontend.wait_caught_up()
-        await kafka_server.start(kafka.host, kafka.port, listener_ssl)
-        if not is_loopback(kafka.host) and not require_auth:
-            log.warning(
-                "the Kafka listener on %s requires no authentication (--allow-unauthenticated): anyone "
-                "who reaches it may produce, fetch and administer topics", kafka,
-            )  # fmt: skip
-        log.info(
-            "node %s serving Kafka on %s (advertised %s%s%s)", config.node_id, kafka,
-            config.kafka_address, ", SASL required" if require_auth else "",
-            ", ACLs enforced" if enforce_acls else "",
-        )  # fmt: skip
-        if topics.auto_create:
-            log.info(
-                "node %s creates topics named in Kafka Metadata requests (%d partitions, replication "
-                "factor %s)", config.node_id, topics.partitions,
-                topics.replication_factor or "min(3, live nodes)",
-            )  # fmt: skip
-
-    refused: list[FeatureLevelUnsupported] = []
-
-    async def check_features() -> None:
-        # a node whose code cannot speak the cluster's finalized feature levels stops: at once when its data
-        # directory keeps them (local_levels), else once its metadata caught up
-        why = features.unsupported(node.level_guard.floor.levels())
-        if why is None:
-            await node.frontend.wait_caught_up()
-            why = features.unsupported(node.frontend.metadata().features)
-        if why is not None:
-            log.error("node %s refuses to run: %s", config.node_id, why)
-            refused.append(FeatureLevelUnsupported(why))
-            stop.set()
-
-    features_check = asyncio.ensure_future(check_features())
+    features_check = asyncio.ensure_future(_check_features(node))
+    features_check.add_done_callback(lambda check: None if _refusal(check) is None else stop.set())
     try:
         listener = await listen(runner, http.host, http.port, listener_ssl, app[GUARD])
         if kafka is not None:
-            kafka_opening = asyncio.ensure_future(open_kafka(kafka))
+            kafka_opening = asyncio.ensure_future(
+                _open_kafka(node, kafka_server, settings, listener_ssl, kafka)
+            )
             kafka_opening.add_done_callback(  # a listener that could not open (its port taken) stops the node
                 lambda opening: None if opening.cancelled() or opening.exception() is None else stop.set()
             )
@@ -180,7 +199,10 @@ async def serve(settings: ServeSettings) -> None:
         memory_giver.cancel()
         log.info("node %s stopping", config.node_id)
     finally:
-        failed: BaseException | None = refused[0] if refused else None
+        refused = (
+            features_check.result() if features_check.done() and not features_check.cancelled() else None
+        )
+        failed: BaseException | None = refused
         features_check.cancel()
         if kafka_opening is not None:
             kafka_opening.cancel()
@@ -191,9 +213,7 @@ async def serve(settings: ServeSettings) -> None:
             listener.close()  # no new connection; runner.cleanup closes the open ones
         await runner.cleanup()
         await node.close()
-        if isinstance(
-            failed, Exception
-        ):  # refused features, or the Kafka listener could not open (port taken)
+        if isinstance(failed, Exception):  # refused features, or the Kafka listener could not open
             raise failed
 
 
