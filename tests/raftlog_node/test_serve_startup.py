@@ -250,3 +250,24 @@ def test_a_secrets_file_others_may_read_is_warned_of(
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("WARNING", f"--secret-file {tmp_path / 'secret'} is readable by others than its owner: chmod 600 it")
     ]
+
+
+def test_a_node_whose_data_keeps_levels_above_its_code_refuses_to_run(tmp_path: pathlib.Path) -> None:
+    """A data directory that has seen a feature finalized above what this code supports (a newer release
+    ran here, then this one was started on it): the node exits 1 saying why, before it serves anything."""
+    from partitions.features import SUPPORTED
+    from partitions.metadata.local_levels import FINALIZED_FILE
+
+    secret = tmp_path / "cluster.secret"
+    secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    secret.chmod(0o600)
+    node = layout.plan(1, layout.free_base_port(1))[0]
+    data = tmp_path / node.node_id
+    data.mkdir(mode=0o700)
+    feature, level = next(iter(sorted(SUPPORTED.items())))
+    (data / FINALIZED_FILE).write_text(json.dumps({feature: level + 1}) + "\n")
+    argv = layout.node_argv(node, [node], str(tmp_path), str(secret))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=READY_S, env=ENV)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "refuses to run" in done.stdout + done.stderr and feature in done.stderr, done.stderr
+    assert not _ready(node.http)
