@@ -14,15 +14,18 @@ not held is ACKNOWLEDGED or ARCHIVED: done with, never delivered again.
 
 Commands (``encode``/``decode``, msgpack ``[VERSION, kind, ...]``):
 
-- ``Acquire``: a member's fetch. The leader read batches of the log and names their data records'
-  ranges (control batches and compacted gaps left out) and where its read ended; the available records
-  among them are acquired, whole batches until ``max_records`` is reached, each delivery counted and
-  locked until ``now_ms + lock_ms``. A group new to the partition starts at ``initial_offset`` (what
-  ``share.auto.offset.reset`` chose on the leader). At most ``RECORD_LOCKS_MAX`` records are in flight
-  (Kafka's ``group.share.partition.max.record.locks``).
+- ``Acquire``: a member's fetch. The leader read batches of the log and names their data records' ranges
+  (control batches and compacted gaps left out) and where its read ended; the available records among them
+  are acquired, whole batches until ``max_records`` is reached (Kafka's batch-optimized acquire mode; with
+  ``record_limit``, KIP-1206's record-limit mode, at most ``max_records`` records, splitting a batch), each
+  delivery counted and locked until ``now_ms + lock_ms``. A group new to the partition starts at
+  ``initial_offset`` (what ``share.auto.offset.reset`` chose on the leader). At most ``RECORD_LOCKS_MAX``
+  records are in flight (Kafka's ``group.share.partition.max.record.locks``).
 - ``Acknowledge``: ACCEPT and REJECT (and GAP) are done with the record; RELEASE makes it available
   again, unless its delivery count reached the delivery limit (``group.share.delivery.count.limit``),
-  when it is archived. Only the member holding a record's lock acknowledges it, before the lock expired
+  when it is archived; RENEW (KIP-1222) keeps the record the member's, its lock renewed until
+  ``now_ms + lock_ms`` and its delivery count unchanged (Kafka's ``SharePartition`` reschedules the
+  acquisition lock). Only the member holding a record's lock acknowledges it, before the lock expired
   (INVALID_RECORD_STATE otherwise): all of one command or nothing.
 - ``ExpireLocks``: every lock due by ``now_ms`` released (as by RELEASE). Each ``Acquire`` and
   ``Acknowledge`` first does the same at its own ``now_ms``.
@@ -46,8 +49,8 @@ from partitions.groups.errors import InvalidRecordState
 
 VERSION = 1
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4  # Kafka's RecordState ids
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3  # Kafka's acknowledge types
-ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT))
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4  # Kafka's acknowledge types (RENEW: KIP-1222)
+ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT, RENEW))
 RECORD_LOCKS_MAX = 2_000  # Kafka's group.share.partition.max.record.locks
 DELIVERY_LIMIT_DEFAULT = 5  # Kafka's group.share.delivery.count.limit
 LOCK_MS_DEFAULT = SHARE_LOCK_MS_DEFAULT
@@ -119,6 +122,7 @@ class Acquire:
     lock_ms: int
     delivery_limit: int
     initial_offset: int  # the start of a group new to the partition
+    record_limit: bool = False  # at most max_records records, splitting a batch (KIP-1206)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,7 @@ class Acknowledge:
     batches: tuple[tuple[int, int, tuple[int, ...]], ...]  # (first, last, one type or one per record)
     now_ms: int
     delivery_limit: int
+    lock_ms: int = 0  # a RENEW's new lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,11 +187,11 @@ def encode(command: ShareCommand) -> bytes:
     if isinstance(c, Acquire):
         fields = [
             VERSION, _ACQUIRE, c.group, c.member, [list(r) for r in c.ranges], c.through, c.max_records,
-            c.now_ms, c.lock_ms, c.delivery_limit, c.initial_offset,
+            c.now_ms, c.lock_ms, c.delivery_limit, c.initial_offset, c.record_limit,
         ]  # fmt: skip
     elif isinstance(c, Acknowledge):
         batches = [[f, la, list(t)] for f, la, t in c.batches]
-        fields = [VERSION, _ACKNOWLEDGE, c.group, c.member, batches, c.now_ms, c.delivery_limit]
+        fields = [VERSION, _ACKNOWLEDGE, c.group, c.member, batches, c.now_ms, c.delivery_limit, c.lock_ms]
     elif isinstance(c, ExpireLocks):
         fields = [VERSION, _EXPIRE, c.group, c.now_ms, c.delivery_limit]
     elif isinstance(c, ReleaseMember):
@@ -221,9 +226,10 @@ def decode(data: bytes) -> ShareCommand:
         ranges_ok = isinstance(ranges, list) and all(_ints(r, 2) for r in ranges)
         if isinstance(member, str) and ranges_ok and _ints(fields[5:11], 6):
             through, max_records, now_ms, lock_ms, limit, initial = fields[5:11]
+            record_limit = len(fields) > 11 and fields[11] is True  # absent: written before KIP-1206
             return Acquire(
                 group, member, tuple((r[0], r[1]) for r in ranges), through, max_records, now_ms,
-                lock_ms, limit, initial,
+                lock_ms, limit, initial, record_limit,
             )  # fmt: skip
     if kind == _ACKNOWLEDGE and len(fields) >= 7:
         member, batches = fields[3], fields[4]
@@ -237,7 +243,8 @@ def decode(data: bytes) -> ShareCommand:
             and _ints(fields[5:7], 2)
         ):
             parsed = tuple((b[0], b[1], tuple(b[2])) for b in batches)
-            return Acknowledge(group, member, parsed, fields[5], fields[6])
+            lock_ms = fields[7] if len(fields) > 7 and type(fields[7]) is int else 0  # absent: before RENEW
+            return Acknowledge(group, member, parsed, fields[5], fields[6], lock_ms)
     if kind == _EXPIRE and len(fields) >= 5 and _ints(fields[3:5], 2):
         return ExpireLocks(group, fields[3], fields[4])
     if kind == _RELEASE_MEMBER and len(fields) >= 5 and isinstance(fields[3], str) and type(fields[4]) is int:
@@ -292,6 +299,9 @@ def acquire(state: SharePartition | None, c: Acquire) -> tuple[SharePartition, A
             finished = False
             break
         for offset in range(max(first, state.start), last + 1):
+            if c.record_limit and count >= max(c.max_records, 1):
+                finished = False  # record-limit mode: the rest of the batch stays for the next fetch
+                break
             if offset >= end:
                 if offset - min(records, default=offset) >= RECORD_LOCKS_MAX:
                     finished = False  # the records in flight span the most there may be
@@ -334,7 +344,9 @@ def acknowledge(state: SharePartition | None, c: Acknowledge) -> tuple[SharePart
             if held is None or held.state != ACQUIRED or held.member != c.member:
                 why = "not acquired by this member (its lock expired, or it was acknowledged)"
                 return state, ShareApplied(c.group, InvalidRecordState(f"offset {offset}: {why}"))
-            if kind == RELEASE:
+            if kind == RENEW:  # still the member's: a new lock, the same delivery count
+                records[offset] = InFlight(ACQUIRED, held.deliveries, c.member, c.now_ms + c.lock_ms)
+            elif kind == RELEASE:
                 released = _released(held, c.delivery_limit)
                 if released is None:
                     del records[offset]

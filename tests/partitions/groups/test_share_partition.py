@@ -21,6 +21,7 @@ from partitions.groups.share.partition import (
     RECORD_LOCKS_MAX,
     REJECT,
     RELEASE,
+    RENEW,
     Acknowledge,
     Acquire,
     Acquired,
@@ -180,6 +181,33 @@ def test_a_new_group_starts_at_its_initial_offset_and_a_reset_moves_it() -> None
     assert "g" not in table.groups
 
 
+def test_record_limit_mode_acquires_exactly_max_records_splitting_a_batch() -> None:
+    table = ShareTable()
+    command = Acquire("g", "a", ((0, 4), (5, 9)), 10, 3, 0, LOCK_MS, LIMIT, 0, record_limit=True)
+    assert table.apply(encode(command)) == Acquired("g", ((0, 2, 1),))
+    assert table.groups["g"].end == 3  # 3..4 were not acquired: the next fetch reads from there
+    assert acquire(table, "b", ((3, 4), (5, 9)), max_records=1) == ((3, 4, 1),)  # batch-optimized: whole
+
+
+def test_renew_keeps_a_record_the_members_past_its_first_lock_with_the_same_delivery_count() -> None:
+    table = ShareTable()
+    acquire(table, "a", ((0, 1),), now_ms=0)  # locked until LOCK_MS
+    renewed = table.apply(encode(Acknowledge("g", "a", ((0, 0, (RENEW,)),), LOCK_MS - 1, LIMIT, LOCK_MS)))
+    assert renewed == ShareApplied("g")
+    held = table.groups["g"].records[0]
+    assert (held.state, held.member, held.deliveries, held.deadline_ms) == (ACQUIRED, "a", 1, 2 * LOCK_MS - 1)
+    assert acquire(table, "b", ((0, 1),), now_ms=LOCK_MS + 1) == ((1, 1, 2),)  # only 1's lock expired
+    assert ack(table, "a", 0, 0, ACCEPT, now_ms=LOCK_MS + 2).error is None  # past its first lock
+    assert isinstance(ack(table, "b", 1, 1, RENEW, now_ms=3 * LOCK_MS).error, InvalidRecordState)  # expired
+
+
+def test_commands_written_before_renew_and_record_limit_decode_with_their_defaults() -> None:
+    acquire_row = msgpack.packb([1, 1, "g", "m", [[0, 4]], 5, 3, 0, LOCK_MS, LIMIT, 0])
+    assert decode(acquire_row) == Acquire("g", "m", ((0, 4),), 5, 3, 0, LOCK_MS, LIMIT, 0, False)
+    acknowledge_row = msgpack.packb([1, 2, "g", "m", [[0, 4, [ACCEPT]]], 9, LIMIT])
+    assert decode(acknowledge_row) == Acknowledge("g", "m", ((0, 4, (ACCEPT,)),), 9, LIMIT, 0)
+
+
 def test_no_more_records_are_in_flight_than_the_bound() -> None:
     table = ShareTable()
     got = acquire(table, "a", ((0, RECORD_LOCKS_MAX + 99),), max_records=10**6)
@@ -209,6 +237,8 @@ def test_commands_round_trip_and_malformed_ones_are_refused() -> None:
         Acknowledge("g", "m", ((1, 2, (1, 2)), (4, 4, (3,))), 9, 5),
         ExpireLocks("g", 3, 5),
         ReleaseMember("g", "m", 5),
+        Acquire("g", "m", ((1, 9),), 10, 3, 7, 30_000, 5, 0, True),
+        Acknowledge("g", "m", ((1, 2, (RENEW,)),), 9, 5, 30_000),
         ResetOffset("g", 8),
         DeleteState("g"),
     ):
