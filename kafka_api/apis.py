@@ -18,11 +18,13 @@ TRANSACTION_ABORTABLE, v6 finds share coordinators for brokers); JoinGroup at 7 
 static leader's skipped assignment, KIP-814) and LeaveGroup at 5 (v5: a member's reason, taken and not
 kept); DescribeGroups to 6 (v6: a group there is not, or not classic, GROUP_ID_NOT_FOUND, KIP-1043);
 ConsumerGroupHeartbeat and ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which
-librdkafka 2.16 needs to speak the protocol at all); ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
-ShareAcknowledge at 1, Kafka 4.1's share groups (KIP-932; v2 of the fetch and acknowledgement renews locks);
-ListGroups to 5 (v5 filters by group type); CreateTopics to 7 (v7 answers the new topic's id) and
-DeleteTopics at 5 (v6 names topics by id); DescribeCluster to 2 (v2 lists fenced brokers when asked);
-DescribeLogDirs to 5 (v5: whether a log directory is cordoned, never here).
+librdkafka 2.16 needs to speak the protocol at all); ShareGroupHeartbeat and ShareGroupDescribe at 1, Kafka
+4.1's share groups (KIP-932); ShareFetch and ShareAcknowledge to 2, as Kafka 4.2-4.4 (v2: a RENEW
+acknowledgement keeps a record and renews its lock, KIP-1222, and a fetch may acquire at most max_records
+records, KIP-1206; franz-go's share consumer needs v2); ListGroups to 5 (v5 filters by group type);
+CreateTopics to 7 (v7 answers the new topic's id) and DeleteTopics at 5 (v6 names topics by id);
+DescribeCluster to 2 (v2 lists fenced brokers when asked); DescribeLogDirs to 5 (v5: whether a log directory
+is cordoned, never here).
 OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
 v2, Kafka's Java client 4.x for v4.
 The transaction APIs include Kafka's transaction version 2 (KIP-890's second part), which Kafka's Java
@@ -194,8 +196,8 @@ APIS: dict[int, Api] = {
         Api(69, "ConsumerGroupDescribe", 0, 1, consumer_group_describe, "DESCRIBE group"),
         Api(76, "ShareGroupHeartbeat", 1, 1, share_group_heartbeat, "READ group"),
         Api(77, "ShareGroupDescribe", 1, 1, share_group_describe, "DESCRIBE group"),
-        Api(78, "ShareFetch", 1, 1, share_fetch, "READ group, READ topic"),
-        Api(79, "ShareAcknowledge", 1, 1, share_acknowledge, "READ group, READ topic"),
+        Api(78, "ShareFetch", 1, 2, share_fetch, "READ group, READ topic"),
+        Api(79, "ShareAcknowledge", 1, 2, share_acknowledge, "READ group, READ topic"),
         Api(90, "DescribeShareGroupOffsets", 0, 1, describe_share_group_offsets,
             "DESCRIBE group, DESCRIBE topic"),
         Api(91, "AlterShareGroupOffsets", 0, 0, alter_share_group_offsets, "READ group, READ topic"),

@@ -39,6 +39,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     InvalidGroupRequest,
 )
+from partitions.groups.share_partition import REJECT, RENEW
 from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.security.answer_holds import AnswerHold
@@ -48,6 +49,7 @@ GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 MAX_RECORDS_DEFAULT = 500
 WAIT_MAX_MS = 30_000
 NO_LEADER = -1
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2's share_acquire_mode (KIP-1206)
 
 
 # -- ShareGroupHeartbeat, ShareGroupDescribe -------------------------------------------------------------
@@ -166,6 +168,21 @@ def _acks(batches: Iterable[Any]) -> tuple[tuple[int, int, tuple[int, ...]], ...
     )
 
 
+def _renewing(request: wire.Request) -> bool:
+    """Whether the request says it carries RENEW acknowledgements (``is_renew_ack``, version 2)."""
+    return request.api_version >= 2 and bool(getattr(request.body, "is_renew_ack", False))
+
+
+def _check_types(part: _Part, request: wire.Request) -> None:
+    """INVALID_REQUEST for the partition's acknowledgement when a type is not one the request's version
+    knows (RENEW from version 2) or is RENEW in a request not flagged ``is_renew_ack``, as Kafka's
+    ``KafkaApis.validateAcknowledgementBatches``."""
+    last_type = RENEW if request.api_version >= 2 else REJECT
+    kinds = {kind for _, _, types in part.acks for kind in types}
+    if any(not 0 <= kind <= last_type for kind in kinds) or (RENEW in kinds and not _renewing(request)):
+        part.ack_error = Caught.of(InvalidGroupRequest(f"invalid acknowledge types {sorted(kinds)}"))
+
+
 async def _acknowledge(door: Door, group: str, member: str, parts: Iterable[_Part]) -> None:
     shares = door.node.local.shares
 
@@ -207,6 +224,7 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
     with Caught() as caught:  # the request's answer
         if not group or not member:
             raise InvalidGroupRequest("a share fetch names its group and member")
+        _check_renew_fetch(request)
         epoch = int(body.share_session_epoch)
         has_acks = any(p.acknowledgement_batches for t in body.topics for p in t.partitions)
         if epoch == OPEN_EPOCH and has_acks:
@@ -231,6 +249,7 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
                 parts[tp].error = parts[tp].ack_error = Caught.of(UnknownPartition(tp.topic, tp.partition))
             else:
                 session.partitions[tp] = None
+                _check_types(parts[tp], request)
     for topic in body.forgotten_topics_data:
         name = names.get(topic.topic_id)
         for index in topic.partitions:
@@ -238,10 +257,10 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
             tp = TopicPartition(name or "", int(index))
             if session.partitions.pop(tp, "absent") is None:
                 await _release(door, group, member, [tp])
-    await _acknowledge(door, group, member, [p for p in parts.values() if p.error is None])
+    await _acknowledge(door, group, member, [p for p in parts.values() if p.ack_error is None])
     if epoch == CLOSE_EPOCH:
         await _release(door, group, member, session.partitions)
-    else:
+    elif not _renewing(request):  # a renewing fetch only acknowledges: it acquires nothing (KIP-1222)
         for tp in session.partitions:
             if tp not in parts:
                 parts[tp] = _Part(tp, topic_ids(door, [tp.topic]).get(tp.topic, uuid.UUID(int=0)))
@@ -255,9 +274,10 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         hold = door.answers.hold(door.session.principal)  # the answer's bytes in the listener's budget
         if hold is not None:  # an acquire holds at most its user's share of the budget (one batch at least)
             max_bytes = min(max_bytes, hold.budget.per_holder_max)
-        await _fetch_all(door, group, member, fetching, max_records, max_bytes, 0, hold)
+        limit = int(getattr(body, "share_acquire_mode", BATCH_OPTIMIZED)) == RECORD_LIMIT
+        await _fetch_all(door, group, member, fetching, max_records, max_bytes, 0, hold, limit)
         if wait_ms and not any(p.fetched is not None and p.fetched.acquired for p in fetching):
-            await _fetch_all(door, group, member, fetching, max_records, max_bytes, wait_ms, hold)
+            await _fetch_all(door, group, member, fetching, max_records, max_bytes, wait_ms, hold, limit)
     topic_cls = wire.sibling(cls, "ShareFetchableTopicResponse")
     partition_cls = wire.sibling(cls, "PartitionData")
     acquired_cls = wire.sibling(cls, "AcquiredRecords")
@@ -290,6 +310,25 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms), responses=topics,
         node_endpoints=_endpoints(door, cls),
     )  # fmt: skip
+
+
+def _check_renew_fetch(request: wire.Request) -> None:
+    """InvalidGroupRequest for a ShareFetch v2 whose acquire mode is unknown, or that renews
+    (``is_renew_ack``) yet asks to fetch: Kafka's ``handleShareFetchRequest`` wants max_bytes, min_bytes,
+    max_records and max_wait at 0 then."""
+    body = request.body
+    mode = int(getattr(body, "share_acquire_mode", BATCH_OPTIMIZED))
+    if mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        raise InvalidGroupRequest(f"unknown share acquire mode {mode}")
+    if not _renewing(request):
+        return
+    asked = (
+        ("maxBytes", int(body.max_bytes)), ("minBytes", int(body.min_bytes)),
+        ("maxRecords", int(body.max_records)), ("maxWaitMs", wire.millis(body.max_wait)),
+    )  # fmt: skip
+    wrong = "".join(f"{name} must be set to 0, " for name, value in asked if value != 0)
+    if wrong:
+        raise InvalidGroupRequest(f"{wrong}if isRenewAck is true.")
 
 
 def _endpoints(door: Door, cls: type) -> tuple[Any, ...]:
@@ -338,6 +377,7 @@ async def _fetch_all(
     max_bytes: int,
     wait_ms: int,
     hold: AnswerHold | None = None,
+    record_limit: bool = False,
 ) -> None:
     """One acquire per partition (the records left to ask for shared out in order); with ``wait_ms``,
     the partitions wait for a record together and the first that gets one ends the wait of the others
@@ -355,8 +395,9 @@ async def _fetch_all(
             before, part.fetched = part.fetched, None  # a partition acquired again holds its new read only
             try:
                 part.fetched = await shares.acquire(
-                    group, member, part.tp.topic, part.tp.partition, records, max_bytes, wait
-                )
+                    group, member, part.tp.topic, part.tp.partition, records, max_bytes, wait,
+                    record_limit=record_limit,
+                )  # fmt: skip
             finally:
                 if hold is not None:
                     read = 0 if part.fetched is None else len(part.fetched.data)
@@ -391,11 +432,12 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     group, member = body.group_id or "", body.member_id or ""
+    lock = datetime.timedelta(milliseconds=door.node.local.shares.reset_and_lock_ms(group)[1])  # v2
 
     def failed(code: ErrorCode, message: str) -> Any:
         return wire.build(
-            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, responses=(),
-            node_endpoints=(),
+            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message,
+            acquisition_lock_timeout=lock, responses=(), node_endpoints=(),
         )  # fmt: skip
 
     if not door.allows(READ, GROUP, group):
@@ -424,6 +466,8 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
                 part.ack_error = Caught.of(_unknown_topic(topic.topic_id))
             elif not 0 <= part.tp.partition < count:
                 part.ack_error = Caught.of(UnknownPartition(part.tp.topic, part.tp.partition))
+            else:
+                _check_types(part, request)
             parts.append(part)
     await _acknowledge(door, group, member, [p for p in parts if p.ack_error is None])
     if epoch == CLOSE_EPOCH:
@@ -446,6 +490,6 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
         )
     topics = tuple(wire.build(topic_cls, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
     return wire.build(
-        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None, responses=topics,
-        node_endpoints=_endpoints(door, cls),
+        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        acquisition_lock_timeout=lock, responses=topics, node_endpoints=_endpoints(door, cls),
     )  # fmt: skip

@@ -96,6 +96,7 @@ class ShareService(Protocol):
         max_bytes: int,
         wait_ms: int = 0,
         reset: str | None = None,  # None: the group's share.auto.offset.reset
+        record_limit: bool = False,  # at most max_records records, splitting a batch (KIP-1206)
     ) -> ShareFetched: ...
 
     @peer("Whether a share group's record came to be available (long poll)", wait_arg="wait_ms",
@@ -181,10 +182,12 @@ class ShareRecords(ShareService):
         max_bytes: int,
         wait_ms: int = 0,
         reset: str | None = None,
+        record_limit: bool = False,
     ) -> ShareFetched:
         """The records acquired for ``member`` (none: an empty answer), waiting up to ``wait_ms`` for a
-        record when none is available. A group new to the partition starts where ``reset`` says, else
-        its ``share.auto.offset.reset``."""
+        record when none is available: whole batches, or with ``record_limit`` at most ``max_records``
+        records. A group new to the partition starts where ``reset`` says, else its
+        ``share.auto.offset.reset``."""
         configured, lock_ms = self.reset_and_lock_ms(group)
         reset = configured if reset is None else reset
         check_reset(reset)
@@ -198,7 +201,7 @@ class ShareRecords(ShareService):
         now = self._wall_ms()
         command = Acquire(
             group, member, ranges, max(through, start), max(1, max_records), now, lock_ms,
-            self.settings.delivery_limit, start,
+            self.settings.delivery_limit, start, record_limit,
         )  # fmt: skip
         result = await self._propose(group, topic, partition, command)
         if not isinstance(result, Acquired):
@@ -237,9 +240,11 @@ class ShareRecords(ShareService):
         partition: int,
         batches: Batches,
     ) -> None:
-        """ACCEPT, RELEASE, REJECT (or GAP) of records ``member`` holds: all or none (InvalidRecordState)."""
+        """ACCEPT, RELEASE, REJECT (or GAP) of records ``member`` holds, or RENEW of their locks for the
+        group's lock duration: all or none (InvalidRecordState)."""
         batches = tuple((int(f), int(la), tuple(int(t) for t in types)) for f, la, types in batches)
-        command = Acknowledge(group, member, batches, self._wall_ms(), self.settings.delivery_limit)
+        _, lock_ms = self.reset_and_lock_ms(group)
+        command = Acknowledge(group, member, batches, self._wall_ms(), self.settings.delivery_limit, lock_ms)
         result = await self._propose(group, topic, partition, command)
         if isinstance(result, ShareApplied) and result.error is not None:
             raise result.error

@@ -44,8 +44,8 @@ def test_api_versions_advertise_the_share_group_apis() -> None:
     assert served == {
         76: ("ShareGroupHeartbeat", 1, 1),
         77: ("ShareGroupDescribe", 1, 1),
-        78: ("ShareFetch", 1, 1),
-        79: ("ShareAcknowledge", 1, 1),
+        78: ("ShareFetch", 1, 2),  # v2: KIP-1206's record-limit mode, KIP-1222's RENEW
+        79: ("ShareAcknowledge", 1, 2),
     }
     assert APIS[16].max_version == 5  # ListGroups with group types
 
