@@ -52,6 +52,7 @@ from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
 from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assignment
+from raftlog.errors import InvariantViolation
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.share.heartbeat.interval.ms
@@ -330,6 +331,17 @@ class ShareGroupCoordinator:
                     gone.append((name, member_id))
                 await self._record(name)
         return gone
+
+    async def ensure(self, name: str) -> ShareGroup:
+        """The group, made empty and written to the table (at epoch 0) when there is none: Kafka 4.4's
+        AlterShareGroupOffsets makes the share group it sets offsets for (``getOrMaybeCreateShareGroup``).
+        ``ShareGroupLimitReached`` past the bound of share groups, as a join."""
+        async with self._serialized(name):
+            group = self._group(name, create=True)
+            if group is None:
+                raise InvariantViolation(f"share group {name} neither found nor made")
+            await self._record(name)
+            return group
 
     def describe(self, name: str) -> ShareGroup:
         """UnknownGroup when there is none here; NotCoordinator when not led here."""

@@ -3,8 +3,9 @@ AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups of a share grou
 ``kafka-share-groups --describe --offsets / --reset-offsets / --delete-offsets / --delete`` sends).
 
 The group is the share coordinator's (``share.coordinator``): it must exist (``UnknownGroup``: Kafka's
-GROUP_ID_NOT_FOUND), and an alteration or a deletion needs it empty (``GroupNotEmpty``: NON_EMPTY_GROUP),
-as Kafka refuses to move what members are consuming. Its state in each partition is that partition's
+GROUP_ID_NOT_FOUND) except for an alteration, which makes it (empty) as Kafka 4.4's does, and an
+alteration or a deletion needs it empty (``GroupNotEmpty``: NON_EMPTY_GROUP), as Kafka refuses to move
+what members are consuming. Its state in each partition is that partition's
 (``share.partition``, replicated by the partition's Raft group), read and changed on the partition's
 leader (``DataService.share_offset``, ``alter_share_offset``, ``delete_share_state``). A group's
 partitions are the ones holding its state: a describe of every partition, or a deletion of the group,
@@ -98,7 +99,9 @@ class ShareOffsets:
         return answers
 
     async def alter(self, group: str, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, object]:
-        """Each partition's start moved to its offset (None) or the error it raised; the group empty."""
+        """Each partition's start moved to its offset (None) or the error it raised; the group empty, made
+        when there is none."""
+        await self._share.ensure(group)
         self._existing(group, empty=True)
         tps = list(offsets)
         done = await self._each(

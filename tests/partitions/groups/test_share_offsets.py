@@ -1,8 +1,9 @@
 """Share groups' offset admin (KIP-932) without I/O, as Kafka's coordinator answers it: a group's start
 offsets described (every partition holding its state, or those asked, uninitialized ones without an
 offset), moved and deleted only while it has no member (NON_EMPTY_GROUP), a group that does not exist
-refused (GROUP_ID_NOT_FOUND), and a share group deleted with its state in every partition. The partitions
-apply the replicated share commands themselves (``share_partition.ShareTable``)."""
+refused (GROUP_ID_NOT_FOUND) but made by an alteration (as Kafka 4.4), and a share group deleted with its
+state in every partition. The partitions apply the replicated share commands themselves
+(``share_partition.ShareTable``)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_offsets_move_and_go_only_while_the_group_has_no_member() -> None:
         with pytest.raises(UnknownGroup):  # GROUP_ID_NOT_FOUND
             await offsets.describe("g", None)
         with pytest.raises(UnknownGroup):
-            await offsets.alter("g", {TP("t", 0): 3})
+            await offsets.delete("g", ["t"])
         await share.heartbeat("g", "a", 0, ("t",))
         with pytest.raises(GroupNotEmpty):  # NON_EMPTY_GROUP: its members are consuming
             await offsets.alter("g", {TP("t", 0): 3})
@@ -90,6 +91,19 @@ def test_offsets_move_and_go_only_while_the_group_has_no_member() -> None:
         assert await offsets.describe("g", None) == {TP("u", 0): ShareOffset(0, 10)}
         await offsets.forget_group("g")  # DeleteGroups: the state goes from every partition
         assert all("g" not in table.groups for table in partitions.tables.values())
+
+    asyncio.run(scenario())
+
+
+def test_an_alteration_makes_the_group_it_sets_offsets_for_as_kafka_4_4() -> None:
+    offsets, share, _ = _offsets()
+
+    async def scenario() -> None:
+        assert await offsets.alter("new", {TP("t", 0): 8}) == {TP("t", 0): None}
+        assert share.describe("new").members == {}  # made, empty: GROUP_ID_NOT_FOUND no more
+        assert await offsets.describe("new", None) == {TP("t", 0): ShareOffset(8, 2)}
+        assert await offsets.delete("new", ["t"]) == {"t": None}
+        await offsets.forget_group("new")
 
     asyncio.run(scenario())
 
