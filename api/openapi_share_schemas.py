@@ -8,7 +8,7 @@ from api import openapi_parts
 from api.openapi_parts import INT, NATURAL, PARTITION_NUMBER, STR, obj, ref
 from partitions.groups.share.partition import RECORD_LOCKS_MAX
 
-_ACK_TYPE = {"type": "string", "enum": ["accept", "release", "reject"]}
+_ACK_TYPE = {"type": "string", "enum": ["accept", "release", "reject", "renew"]}
 _ERROR_CODE = {"type": "integer", "nullable": True}
 _ERROR = {"type": "string", "nullable": True}
 

@@ -1,5 +1,6 @@
 """Share groups (KIP-932) over HTTP: a member joins a share group subscribed to topics, acquires records
-(each with its delivery count), acknowledges each ACCEPT, RELEASE or REJECT, and leaves.
+(each with its delivery count), acknowledges each ACCEPT, RELEASE or REJECT (or RENEWs its lock,
+KIP-1222), and leaves.
 
 Translated only: membership is the group coordinator's (``partitions.groups.share.coordinator``, asked
 through ``GroupService.share_heartbeat`` on the node coordinating the group), records are the partition
@@ -36,7 +37,7 @@ from partitions.consumers.protocol import GroupService, ShareMembership
 from partitions.data.share_records import ShareService, check_reset
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import SUBSCRIBED_TOPICS_MAX
-from partitions.groups.share.partition import ACCEPT, RECORD_LOCKS_MAX, REJECT, RELEASE
+from partitions.groups.share.partition import ACCEPT, RECORD_LOCKS_MAX, REJECT, RELEASE, RENEW
 from partitions.names import check_instance_name, check_user_topic_name
 from partitions.peers.cluster import ShareAcquired
 from partitions.security.acls import client_host
@@ -49,7 +50,7 @@ ACQUIRE_RECORDS_MAX = 1_000  # records one acquire may lock
 ACQUIRE_TIMEOUT_MS_MAX = 30_000  # the longest an acquire waits for a record (the Kafka door's ShareFetch)
 ACQUIRE_BYTES_DEFAULT = 1024 * 1024
 ACQUIRE_BYTES_MAX = 64 * 1024 * 1024
-ACK_TYPES = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT}
+ACK_TYPES = {"accept": ACCEPT, "release": RELEASE, "reject": REJECT, "renew": RENEW}
 CLIENT_ID = "raftlog-http"
 
 
@@ -216,7 +217,8 @@ def _acknowledgements(body: Mapping[str, Any]) -> dict[TopicPartition, list[tupl
 
 async def acknowledge(request: web.Request) -> web.Response:
     """``{"acknowledgements": [{topic, partition, offset | first_offset and last_offset, type}]}``, type
-    accept, release or reject: each partition's on its leader, all of a partition's or none (a record the
+    accept, release, reject or renew (the record stays the member's, its lock renewed for the group's
+    lock duration): each partition's on its leader, all of a partition's or none (a record the
     member does not hold: its lock expired, or it was acknowledged: 40931). Answers each partition's
     outcome; when every partition was refused, the first refusal is the answer."""
     group, member = _group(request), _member(request)
@@ -292,7 +294,8 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         "POST", f"{_MEMBER}/acknowledgements", acknowledge, "acknowledgeShareRecords",
-        "Accept, release or reject acquired records (all of a partition's or none)", "client",
+        "Accept, release, reject or renew the locks of acquired records (all of a partition's or none)",
+        "client",
         body="ShareAcknowledgeRequest", body_types=_TYPES, ok_schema="ShareAcknowledged",
         errors=(400, 404, 409, 415, 504), write=True,
         access=needs(access.group(READ), in_handler="READ topic: each topic acknowledged"),

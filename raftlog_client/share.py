@@ -16,7 +16,7 @@ from raftlog_client.client import RaftlogClient, _from_b64
 from raftlog_client.errors import ClientError, RequestFailed
 from raftlog_contract import KAFKA_V2, UNKNOWN_MEMBER, share_group_path, share_member_path
 
-ACCEPT, RELEASE, REJECT = "accept", "release", "reject"
+ACCEPT, RELEASE, REJECT, RENEW = "accept", "release", "reject", "renew"
 
 
 class ShareRecord(NamedTuple):
@@ -125,7 +125,8 @@ class ShareConsumer:
         return [_record(row) for row in answer["records"]]
 
     async def acknowledge(self, acknowledgements: Iterable[tuple[ShareRecord, str]]) -> list[Acknowledged]:
-        """Each record ``ACCEPT``, ``RELEASE`` or ``REJECT``, in one request; each partition's outcome.
+        """Each record ``ACCEPT``, ``RELEASE`` or ``REJECT`` (or ``RENEW``: still this member's, its lock
+        renewed), in one request; each partition's outcome.
         Raises ``RequestFailed`` when every partition was refused (40931: a record not held, its lock
         expired); not repeated after a lost answer (504: the records may or may not be acknowledged)."""
         rows = [

@@ -34,7 +34,7 @@ from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import RequestFailed
 from raftlog_client.local_cluster import LocalCluster
-from raftlog_client.share import ACCEPT, REJECT, RELEASE, Acknowledged, ShareConsumer, ShareRecord
+from raftlog_client.share import ACCEPT, REJECT, RELEASE, RENEW, Acknowledged, ShareConsumer, ShareRecord
 from tests.partitions.groups.share_table import ShareTable
 from tests.waiting import wait_for, wait_until
 
@@ -242,6 +242,43 @@ def test_an_http_share_member_gets_what_a_kafka_consumer_held_once_its_locks_exp
     got, after = asyncio.run(http_member())
     assert got == [(f"r{i}".encode(), 2) for i in range(10, 20)]
     assert after == []
+
+
+@pytest.mark.timeout(120)
+def test_an_http_share_member_renews_a_lock_and_keeps_its_record_past_the_first(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """An HTTP member renews the lock of one of the two records it holds (type renew, KIP-1222's RENEW,
+    the rule below the doors): past the first lock another member gets only the record not renewed, a
+    second time, and the renewed one is still the first member's to accept."""
+    topic, lock_ms = f"share-renew-{uuid.uuid4().hex[:6]}", 15_000  # the least a group config may set
+    group = f"{topic}-share"
+    set_group_configs(kafka_cluster, group, {"share.record.lock.duration.ms": str(lock_ms)})
+
+    async def http_members() -> None:
+        async with RaftlogClient(kafka_cluster.servers) as client:
+            await client.create_topic(topic, partitions=1, replication_factor=3)
+            first, second = ShareConsumer(client, group), ShareConsumer(client, group)
+            await first.join([topic])
+            await second.join([topic])
+            assert await first.acquire(timeout_ms=0) == []  # the group starts at the end (latest)
+            await client.produce(topic, [Message("kept"), Message("let go")])
+            before = time.monotonic()
+            got = await _acquire_until(first, 2)
+            after = time.monotonic()
+            assert [r.value for r in got] == [b"kept", b"let go"]
+            await asyncio.sleep(lock_ms / 2500)
+            assert await first.acknowledge([(got[0], RENEW)]) == [Acknowledged(topic, 0, 1)]
+            assert time.monotonic() - before < lock_ms / 1000, "renewed after the first lock expired"
+            await asyncio.sleep(max(0.0, after + lock_ms / 1000 + 0.5 - time.monotonic()))  # past the first
+            later = await second.acquire(timeout_ms=0)
+            assert [(r.value, r.delivery_count) for r in later] == [(b"let go", 2)]
+            assert await first.acknowledge([(got[0], ACCEPT)]) == [Acknowledged(topic, 0, 1)]
+            await second.acknowledge([(later[0], ACCEPT)])
+            await first.leave()
+            await second.leave()
+
+    asyncio.run(http_members())
 
 
 @pytest.mark.timeout(120)
