@@ -39,7 +39,7 @@ from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     InvalidGroupRequest,
 )
-from partitions.groups.share_partition import REJECT, RENEW
+from partitions.groups.share.partition import REJECT, RENEW
 from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.security.answer_holds import AnswerHold

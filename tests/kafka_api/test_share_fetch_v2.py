@@ -21,7 +21,7 @@ from test_share_quotas import _call
 from test_share_session_bounds import TOPIC, _coordinator_ready, _join, _topic_id
 
 from kafka_api import wire
-from partitions.groups.share_partition import ACCEPT, RENEW
+from partitions.groups.share.partition import ACCEPT, RENEW
 
 BOB = ("bob", "bob's password")
 LOCK_MS = 10_000  # every group's lock duration on this node
