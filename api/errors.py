@@ -206,6 +206,8 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.UnknownUser, HttpError(404, 40407)),
     (broker.UnknownToken, HttpError(404, 40408)),  # never made, revoked, or its user deleted
     (broker.TooManyTokens, HttpError(409, 40915)),  # per user or in the cluster: nothing made
+    (broker.DelegationTokenExpired, HttpError(409, 40935)),  # a delegation token past its expiry
+    (broker.DelegationTokenOwnerMismatch, HttpError(403, 40304)),  # neither its owner nor a renewer
     (broker.TooManyProducerOwners, HttpError(409, 40925)),  # principals holding producer ids: none given
     (broker.NoReassignment, HttpError(404, 40406)),
     (broker.InvalidReassignment, HttpError(400, 40002)),

@@ -111,8 +111,10 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.NoReassignment, ErrorCode.no_reassignment_in_progress),
     (broker.UnknownNode, ErrorCode.broker_not_available),
     (broker.UnknownUser, ErrorCode.resource_not_found),
-    # a user's API tokens are the HTTP API's (no Kafka API reaches them): their nearest codes
+    # a delegation token not held (its HMAC matches none; the same for a user's API token)
     (broker.UnknownToken, ErrorCode.delegation_token_not_found),
+    (broker.DelegationTokenExpired, ErrorCode.delegation_token_expired),
+    (broker.DelegationTokenOwnerMismatch, ErrorCode.delegation_token_owner_mismatch),
     (broker.TooManyTokens, ErrorCode.policy_violation),
     (broker.TooManyProducerOwners, ErrorCode.policy_violation),
     (broker.DecommissionImpossible, ErrorCode.policy_violation),

@@ -212,6 +212,23 @@ class TooManyTokens(PartitionError):
 
 
 @with_fields
+class DelegationTokenExpired(PartitionError):
+    """A delegation token past its expiry or its max lifetime: it can be neither renewed nor pushed back."""
+
+    token_id: str
+    template = "delegation token {token_id!r} has expired"
+
+
+@with_fields
+class DelegationTokenOwnerMismatch(PartitionError):
+    """A renewal or expiry of a delegation token by a user who is neither its owner nor a renewer."""
+
+    user: str
+    token_id: str
+    template = "user {user!r} is neither the owner nor a renewer of delegation token {token_id!r}"
+
+
+@with_fields
 class AuthorizationFailed(PartitionError):
     """The caller may not do this: no ACL allows it, or one denies it (``acls.Authorizer``); nothing was
     done. The words say what was refused, never which ACL decided it. Raised as the subclass of the

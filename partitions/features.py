@@ -39,7 +39,7 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
         "owner, share groups (KIP-932), client quotas (KIP-546), client metrics subscriptions, group "
-        "configs and replication throttles, the schema registry",
+        "configs and replication throttles, the schema registry, Kafka's delegation tokens",
     },
     TRANSACTION_VERSION: {
         1: "transactions as Kafka's transaction version 1: a transaction's partitions added by "
@@ -98,6 +98,12 @@ CLIENT_QUOTAS = Format(
 RESOURCE_CONFIGS = Format(
     "controller command AlterResourceConfigs kind 19: client metrics subscriptions, group configs, "
     "replication throttles",
+    RAFTLOG_VERSION,
+    2,
+)
+DELEGATION_TOKENS = Format(
+    "controller command DelegationToken kind 21: Kafka's delegation tokens (create, renew, expire), and "
+    "the snapshot key delegation_tokens",
     RAFTLOG_VERSION,
     2,
 )

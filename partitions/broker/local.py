@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from partitions.controller.delegation_tokens import DelegationTokenCommand
 from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
@@ -24,6 +25,7 @@ from partitions.metadata.topic_changes import TopicChanges
 from partitions.peers.presence import Presence
 from partitions.peers.service import Claims, Failures
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from raftlog.consensus.errors import NotLeader
@@ -160,6 +162,10 @@ class LocalAdmin:
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         self._on_controller()
         return await self._security.delete_token(user, token_id)
+
+    async def change_delegation_token(self, command: DelegationTokenCommand) -> DelegationToken:
+        self._on_controller()
+        return await self._security.change_delegation_token(command)
 
     async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
         self._on_controller()

@@ -93,6 +93,7 @@ from partitions.replicas.raft_host import RAFT_DIR, RaftHost
 from partitions.replicas.recovery import RATE_BYTES_PER_S_DEFAULT
 from partitions.replicas.routing import Routing
 from partitions.security.acls import AclBinding, Authorizers
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
@@ -691,6 +692,9 @@ class NodeView:
 
     def tokens(self) -> Mapping[str, ApiToken]:
         return self._node.security.tokens()
+
+    def delegation_tokens(self) -> Mapping[str, DelegationToken]:
+        return self._node.security.delegation_tokens()
 
     def client_quotas(self) -> ClientQuotas:
         return self._node.client_quotas

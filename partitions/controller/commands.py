@@ -12,12 +12,14 @@ from typing import Any
 import msgpack
 
 from partitions.controller import acls as controller_acls
+from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import producer_owners
 from partitions.controller import quotas as controller_quotas
 from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.acls import CreateAcls, DeleteAcls
 from partitions.controller.defaults import PARTITIONS_MAX
+from partitions.controller.delegation_tokens import DelegationTokenCommand
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import AlterClientQuotas
 from partitions.controller.resource_configs import AlterResourceConfigs
@@ -38,6 +40,8 @@ _SET_FEATURE_LEVEL = 17  # a node of 0.1.0 refuses it (never proposed while one 
 _ALTER_CLIENT_QUOTAS = 18  # a node of 0.1.0 refuses it (proposed from ``features.CLIENT_QUOTAS``)
 _ALTER_RESOURCE_CONFIGS = 19  # a node of 0.1.0 refuses it (proposed from ``features.RESOURCE_CONFIGS``)
 _FORM_CLUSTER = 20  # a node of 0.1.0 refuses it (a no-op): only a new cluster's first command (FormCluster)
+# a node of 0.1.0 refuses it (proposed from ``features.DELEGATION_TOKENS``): Kafka's delegation tokens
+_DELEGATION_TOKEN = 21
 NODE_FLAGS = ("decommissioning", "maintenance")
 
 
@@ -172,6 +176,7 @@ ControllerCommand = (
     | SetFeatureLevel
     | AlterClientQuotas
     | AlterResourceConfigs
+    | DelegationTokenCommand
 )
 
 
@@ -229,6 +234,8 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _ALTER_CLIENT_QUOTAS, controller_quotas.rows(command)]
     elif isinstance(command, AlterResourceConfigs):  # versioned rows in the name's place
         fields = [1, _ALTER_RESOURCE_CONFIGS, controller_configs.rows(command)]
+    elif isinstance(command, DelegationTokenCommand):  # rows: operation first
+        fields = [1, _DELEGATION_TOKEN, controller_delegation_tokens.rows(command)]
     else:
         fields = [1, _NODE_FLAG, command.node, command.flag, command.on]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
@@ -298,6 +305,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return controller_quotas.from_rows(fields[2])
     if kind == _ALTER_RESOURCE_CONFIGS and len(fields) == 3:
         return controller_configs.from_rows(fields[2])
+    if kind == _DELEGATION_TOKEN and len(fields) == 3:
+        return controller_delegation_tokens.from_rows(fields[2])
     raise InvalidCommand(f"malformed controller command of kind {kind!r}")
 
 

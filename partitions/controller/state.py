@@ -2,7 +2,8 @@
 users and their SCRAM credentials (``users.py``: salts are made by the proposer, never in ``apply``); ACLs
 (``controller_acls.py``: their commands and rules); users' API tokens (``controller_tokens.py``: made by the
 proposer too, the secret's hash only; a user's go with it); the principals holding producer ids and their
-numbers (``producer_owners.py``); client quotas (``quotas.py``); the configs of client metrics
+numbers (``producer_owners.py``); Kafka's delegation tokens (``delegation_tokens.py``: made by the proposer,
+never their HMAC; an owner's go with it); client quotas (``quotas.py``); the configs of client metrics
 subscriptions, groups, brokers' throttles and topics' throttled replicas (``resource_configs.py``); the
 finalized feature levels.
 
@@ -22,6 +23,7 @@ from typing import Any
 import msgpack
 
 from partitions.controller import acls as controller_acls
+from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import producer_owners
 from partitions.controller import quotas as controller_quotas
 from partitions.controller import resource_configs as controller_configs
@@ -47,11 +49,14 @@ from partitions.controller.commands import (
     validate_topic,
 )
 from partitions.controller.defaults import PARTITIONS_MAX
+from partitions.controller.delegation_tokens import DelegationTokenCommand
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import AlterClientQuotas, Entity
 from partitions.controller.resource_configs import AlterResourceConfigs, Resource
 from partitions.controller.tokens import CreateToken, DeleteToken, TokenCommand
 from partitions.errors import (
+    DelegationTokenExpired,
+    DelegationTokenOwnerMismatch,
     FeatureUpdateRefused,
     InvalidCommand,
     InvalidConfigRequest,
@@ -74,6 +79,7 @@ from partitions.errors import (
 from partitions.features import RAFTLOG_VERSION, finalized_level
 from partitions.names import check_user_name
 from partitions.security.acls import AclBinding
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.tokens import ApiToken
 from partitions.security.users import MECHANISMS, ScramCredential
 from raftlog.errors import check
@@ -142,6 +148,8 @@ _Refusal = (
     | UnknownUser
     | UnknownToken
     | TooManyTokens
+    | DelegationTokenExpired
+    | DelegationTokenOwnerMismatch
     | TooManyProducerOwners
     | FeatureUpdateRefused
     | InvalidQuota
@@ -149,7 +157,15 @@ _Refusal = (
     | InvalidResourceConfig
 )
 ControllerResult = (
-    TopicMetadata | Reassignment | frozenset[str] | AclResult | ApiToken | int | dict[str, int] | _Refusal
+    TopicMetadata
+    | Reassignment
+    | frozenset[str]
+    | AclResult
+    | ApiToken
+    | DelegationToken
+    | int
+    | dict[str, int]
+    | _Refusal
 )
 
 
@@ -181,6 +197,8 @@ class ControllerMetadata:
     resource_configs: Mapping[Resource, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    # Kafka's delegation tokens by id (``controller_delegation_tokens``): never their HMAC
+    delegation_tokens: Mapping[str, DelegationToken] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class ControllerStateMachine:
@@ -218,6 +236,8 @@ class ControllerStateMachine:
             UnknownUser,
             UnknownToken,
             TooManyTokens,
+            DelegationTokenExpired,
+            DelegationTokenOwnerMismatch,
             TooManyProducerOwners,
             FeatureUpdateRefused,
             InvalidQuota,
@@ -266,6 +286,16 @@ class ControllerStateMachine:
                     if metadata.resource_configs
                     else {}
                 ),
+                # only once a delegation token was made: until then the previous release's bytes
+                **(
+                    {
+                        "delegation_tokens": [
+                            token.to_row() for _, token in sorted(metadata.delegation_tokens.items())
+                        ]
+                    }
+                    if metadata.delegation_tokens
+                    else {}
+                ),
             },
             use_bin_type=True,
         )
@@ -312,6 +342,12 @@ class ControllerStateMachine:
                 }
             ),
             _frozen(controller_configs.from_snapshot(state.get("resource_configs", []))),  # none before
+            MappingProxyType(  # none before delegation tokens existed
+                {
+                    token.token_id: token
+                    for token in map(DelegationToken.from_row, state.get("delegation_tokens", []))
+                }
+            ),
         )
 
 
@@ -331,6 +367,7 @@ class _Change:
         self.features: dict[str, int] | None = None
         self.quotas: dict[Entity, Mapping[str, float]] | None = None
         self.resource_configs: dict[Resource, Mapping[str, str]] | None = None
+        self.delegation_tokens: dict[str, DelegationToken] | None = None
 
     def _topics(self) -> dict[str, TopicMetadata]:
         if self.topics is None:
@@ -356,6 +393,9 @@ class _Change:
             base.features if self.features is None else MappingProxyType(self.features),
             base.quotas if self.quotas is None else MappingProxyType(self.quotas),
             base.resource_configs if self.resource_configs is None else _frozen(self.resource_configs),
+            base.delegation_tokens
+            if self.delegation_tokens is None
+            else MappingProxyType(self.delegation_tokens),
         )
 
     def apply(self, index: int, decoded: ControllerCommand) -> ControllerResult:
@@ -363,6 +403,11 @@ class _Change:
             return self._apply_acls(decoded)
         if isinstance(decoded, CreateToken | DeleteToken):
             return self._apply_token(decoded)
+        if isinstance(decoded, DelegationTokenCommand):
+            self.delegation_tokens, token = controller_delegation_tokens.apply(
+                self._base.delegation_tokens, self._base.users, decoded
+            )
+            return token
         if isinstance(decoded, RegisterProducerOwner):
             self.producer_owners, number = producer_owners.apply(self._base.producer_owners, decoded)
             return number
@@ -461,8 +506,11 @@ class _Change:
         return token
 
     def _user_gone(self, name: str) -> None:
-        """A deleted user's tokens are revoked with it."""
+        """A deleted user's tokens are revoked with it, and the delegation tokens it owns."""
         self.tokens = controller_tokens.without_user(self._base.tokens, name)
+        self.delegation_tokens = controller_delegation_tokens.without_owner(
+            self._base.delegation_tokens, name
+        )
 
     def _credentials_changed(self, name: str) -> None:
         """A user whose credentials changed (a password reset) loses its tokens in the same change, so no

@@ -10,6 +10,7 @@ from partitions import features
 from partitions.controller import quotas as controller_quotas
 from partitions.controller.acls import CreateAcls, DeleteAcls
 from partitions.controller.commands import AlterUser, DeleteUser, SetUser
+from partitions.controller.delegation_tokens import DelegationTokenCommand
 from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.tokens import CreateToken, DeleteToken
@@ -17,6 +18,7 @@ from partitions.errors import FeatureNotFinalized
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.names import check_user_name
 from partitions.security.acls import REGISTRY_TYPES, AclBinding, AclFilter, ResourceType
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from raftlog.errors import InvariantViolation
@@ -101,6 +103,19 @@ class SecurityRecords:
         result = await self._frontend.propose(DeleteToken(user, token_id))
         if not isinstance(result, ApiToken):
             raise InvariantViolation(f"delete token returned {result!r}")
+        return result
+
+    def delegation_tokens(self) -> Mapping[str, DelegationToken]:
+        return self._frontend.metadata().delegation_tokens
+
+    async def change_delegation_token(self, command: DelegationTokenCommand) -> DelegationToken:
+        """FeatureNotFinalized while a node of the previous release could not apply it."""
+        gate = features.DELEGATION_TOKENS
+        if not features.Features(lambda: self._frontend.metadata().features).allows(gate):
+            raise FeatureNotFinalized("a delegation token", gate.feature, gate.level)
+        result = await self._frontend.propose(command)
+        if not isinstance(result, DelegationToken):
+            raise InvariantViolation(f"delegation token change returned {result!r}")
         return result
 
     def client_quotas(self) -> Mapping[Entity, Mapping[str, float]]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from partitions.controller.delegation_tokens import DelegationTokenCommand
 from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MoveProgress
@@ -21,6 +22,7 @@ from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.log_dirs import LogDir
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
@@ -170,6 +172,10 @@ class MetadataView(Protocol):
     def tokens(self) -> Mapping[str, ApiToken]:
         """The users' API tokens by id as this node's controller metadata has them (hashes, never a
         secret)."""
+        ...
+
+    def delegation_tokens(self) -> Mapping[str, DelegationToken]:
+        """Kafka's delegation tokens by id as this node's controller metadata has them (never an HMAC)."""
         ...
 
     def client_quotas(self) -> ClientQuotas:
@@ -365,6 +371,14 @@ class AdminService(Protocol):
     @peer("Revoke a user's API token on the controller leader", write=True)
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         """Revoke a user's token; the token revoked. Raises UnknownToken."""
+        ...
+
+    @peer("Make, renew or expire a delegation token on the controller leader", write=True)
+    async def change_delegation_token(self, command: DelegationTokenCommand) -> DelegationToken:
+        """Apply a delegation token command as made where the request entered (its id, times and caller;
+        never its HMAC); the token as it now is (as it was, when removed). Raises UnknownUser,
+        UnknownToken, DelegationTokenOwnerMismatch, DelegationTokenExpired, TooManyTokens,
+        FeatureNotFinalized; nothing changed."""
         ...
 
     @peer("Set or remove client quotas on the controller leader", write=True)

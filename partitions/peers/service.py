@@ -24,6 +24,11 @@ from partitions.consumers.protocol import (
     ReadPlan,
     ShareMembership,
 )
+from partitions.controller.delegation_tokens import (
+    CreateDelegationToken,
+    ExpireDelegationToken,
+    RenewDelegationToken,
+)
 from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
@@ -63,6 +68,7 @@ from partitions.registry.service import (
 )
 from partitions.replicas.failures import ReplicaFailure
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from partitions.transactions.service import (
@@ -140,6 +146,10 @@ RESULT_TYPES: tuple[type, ...] = (
     AclBinding,
     AclFilter,
     ApiToken,
+    DelegationToken,
+    CreateDelegationToken,
+    RenewDelegationToken,
+    ExpireDelegationToken,
     ProducerIdAndEpoch,
     Marker,
     ShareOffset,

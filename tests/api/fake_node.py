@@ -38,6 +38,7 @@ from fake_partition import FakePartition, FakeReplicas, Storage, run_now
 from partitions.consumers.service import ConsumerService
 from partitions.controller import acls as controller_acls
 from partitions.controller import decommission, reconfigure
+from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import members as controller_members
 from partitions.controller import quotas as controller_quotas
 from partitions.controller import resource_configs as controller_configs
@@ -96,6 +97,7 @@ from partitions.registry.types import TYPES
 from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.replicas.log_dirs import LogDir, ReplicaDir, log_dir
 from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
@@ -146,6 +148,7 @@ class FakeCluster:
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
         self.acls: tuple[AclBinding, ...] = ()  # replaced whole by each change, as the controller does
         self.tokens: dict[str, ApiToken] = {}  # by id; a deleted user's go with it, as the controller does
+        self.delegation_tokens: dict[str, DelegationToken] = {}  # by id
         self.producer_owners: dict[str, int] = {}  # each principal holding producer ids: its number
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
         self.controller_voters: list[str] = self.node_ids[:5]
@@ -745,6 +748,15 @@ class FakeAdmin:
         owners = self.cluster.producer_owners
         return owners.setdefault(principal, len(owners) + 1)
 
+    async def change_delegation_token(
+        self, command: controller_delegation_tokens.DelegationTokenCommand
+    ) -> DelegationToken:
+        self.data._controller_here()
+        self.cluster.delegation_tokens, token = controller_delegation_tokens.apply(
+            self.cluster.delegation_tokens, self.cluster.users, command
+        )
+        return token
+
     async def create_token(self, token: ApiToken) -> ApiToken:
         self.data._controller_here()
         command = controller_tokens.CreateToken(token)
@@ -945,6 +957,9 @@ class FakeMetadata:
 
     def tokens(self) -> dict[str, ApiToken]:
         return self.cluster.tokens
+
+    def delegation_tokens(self) -> dict[str, DelegationToken]:
+        return self.cluster.delegation_tokens
 
     def client_quotas(self) -> ClientQuotas:
         return self._client_quotas  # the cluster's quotas, metered here
