@@ -37,8 +37,10 @@ commit, unstable in Kafka 4.1); ListTransactions at 1 (v2 adds a pattern of ids)
 AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
-(``sasl_apis``). The ACL APIs start at v1, the first with pattern types (KIP-290; kio, like Kafka 4.0, has
-no v0); librdkafka 2.16 asks for v2, kafka-python for v3.
+(``sasl_apis``). The delegation token APIs (CreateDelegationToken to 3, Renew and Expire to 2, Describe
+to 3) start at v1, as Kafka 4.0 left them (KIP-896); a client logs in with a token through
+SaslAuthenticate (SCRAM with ``tokenauth=true``). The ACL APIs start at v1, the first with pattern types
+(KIP-290; kio, like Kafka 4.0, has no v0); librdkafka 2.16 asks for v2, kafka-python for v3.
 """
 
 from __future__ import annotations
@@ -61,6 +63,12 @@ from kafka_api.admin_apis import (
     incremental_alter_configs,
 )
 from kafka_api.consumer_group_apis import consumer_group_describe, consumer_group_heartbeat
+from kafka_api.delegation_token_apis import (
+    create_delegation_token,
+    describe_delegation_token,
+    expire_delegation_token,
+    renew_delegation_token,
+)
 from kafka_api.delete_records import delete_records
 from kafka_api.describe_topic_partitions import describe_topic_partitions
 from kafka_api.door import Door
@@ -226,6 +234,15 @@ APIS: dict[int, Api] = {
             "ALTER_CONFIGS topic (a broker: cluster)"),
         Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
         Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
+        Api(38, "CreateDelegationToken", 1, 3, create_delegation_token,
+            "SASL, not a token; another owner: a super user (Kafka: CREATE_TOKENS user)"),
+        Api(39, "RenewDelegationToken", 1, 2, renew_delegation_token,
+            "SASL, not a token; the token's owner or a renewer"),
+        Api(40, "ExpireDelegationToken", 1, 2, expire_delegation_token,
+            "SASL, not a token; the token's owner or a renewer"),
+        Api(41, "DescribeDelegationToken", 1, 3, describe_delegation_token,
+            "SASL, not a token; its owner, requester or a renewer, or a super user "
+            "(Kafka: DESCRIBE_TOKENS user)"),
         Api(60, "DescribeCluster", 0, 2, describe_cluster, "none"),
         Api(65, "DescribeTransactions", 0, 0, describe_transactions,
             "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),

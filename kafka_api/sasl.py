@@ -19,6 +19,11 @@ user exists.
   sent first, a final nonce that does not end with the one agreed (Kafka's rule: librdkafka 2.0, which
   Debian's kcat is built on, repeats its own nonce in front), a proof of the wrong size, and any message
   after the exchange ended are refused.
+  With the extension ``tokenauth=true`` (Kafka's ``ScramLoginModule``) the user name is a delegation
+  token's id and the password its HMAC in base64: the credential is the token's (``token_credential``,
+  None for a token that is not held, has expired or whose owner is gone), and the exchange authenticates
+  the token's owner (``Step.user``) with the token's id (``Step.token_id``), as Kafka's
+  ``ScramSaslServer`` does. A listener that takes no tokens refuses the extension.
   An unknown user (or one without a credential of that mechanism) gets a salt made from its name and
   a key of the cluster's, the same on every node and at every attempt, and fails only at the proof:
   nothing in the exchange tells it from a wrong password. Secrets are compared in constant time.
@@ -58,10 +63,15 @@ def failure_message(mechanism: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Step:
     """The answer to one client message: ``data`` to send back; ``user`` once the client authenticated
-    (the exchange is then over)."""
+    (the exchange is then over), with ``token_id`` when it did with a delegation token."""
 
     data: bytes
     user: str | None = None
+    token_id: str | None = None
+
+
+# a delegation token's owner and SCRAM credential for a mechanism and a token id, None when it is not held
+TokenCredential = Callable[[str, str], tuple[str, ScramCredential] | None]
 
 
 class Exchange(Protocol):
@@ -140,12 +150,18 @@ def _b64decode(value: str, what: str) -> bytes:
 
 class ScramExchange:
     """RFC 5802 for one of ``SCRAM_DIGESTS``. ``unknown_salt_key`` makes the salt an unknown user is
-    shown; ``server_nonce`` is for tests (default: random)."""
+    shown; ``token_credential`` finds a delegation token's (None: tokens are refused); ``server_nonce`` is
+    for tests (default: random)."""
 
     blocking = False
 
     def __init__(
-        self, mechanism: str, users: Users, unknown_salt_key: bytes, server_nonce: str | None = None
+        self,
+        mechanism: str,
+        users: Users,
+        unknown_salt_key: bytes,
+        server_nonce: str | None = None,
+        token_credential: TokenCredential | None = None,
     ) -> None:
         if mechanism not in SCRAM_DIGESTS:
             raise ValueError(f"{mechanism!r} is not a SCRAM mechanism")
@@ -155,7 +171,9 @@ class ScramExchange:
         self._unknown_salt_key = unknown_salt_key
         self._server_nonce = server_nonce or base64.b64encode(os.urandom(SERVER_NONCE_BYTES)).decode()
         self._state = "first"  # then "final", then "done" (or "failed")
+        self._token_credential = token_credential
         self._user = ""
+        self._token_id: str | None = None  # a delegation token's, once the client named one
         self._credential: ScramCredential | None = None  # None: an unknown user, refused at the proof
         self._gs2_header = b""
         self._nonce = ""
@@ -194,13 +212,19 @@ class ScramExchange:
             raise AuthenticationFailed("an empty user name")
         if authzid and (not authzid.startswith("a=") or _saslname(authzid[2:]) != user):
             raise AuthenticationFailed(f"user {user!r} asked to act as {authzid[:40]!r}")
-        for name, value in attributes[2:]:
-            if name == "tokenauth" and value.lower() == "true":
-                raise AuthenticationFailed("a delegation token (tokenauth): not supported")
+        token = any(name == "tokenauth" and value.lower() == "true" for name, value in attributes[2:])
+        if token and self._token_credential is None:
+            raise AuthenticationFailed("a delegation token (tokenauth): this listener takes none")
         self._user = user
-        self._credential = next(
-            (c for c in self._users.get(user, ()) if c.mechanism == self._mechanism), None
-        )
+        if token and self._token_credential is not None:
+            self._token_id = user
+            found = self._token_credential(self._mechanism, user)
+            # an unknown token fails at the proof, as an unknown user does
+            self._user, self._credential = found if found is not None else (user, None)
+        else:
+            self._credential = next(
+                (c for c in self._users.get(user, ()) if c.mechanism == self._mechanism), None
+            )
         if self._credential is not None:
             salt, iterations = self._credential.salt, self._credential.iterations
         else:
@@ -238,9 +262,11 @@ class ScramExchange:
         signature = hmac.new(stored_key, auth_message, self._digest).digest()
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         matched = hmac.compare_digest(hashlib.new(self._digest, client_key).digest(), stored_key)
+        what = f"user {self._user!r}" if self._token_id is None else f"delegation token {self._token_id!r}"
         if credential is None:
-            raise AuthenticationFailed(f"{self._mechanism} user {self._user!r}: unknown user")
+            unknown = "unknown user" if self._token_id is None else "not held, expired or its owner gone"
+            raise AuthenticationFailed(f"{self._mechanism} {what}: {unknown}")
         if not matched:
-            raise AuthenticationFailed(f"{self._mechanism} user {self._user!r}: wrong password")
+            raise AuthenticationFailed(f"{self._mechanism} {what}: wrong password")
         server_signature = hmac.new(credential.server_key, auth_message, self._digest).digest()
-        return Step(b"v=" + base64.b64encode(server_signature), self._user)
+        return Step(b"v=" + base64.b64encode(server_signature), self._user, self._token_id)

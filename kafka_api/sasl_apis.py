@@ -1,5 +1,7 @@
 """SaslHandshake (v1; v0 refused) and SaslAuthenticate (v0-v2): a connection authenticates with PLAIN,
-SCRAM-SHA-256 or SCRAM-SHA-512 against the SCRAM credentials the controller replicates. The exchanges
+SCRAM-SHA-256 or SCRAM-SHA-512 against the SCRAM credentials the controller replicates, or with SCRAM and
+a delegation token (``tokenauth=true``: the token's id and HMAC; the connection acts as its owner, while
+the token is held and has not expired, and is cut once it is not). The exchanges
 themselves are ``kafka_api.sasl``'s; this is where they meet a connection (``door.session``).
 
 What closes the connection once the answer is sent (``session.closing``), as Kafka does: a failed
@@ -37,6 +39,7 @@ from kafka_api.sasl import (
     failure_message,
 )
 from partitions.security.tokens import check_token, is_users_token
+from partitions.security.users import ScramCredential
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +84,16 @@ def _exchange(door: Door, mechanism: str) -> Exchange:
             return security.verifier.verify(users, name, password)
 
         return PlainExchange(users, verify)
-    return ScramExchange(mechanism, users, security.unknown_salt_key)
+    delegation_tokens, now_ms = door.node.metadata.delegation_tokens(), security.clock_ms()
+
+    def token_credential(mechanism: str, token_id: str) -> tuple[str, ScramCredential] | None:
+        # a token held, not expired, whose owner is still a user (PBKDF2 once per token: remembered)
+        token = delegation_tokens.get(token_id)
+        if token is None or token.expired(now_ms) or token.owner not in users:
+            return None
+        return token.owner, security.token_secrets.scram_credential(token_id, mechanism)
+
+    return ScramExchange(mechanism, users, security.unknown_salt_key, token_credential=token_credential)
 
 
 async def sasl_authenticate(door: Door, request: wire.Request) -> Any:
@@ -128,6 +140,7 @@ async def sasl_authenticate(door: Door, request: wire.Request) -> Any:
         return answer(ErrorCode.sasl_authentication_failed, failure_message(mechanism))
     if step.user is not None:
         session.user, session.exchange = step.user, None
+        session.delegation_token_id = step.token_id
         # what the listener re-checks while the connection lasts (``Security.credential_gone``)
         session.credentials = door.node.metadata.users().get(step.user, ())
         log.debug("Kafka: a connection authenticated as %s with %s", session.principal, mechanism)

@@ -14,6 +14,11 @@ client's address (``Session.host``), and a super user (``raftlog serve --super-u
 ``super.users``) may do anything; without it every connection may do everything. Who may manage SCRAM
 credentials over Kafka (``may_manage_users``): with ACLs, whoever may ALTER (DESCRIBE, to describe) the
 cluster; else a super user, or anyone when authentication is not required.
+
+Kafka's delegation tokens (``delegation_token_apis``): ``token_secrets`` derives their HMACs and SCRAM
+credentials from the cluster secret; their max lifetime and renew interval are the node's options. A
+connection that logged in with a token (``Session.token_authenticated``) may not make, renew, expire or
+describe tokens, as in Kafka.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ from dataclasses import dataclass, field
 
 from kafka_api.sasl import Exchange
 from partitions.security.acls import CLUSTER_NAME, AclBinding, AclOperation, Authorizers, ResourceType
+from partitions.security.defaults import (
+    DELEGATION_TOKEN_EXPIRY_TIME_MS_DEFAULT,
+    DELEGATION_TOKEN_MAX_LIFETIME_MS_DEFAULT,
+)
+from partitions.security.delegation_tokens import DelegationToken, TokenSecrets
 from partitions.security.login_failures import LoginFailures
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential, Verifier
@@ -46,6 +56,10 @@ class Security:
     login_failures: LoginFailures = field(default_factory=LoginFailures)
     clock_ms: Callable[[], int] = field(default=lambda: time.time_ns() // 1_000_000)  # tokens expire by it
     enforce_acls: bool = False  # every API checks the connection's ACLs (needs require_auth)
+    # Kafka's delegation tokens: their secrets (from the cluster secret, ``raftlog serve``) and lifetimes
+    token_secrets: TokenSecrets = field(default_factory=lambda: TokenSecrets(os.urandom(32)))
+    delegation_token_max_lifetime_ms: int = DELEGATION_TOKEN_MAX_LIFETIME_MS_DEFAULT
+    delegation_token_expiry_time_ms: int = DELEGATION_TOKEN_EXPIRY_TIME_MS_DEFAULT
     authorizers: Authorizers = field(init=False)  # the authorizer of the ACLs the node holds now
 
     def __post_init__(self) -> None:
@@ -88,6 +102,7 @@ class Security:
         session: Session,
         users: Mapping[str, tuple[ScramCredential, ...]],
         tokens: Mapping[str, ApiToken],
+        delegation_tokens: Mapping[str, DelegationToken],
     ) -> str | None:
         """Why the credential the connection authenticated with no longer holds in the node's metadata
         now (its user deleted, its token revoked or expired, its password changed), or None: the
@@ -98,13 +113,16 @@ class Security:
         credentials = users.get(name)
         if credentials is None:
             return f"user {name!r} was deleted"
+        if session.delegation_token_id is not None:
+            delegation = delegation_tokens.get(session.delegation_token_id)
+            holder = None if delegation is None else delegation.owner
+            expired = delegation is not None and delegation.expired(self.clock_ms())
+            return _token_gone(f"delegation token {session.delegation_token_id}", name, holder, expired)
         if session.token_id is not None:
             token = tokens.get(session.token_id)
-            if token is None or token.user != name:
-                return f"the token {session.token_id} of {name!r} was revoked"
-            if token.expired(self.clock_ms()):
-                return f"the token {session.token_id} of {name!r} expired"
-            return None
+            holder = None if token is None else token.user
+            expired = token is not None and token.expired(self.clock_ms())
+            return _token_gone(f"token {session.token_id}", name, holder, expired)
         if credentials is not session.credentials and credentials != session.credentials:
             return f"the password of {name!r} changed"
         return None
@@ -112,6 +130,14 @@ class Security:
     def admits(self, session: Session, api_key: int) -> bool:
         """Whether a request of ``api_key`` may be served on this connection now."""
         return session.user is not None or not self.require_auth or api_key in BEFORE_AUTHENTICATION
+
+
+def _token_gone(what: str, name: str, holder: str | None, expired: bool) -> str | None:
+    """Why the token a connection of ``name`` logged in with no longer holds (``holder``: whose it is now,
+    None when it is gone), or None."""
+    if holder != name:
+        return f"the {what} of {name!r} was revoked"
+    return f"the {what} of {name!r} expired" if expired else None
 
 
 @dataclass(slots=True)
@@ -126,8 +152,15 @@ class Session:
     # token given in place of the password (SASL/PLAIN), else the user's SCRAM credentials then
     token_id: str | None = None
     credentials: tuple[ScramCredential, ...] = ()
+    delegation_token_id: str | None = None  # a delegation token's (SASL/SCRAM with tokenauth=true)
     closing: str | None = None  # why to close the connection once this answer is sent
     host: str = ""  # the client's address as the node sees it (``partitions.security.acls.client_host``)
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether it logged in with a token (a delegation token, or an API token in a password's place):
+        such a connection may not make or renew tokens (Kafka's ``allowTokenRequests``)."""
+        return self.token_id is not None or self.delegation_token_id is not None
 
     @property
     def principal(self) -> str | None:

@@ -172,9 +172,10 @@ class KafkaServer:
         if not authenticated:  # the metadata is not asked for when no connection needs it
             return
         metadata = self.door.node.metadata
-        users, tokens = metadata.users(), metadata.tokens()
+        users, tokens, delegation_tokens = metadata.users(), metadata.tokens(), metadata.delegation_tokens()
         for connection in authenticated:
-            gone = self.door.security.credential_gone(connection.door.session, users, tokens)
+            session = connection.door.session
+            gone = self.door.security.credential_gone(session, users, tokens, delegation_tokens)
             if gone is not None:
                 self._cut(connection, "credential_gone", gone)
 
@@ -450,7 +451,9 @@ class KafkaServer:
             return Close(f"{api.name} before authenticating (the listener requires SASL)", answer_first=False)
         if door.session.user is not None:
             metadata = door.node.metadata
-            gone = door.security.credential_gone(door.session, metadata.users(), metadata.tokens())
+            gone = door.security.credential_gone(
+                door.session, metadata.users(), metadata.tokens(), metadata.delegation_tokens()
+            )
             if gone is not None:
                 return Close(gone, answer_first=False, kind="credential_gone")
         large = size > OFF_LOOP_FRAME_BYTES

@@ -31,6 +31,12 @@ from partitions.groups.defaults import (
 )
 from partitions.groups.defaults import REGEX_RESOLVE_BUDGET_MS_DEFAULT as REGEX_BUDGET_MS_DEFAULT
 from partitions.replicas.defaults import RECOVERY_RATE_BYTES_PER_S_DEFAULT as RATE_BYTES_PER_S_DEFAULT
+from partitions.security.defaults import (
+    DELEGATION_TOKEN_EXPIRY_TIME_MS_DEFAULT,
+    DELEGATION_TOKEN_MAX_LIFETIME_MS_DEFAULT,
+    DELEGATION_TOKEN_MS_MAX,
+    DELEGATION_TOKEN_MS_MIN,
+)
 from partitions.security.login_failures import LoginLimits
 from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT, TOKEN_LIFETIME_MS_MAX
 from partitions.transactions.defaults import TRANSACTION_TIMEOUT_MS_MAX_DEFAULT
@@ -180,6 +186,16 @@ SECURITY = (
            "a user's API token made without an expiry (lifetime_ms or expires_ms) expires after this (7 "
            "days: Kafka's delegation.token.max.lifetime.ms)", default=TOKEN_LIFETIME_MS_DEFAULT, low=60_000,
            high=TOKEN_LIFETIME_MS_MAX),
+    Option("--delegation-token-max-lifetime-ms",
+           "a Kafka delegation token is never renewed past this after it was made (Kafka's "
+           "delegation.token.max.lifetime.ms; CreateDelegationToken may ask for less)",
+           default=DELEGATION_TOKEN_MAX_LIFETIME_MS_DEFAULT, low=DELEGATION_TOKEN_MS_MIN,
+           high=DELEGATION_TOKEN_MS_MAX),
+    Option("--delegation-token-expiry-time-ms",
+           "a Kafka delegation token expires this long after it was made or last renewed, never past its max "
+           "lifetime (Kafka's delegation.token.expiry.time.ms; RenewDelegationToken may ask for less)",
+           default=DELEGATION_TOKEN_EXPIRY_TIME_MS_DEFAULT, low=DELEGATION_TOKEN_MS_MIN,
+           high=DELEGATION_TOKEN_MS_MAX),
     Option("--login-bounds-on-loopback",
            "apply --login-failures-per-address-max to loopback clients too (by default they are exempt: "
            "every local tool shares the address; the per-user bound still applies)", "switch"),

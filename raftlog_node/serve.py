@@ -19,6 +19,7 @@ from aiohttp import web
 
 from partitions import features
 from partitions.broker.node import Node
+from partitions.security.delegation_tokens import TokenSecrets, hmac_key
 from partitions.security.login_failures import LoginFailures
 from raftlog.storage.errors import DirectoryLocked, LegacyLogFormat
 from raftlog_node import logs
@@ -95,6 +96,11 @@ def _doors(node: Node, settings: ServeSettings) -> tuple[web.Application, KafkaS
         unknown_salt_key(config.cluster_secret),
         enforce_acls=settings.enforce_acls,
         login_failures=login_failures,
+        # the delegation tokens' HMACs and SCRAM credentials: from the secret every node holds, so any
+        # node answers a token made on another (never argv, never a log line)
+        token_secrets=TokenSecrets(hmac_key(config.cluster_secret)),
+        delegation_token_max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
+        delegation_token_expiry_time_ms=settings.delegation_token_expiry_time_ms,
     )
     door = Door(
         node, kafka_cluster_id(config.cluster_secret), node.groups, security=security,

@@ -320,6 +320,8 @@ class ServeSettings:
     topics: TopicDefaults
     gc_gen0: int
     api_token_lifetime_ms: int
+    delegation_token_max_lifetime_ms: int
+    delegation_token_expiry_time_ms: int
 
 
 def serve_settings(args: argparse.Namespace) -> ServeSettings:
@@ -343,4 +345,6 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         topic_defaults(args),
         args.gc_gen0,
         args.api_token_lifetime_ms,
+        args.delegation_token_max_lifetime_ms,
+        args.delegation_token_expiry_time_ms,
     )

@@ -486,6 +486,9 @@ FRONT_DOOR_MAY_USE = {
     "partitions.security.acls",
     "partitions.security.users",
     "partitions.security.tokens",
+    "partitions.security.delegation_tokens",  # Kafka's delegation tokens: their times, HMACs, credentials
+    "partitions.security.defaults",  # their lifetimes' defaults (a leaf)
+    "partitions.controller.delegation_tokens",  # their commands, which the Kafka door makes
     "partitions.security.login_failures",
     "partitions.security.holds",
     "partitions.security.answer_holds",  # an answer's bytes in the listener's budget (both doors)

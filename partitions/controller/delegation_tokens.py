@@ -100,6 +100,9 @@ def apply(
     token = tokens.get(command.token_id)
     if token is None:
         raise UnknownToken(command.user, command.token_id)
+    # Kafka's order: a renewal checks the expiry before the caller, an expiry the caller first
+    if isinstance(command, RenewDelegationToken) and token.expired(command.now_ms):
+        raise DelegationTokenExpired(command.token_id)
     if not token.may_renew(command.user):
         raise DelegationTokenOwnerMismatch(command.user, command.token_id)
     after = dict(tokens)

@@ -108,17 +108,21 @@ def test_a_connection_is_cut_once_its_user_token_or_password_is_gone() -> None:
     credential = make_credential("SCRAM-SHA-256", "first", 4096)
     users = {"ann": (credential,)}
     by_password = Session(user="ann", credentials=(credential,))
-    assert security.credential_gone(by_password, users, {}) is None
-    assert security.credential_gone(Session(), {}, {}) is None  # anonymous: nothing to re-check
+    assert security.credential_gone(by_password, users, {}, {}) is None
+    assert security.credential_gone(Session(), {}, {}, {}) is None  # anonymous: nothing to re-check
     changed = {"ann": (make_credential("SCRAM-SHA-256", "second", 4096),)}
-    assert security.credential_gone(by_password, changed, {}) == "the password of 'ann' changed"
-    assert security.credential_gone(by_password, {}, {}) == "user 'ann' was deleted"
+    assert security.credential_gone(by_password, changed, {}, {}) == "the password of 'ann' changed"
+    assert security.credential_gone(by_password, {}, {}, {}) == "user 'ann' was deleted"
 
     token = ApiToken("0123456789abcdef", "ann", b"h" * 32, "", 0, 2_000)
     by_token = Session(user="ann", token_id=token.token_id)
-    assert security.credential_gone(by_token, changed, {token.token_id: token}) is None  # password irrelevant
-    assert security.credential_gone(by_token, users, {}) == "the token 0123456789abcdef of 'ann' was revoked"
+    assert (
+        security.credential_gone(by_token, changed, {token.token_id: token}, {}) is None
+    )  # password irrelevant
+    assert (
+        security.credential_gone(by_token, users, {}, {}) == "the token 0123456789abcdef of 'ann' was revoked"
+    )
     now_ms[0] = 2_000
-    assert security.credential_gone(by_token, users, {token.token_id: token}) == (
+    assert security.credential_gone(by_token, users, {token.token_id: token}, {}) == (
         "the token 0123456789abcdef of 'ann' expired"
     )  # fmt: skip

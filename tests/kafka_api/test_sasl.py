@@ -22,6 +22,7 @@ from kafka_api.sasl import (
     Step,
     failure_message,
 )
+from partitions.security.delegation_tokens import TokenSecrets, hmac_key
 from partitions.security.users import ScramCredential, Verifier, make_credential, salted_keys
 
 KEY = b"k" * 32  # the unknown-salt key: the cluster's, in a node
@@ -238,3 +239,41 @@ def test_what_a_client_is_told_names_neither_the_user_nor_what_failed() -> None:
         told = failure_message(mechanism)
         assert told == f"Authentication failed: invalid credentials with SASL mechanism {mechanism}"
         assert "unknown" not in told and "password" not in told
+
+
+class _TokenClient(ScramClient):  # type: ignore[misc]
+    """kafka-python's SCRAM client with Kafka's delegation token extension."""
+
+    def first_message(self) -> bytes:
+        bare = b"n=" + self.user + b",r=" + self.nonce + b",tokenauth=true"
+        self.auth_message += bare
+        return b"n,," + bare
+
+
+def test_a_delegation_token_logs_in_as_its_owner_and_an_unknown_one_fails_at_the_proof() -> None:
+    """The token id is the user name, base64(HMAC) the password; the owner is who authenticated."""
+    secrets = TokenSecrets(hmac_key(b"the cluster secret"))
+    token_id = "AAAAAAAAAAAAAAAAAAAAAA"
+    password = base64.b64encode(secrets.hmac_of(token_id)).decode()
+
+    def credential(mechanism: str, asked: str) -> tuple[str, ScramCredential] | None:
+        return ("owner", secrets.scram_credential(asked, mechanism)) if asked == token_id else None
+
+    client = _TokenClient(token_id, password, "SCRAM-SHA-512")
+    exchange = ScramExchange("SCRAM-SHA-512", {}, KEY, token_credential=credential)
+    client.process_server_first_message(exchange.step(client.first_message()).data)
+    done = exchange.step(client.final_message())
+    assert (done.user, done.token_id) == ("owner", token_id)
+    client.process_server_final_message(done.data)
+    # the same name without the extension is a user name, and no user has it
+    plain = ScramClient(token_id, password, "SCRAM-SHA-512")
+    exchange = ScramExchange("SCRAM-SHA-512", {}, KEY, token_credential=credential)
+    plain.process_server_first_message(exchange.step(plain.first_message()).data)
+    with pytest.raises(AuthenticationFailed, match="unknown user"):
+        exchange.step(plain.final_message())
+    # a token not held: refused at the proof, as an unknown user is
+    other = _TokenClient("BBBBBBBBBBBBBBBBBBBBBB", password, "SCRAM-SHA-512")
+    exchange = ScramExchange("SCRAM-SHA-512", {}, KEY, token_credential=credential)
+    other.process_server_first_message(exchange.step(other.first_message()).data)
+    with pytest.raises(AuthenticationFailed, match="not held, expired or its owner gone"):
+        exchange.step(other.final_message())
