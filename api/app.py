@@ -90,6 +90,7 @@ from partitions.names import check_group_name, check_instance_name, check_topic_
 from partitions.peers.client import INTERNAL_PREFIX, LEVELS_HEADER, encode_levels, parse_levels
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, client_host
+from partitions.security.delegation_tokens import TokenSecrets
 from partitions.security.holds import RequestBytes, holder_kinds
 from partitions.security.login_failures import LoginFailures
 from partitions.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
@@ -467,7 +468,8 @@ async def _check_metrics(request: web.Request, app_state: state.AppState) -> Non
 async def _authenticate(request: web.Request, app_state: state.AppState) -> state.Caller:
     token, node = app_state.settings.admin_token, app_state.node
     clock_ms, logins = app_state.clock_ms(), app_state.logins
-    return await auth.authenticate(request, node, token, app_state.verifier, clock_ms, logins)
+    verifier, token_secrets = app_state.verifier, app_state.token_secrets
+    return await auth.authenticate(request, node, token, verifier, clock_ms, logins, token_secrets)
 
 
 def _check_peer(request: web.Request, node: FrontDoor) -> None:
@@ -651,6 +653,7 @@ def build_app(
     metrics_token: str | None = None,
     public_metrics: bool = False,
     token_lifetime_ms: int = TOKEN_LIFETIME_MS_DEFAULT,
+    token_secrets: TokenSecrets | None = None,
 ) -> web.Application:
     """The HTTP API of one node. ``require_auth``: a user on every client route; ``enforce_acls`` (which
     needs it): the routes' ACLs, which ``super_users`` (user names) and the admin token pass, and users on
@@ -658,7 +661,9 @@ def build_app(
     ``login_failures``: the node's count of failed logins (shared with its Kafka listener's SASL).
     ``metrics_token``: with ``require_auth``, ``/metrics`` takes it (or the admin token) as a bearer token,
     and with ``enforce_acls`` a user who may DESCRIBE the cluster; ``public_metrics``: it takes none.
-    ``token_lifetime_ms``: when a user's API token made without an expiry expires."""
+    ``token_lifetime_ms``: when a user's API token made without an expiry expires.
+    ``token_secrets``: Kafka's delegation tokens' HMACs (from the cluster secret), which HTTP Basic takes
+    with a token's id in the user's place (a random key when None: no token is taken)."""
     if admin_token is not None and not admin_token:
         raise ValueError("admin_token must be None (no auth) or a non-empty string")
     if produce_timeout_ms <= 0 or admin_timeout_ms <= 0 or request_bytes_max <= 0:
@@ -688,6 +693,8 @@ def build_app(
         LoginFailures() if login_failures is None else login_failures,
         _request_bytes(http_limits, super_users),
     )
+    if token_secrets is not None:
+        app[state.STATE].token_secrets = token_secrets
     app[records.ROUND_ROBIN] = RoundRobin()
     app[typed_records.SCHEMAS] = typed_records.schema_cache(node)  # parsed schemas by id, kept by the node
     app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one

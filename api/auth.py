@@ -20,6 +20,8 @@ A user's token is checked against the tokens the controller holds now
 time, its expiry against this node's clock): one revoked, expired, unknown or wrong is refused in the same
 words as a wrong admin token, from the next request on every node that applied the change. A token lets its
 user in as a password would (``Caller.by_token`` says which let it in: a token makes no token).
+So does a Kafka delegation token, its id and HMAC in base64 as HTTP Basic's user and password (as SCRAM
+takes them with ``tokenauth=true``): it calls as its owner while it is held and has not expired.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from api.logins import Logins
 from api.state import Caller
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import client_host
+from partitions.security.delegation_tokens import TokenSecrets
 from partitions.security.tokens import check_token, is_token, is_users_token
 from partitions.security.users import Verifier
 
@@ -95,6 +98,7 @@ async def authenticate(
     verifier: Verifier,
     now_ms: int,
     logins: Logins,
+    token_secrets: TokenSecrets,
 ) -> Caller:
     """Who calls: the principal (``User:NAME``, or ``User:admin`` for the admin token) from the client's
     address; else ``Unauthorized``, or ``TooManyLoginFailures`` before anything is checked when the
@@ -105,14 +109,20 @@ async def authenticate(
     now_s = time.monotonic()
     logins.check(host, user, now_s)
     try:
-        return await _authenticate(request, node, admin_token, verifier, now_ms, host)
+        return await _authenticate(request, node, admin_token, verifier, now_ms, host, token_secrets)
     except Unauthorized as refused:
         logins.failed(host, user, now_s, str(refused))
         raise
 
 
 async def _authenticate(
-    request: web.Request, node: FrontDoor, admin_token: str | None, verifier: Verifier, now_ms: int, host: str
+    request: web.Request,
+    node: FrontDoor,
+    admin_token: str | None,
+    verifier: Verifier,
+    now_ms: int,
+    host: str,
+    token_secrets: TokenSecrets,
 ) -> Caller:
     found = authorization(request)
     if found is None:
@@ -134,6 +144,10 @@ async def _authenticate(
     users = node.metadata.users()
     if is_users_token(node.metadata.tokens(), users, name, password, now_ms):
         return Caller(f"User:{name}", host, by_token=True)  # one of its API tokens in its password's place
+    # a Kafka delegation token: its id and HMAC (base64), as SCRAM takes them; it calls as its owner
+    owner = token_secrets.owner_logging_in(node.metadata.delegation_tokens(), users, name, password, now_ms)
+    if owner is not None:
+        return Caller(f"User:{owner}", host, by_token=True)
     if not verifier.known(users, name, password):
         matched = await asyncio.to_thread(verifier.verify, users, name, password)
         if not matched:

@@ -5,6 +5,7 @@ limits, the metrics, and the few helpers that read a request. No handler imports
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from api.metrics import HttpMetrics
 from api.schemas import json_document, path_partition
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import Authorizers, client_host
+from partitions.security.delegation_tokens import TokenSecrets
 from partitions.security.holds import RequestBytes
 from partitions.security.login_failures import LoginFailures
 from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT
@@ -92,6 +94,8 @@ class AppState:
         # per error code per interval, with how many answers it stands for.
         self.retriable_log = QuietLog(RETRIABLE_LOG_INTERVAL_S)
         self.verifier = Verifier()  # passwords checked lately (api/auth.py)
+        # Kafka's delegation tokens' HMACs (api/auth.py): from the cluster secret, set by ``build_app``
+        self.token_secrets = TokenSecrets(os.urandom(32))
         self.json_work = JsonWork()  # large JSON bodies, parsed in a process of their own
         self.logins = Logins(login_failures)  # failed logins, refused past their bounds (api/auth.py)
         # bytes of request bodies being read or served, in all and per caller (api/bodies.py)

@@ -77,6 +77,9 @@ def _doors(node: Node, settings: ServeSettings) -> tuple[web.Application, KafkaS
     from kafka_api.server import KafkaServer
 
     config, tls = settings.node, settings.tls
+    # the delegation tokens' HMACs and SCRAM credentials: from the secret every node holds, so any node
+    # answers a token made on another (never argv, never a log line); both doors take the tokens
+    token_secrets = TokenSecrets(hmac_key(config.cluster_secret))
     login_failures = LoginFailures(settings.login_limits)
     app = build_app(
         node,
@@ -89,6 +92,7 @@ def _doors(node: Node, settings: ServeSettings) -> tuple[web.Application, KafkaS
         metrics_token=settings.metrics_token,
         public_metrics=settings.public_metrics,
         token_lifetime_ms=settings.api_token_lifetime_ms,
+        token_secrets=token_secrets,
     )
     security = Security(
         settings.require_auth,
@@ -96,9 +100,7 @@ def _doors(node: Node, settings: ServeSettings) -> tuple[web.Application, KafkaS
         unknown_salt_key(config.cluster_secret),
         enforce_acls=settings.enforce_acls,
         login_failures=login_failures,
-        # the delegation tokens' HMACs and SCRAM credentials: from the secret every node holds, so any
-        # node answers a token made on another (never argv, never a log line)
-        token_secrets=TokenSecrets(hmac_key(config.cluster_secret)),
+        token_secrets=token_secrets,
         delegation_token_max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
         delegation_token_expiry_time_ms=settings.delegation_token_expiry_time_ms,
     )

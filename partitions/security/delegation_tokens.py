@@ -13,7 +13,8 @@ it, to check a login), so no replicated byte, snapshot or log line holds a secre
 A client logs in with SASL/SCRAM and the extension ``tokenauth=true``: the token id as the user name and
 the HMAC in base64 as the password (``scram_credential``: the SCRAM credential of that password, as
 Kafka's ``DelegationTokenCache`` prepares it, with a salt derived from the key so every node answers the
-same). The connection then acts as the token's owner.
+same). The connection then acts as the token's owner. Over HTTP the same pair is HTTP Basic's user and
+password (``owner_logging_in``).
 
 Who may (Kafka's ``KafkaApis``/``DelegationTokenControlManager``): the owner and the renewers renew and
 expire (``may_renew``); the owner, the requester and the renewers describe (``may_describe``).
@@ -25,7 +26,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidName
@@ -165,6 +166,25 @@ class TokenSecrets:
             self.hmac_of(token_id)
         found = self._by_hmac.get(bytes(presented))
         return None if found is None else tokens.get(found)
+
+    def owner_logging_in(
+        self,
+        tokens: Mapping[str, DelegationToken],
+        users: Collection[str],
+        token_id: str,
+        password: str,
+        now_ms: int,
+    ) -> str | None:
+        """The owner a token logs in as when its id and its HMAC in base64 are given as a user name and
+        password in the clear (HTTP Basic), compared in constant time; None for a token not held, expired,
+        whose owner is gone, or a wrong HMAC."""
+        token = tokens.get(token_id)
+        if token is None or token.expired(now_ms) or token.owner not in users:
+            return None
+        expected = base64.b64encode(self.hmac_of(token_id))
+        return (
+            token.owner if hmac.compare_digest(expected, password.encode("utf-8", "surrogatepass")) else None
+        )
 
     def scram_credential(self, token_id: str, mechanism: str) -> ScramCredential:
         """The SCRAM credential of the password ``base64(HMAC)`` (PBKDF2 once per token and mechanism)."""

@@ -64,6 +64,20 @@ def curl_admin(cluster: LocalCluster, method: str, path: str, body: object = Non
     return int(status or 0), text
 
 
+def http_produce(cluster: LocalCluster, node: str, user: str, password: str) -> tuple[int, str]:
+    """A produce over HTTP with Basic credentials (through a file: a password is never in argv)."""
+    url = f"{cluster.urls[node]}/topics/tokened/partitions/0"
+    argv = ["curl", "-sS", "--max-time", "20", "--cacert", cluster.security["ca"], "-w", "\n%{http_code}"]
+    argv += ["-X", "POST", url, "-H", "Content-Type: application/json", "-d", '{"records": [{"value": "v"}]}']
+    credentials = base64.b64encode(f"{user}:{password}".encode()).decode()
+    done = subprocess.run(
+        [*argv, "-H", "@-"], input=f"Authorization: Basic {credentials}\n", capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    text, _, status = done.stdout.rpartition("\n")
+    return int(status or 0), text
+
+
 def make_user(cluster: LocalCluster, name: str, password: str) -> None:
     status, body = curl_admin(cluster, "POST", "/v1/users", {"name": name, "password": password})
     assert status == 200, body
@@ -263,6 +277,11 @@ def test_a_token_connection_may_not_make_renew_or_describe_tokens(cluster: Local
         assert describe(by_token).error_code is ErrorCode.delegation_token_request_not_allowed
     finally:
         by_token.close()
+    # over HTTP the same pair is HTTP Basic's user and password: let in as ann (then refused by ann's
+    # ACLs, which grant nothing), where a wrong HMAC is not let in
+    assert http_produce(cluster, "n2", made.token_id, b64)[0] == 403
+    wrong = base64.b64encode(b"\1" * 64).decode()
+    assert http_produce(cluster, "n2", made.token_id, wrong)[0] == 401
     answer = describe(raw, ["ann"])
     assert answer.error_code is ErrorCode.none
     assert [(t.token_id, t.hmac, t.principal_name) for t in answer.tokens] == [(made.token_id, mac, "ann")]
