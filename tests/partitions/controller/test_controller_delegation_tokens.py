@@ -7,6 +7,7 @@ HMACs a node applies before it proposes."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -23,16 +24,19 @@ from partitions.controller.delegation_tokens import (
     ExpireDelegationToken,
     RenewDelegationToken,
 )
-from partitions.controller.state import ControllerStateMachine
+from partitions.controller.state import ControllerMetadata, ControllerStateMachine
 from partitions.errors import (
     DelegationTokenExpired,
     DelegationTokenOwnerMismatch,
+    FeatureNotFinalized,
     InvalidCommand,
     InvalidName,
     TooManyTokens,
     UnknownToken,
     UnknownUser,
 )
+from partitions.features import RAFTLOG_VERSION
+from partitions.metadata.security_records import SecurityRecords
 from partitions.security.delegation_tokens import (
     DelegationToken,
     TokenSecrets,
@@ -212,3 +216,30 @@ def test_commands_round_trip() -> None:
         ExpireDelegationToken(made.token_id, "alice", NOW_MS, -1),
     ):
         assert decode(encode(command)) == command
+
+
+class _Frontend:
+    """The controller leader's metadata at some feature level, and what was proposed (the token made)."""
+
+    def __init__(self, level: int) -> None:
+        self.proposed: list[object] = []
+        self._metadata = ControllerMetadata(features={RAFTLOG_VERSION: level})
+
+    def metadata(self) -> ControllerMetadata:
+        return self._metadata
+
+    async def propose(self, command: object) -> object:
+        self.proposed.append(command)
+        assert isinstance(command, CreateDelegationToken)
+        return command.token
+
+
+def test_a_token_is_proposed_only_once_every_node_can_apply_it() -> None:
+    command = CreateDelegationToken(token())
+    old = _Frontend(1)  # a node of release 0.1.0 may still run: it would refuse kind 21
+    with pytest.raises(FeatureNotFinalized, match=r"raftlog\.version finalized at level 2"):
+        asyncio.run(SecurityRecords(old).change_delegation_token(command))  # type: ignore[arg-type]
+    assert old.proposed == []
+    new = _Frontend(2)
+    assert asyncio.run(SecurityRecords(new).change_delegation_token(command)) == command.token  # type: ignore[arg-type]
+    assert new.proposed == [command]
