@@ -8,13 +8,13 @@ import asyncio
 
 import msgpack
 import pytest
+from leader_at_level import LeaderAtLevel
 
 from partitions.controller import acls as controller_acls
 from partitions.controller.acls import ACLS_PER_CHANGE_MAX, CreateAcls, DeleteAcls
 from partitions.controller.commands import CreateTopic, decode, encode
-from partitions.controller.state import ControllerMetadata, ControllerStateMachine
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import FeatureNotFinalized, InvalidCommand, InvalidName
-from partitions.features import RAFTLOG_VERSION
 from partitions.metadata.security_records import SecurityRecords
 from partitions.peers.client import ERRORS, REGISTRY
 from partitions.peers.codec import pack, unpack
@@ -128,25 +128,16 @@ def test_acls_and_filters_cross_between_nodes_as_enums() -> None:
     assert back["filters"][0].operation is Operation.ANY
 
 
-class _Frontend:
-    """The controller leader's metadata at some feature level, and what was proposed (each proposal
-    answered as an ACL change that did nothing)."""
-
-    def __init__(self, level: int) -> None:
-        self.proposed: list[object] = []
-        self._metadata = ControllerMetadata(features={RAFTLOG_VERSION: level})
-
-    def metadata(self) -> ControllerMetadata:
-        return self._metadata
-
-    async def propose(self, command: object) -> object:
-        self.proposed.append(command)
-        return () if isinstance(command, CreateAcls) else tuple(() for _ in command.filters)  # type: ignore[attr-defined]
+def _nothing_done(command: object) -> object:
+    """What the controller answers an ACL change that did nothing."""
+    return () if isinstance(command, CreateAcls) else tuple(() for _ in command.filters)  # type: ignore[attr-defined]
 
 
 def test_a_registry_acl_is_proposed_only_once_every_node_can_read_its_type() -> None:
     subject = acl("orders-value", kind="subject")
-    old = _Frontend(1)  # a node of release 0.1.0 may still run: codes 100 and 101 are unknown to it
+    old = LeaderAtLevel(
+        1, _nothing_done
+    )  # a node of release 0.1.0 may still run: codes 100 and 101 are unknown to it
     records = SecurityRecords(old)  # type: ignore[arg-type]
     with pytest.raises(
         FeatureNotFinalized, match=r"ACL of the schema registry needs feature raftlog\.version"
@@ -158,7 +149,7 @@ def test_a_registry_acl_is_proposed_only_once_every_node_can_read_its_type() -> 
     asyncio.run(records.create_acls([acl()]))  # Kafka's types as before
     asyncio.run(records.delete_acls([AclFilter.of()]))  # any type: a filter 0.1.0 reads
     assert len(old.proposed) == 2
-    new = _Frontend(2)
+    new = LeaderAtLevel(2, _nothing_done)
     asyncio.run(SecurityRecords(new).create_acls([subject]))  # type: ignore[arg-type]
     assert new.proposed == [CreateAcls((subject,))]
 

@@ -14,6 +14,7 @@ import hmac
 
 import msgpack
 import pytest
+from leader_at_level import LeaderAtLevel
 
 from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller.commands import DeleteUser, SetUser, decode, encode
@@ -24,7 +25,7 @@ from partitions.controller.delegation_tokens import (
     ExpireDelegationToken,
     RenewDelegationToken,
 )
-from partitions.controller.state import ControllerMetadata, ControllerStateMachine
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import (
     DelegationTokenExpired,
     DelegationTokenOwnerMismatch,
@@ -35,7 +36,6 @@ from partitions.errors import (
     UnknownToken,
     UnknownUser,
 )
-from partitions.features import RAFTLOG_VERSION
 from partitions.metadata.security_records import SecurityRecords
 from partitions.security.delegation_tokens import (
     DelegationToken,
@@ -218,28 +218,17 @@ def test_commands_round_trip() -> None:
         assert decode(encode(command)) == command
 
 
-class _Frontend:
-    """The controller leader's metadata at some feature level, and what was proposed (the token made)."""
-
-    def __init__(self, level: int) -> None:
-        self.proposed: list[object] = []
-        self._metadata = ControllerMetadata(features={RAFTLOG_VERSION: level})
-
-    def metadata(self) -> ControllerMetadata:
-        return self._metadata
-
-    async def propose(self, command: object) -> object:
-        self.proposed.append(command)
-        assert isinstance(command, CreateDelegationToken)
-        return command.token
+def _made(command: object) -> object:
+    assert isinstance(command, CreateDelegationToken)
+    return command.token
 
 
 def test_a_token_is_proposed_only_once_every_node_can_apply_it() -> None:
     command = CreateDelegationToken(token())
-    old = _Frontend(1)  # a node of release 0.1.0 may still run: it would refuse kind 21
+    old = LeaderAtLevel(1, _made)  # a node of release 0.1.0 may still run: it would refuse kind 21
     with pytest.raises(FeatureNotFinalized, match=r"raftlog\.version finalized at level 2"):
         asyncio.run(SecurityRecords(old).change_delegation_token(command))  # type: ignore[arg-type]
     assert old.proposed == []
-    new = _Frontend(2)
+    new = LeaderAtLevel(2, _made)
     assert asyncio.run(SecurityRecords(new).change_delegation_token(command)) == command.token  # type: ignore[arg-type]
     assert new.proposed == [command]

@@ -8,13 +8,13 @@ import asyncio
 
 import msgpack
 import pytest
+from leader_at_level import LeaderAtLevel
 
 from partitions.controller import quotas
 from partitions.controller.commands import decode, encode
 from partitions.controller.quotas import AlterClientQuotas, QuotaChange
-from partitions.controller.state import ControllerMetadata, ControllerStateMachine
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import FeatureNotFinalized, InvalidCommand, InvalidQuota
-from partitions.features import RAFTLOG_VERSION
 from partitions.metadata.security_records import SecurityRecords
 
 ALICE = (("user", "alice"),)
@@ -107,28 +107,13 @@ def test_describe_filters_as_kafka() -> None:
     assert not quotas.matches(DEFAULT_CLIENT, {}, {"user"}, strict=False)
 
 
-class _Frontend:
-    """The controller leader's metadata at some feature level, and what was proposed."""
-
-    def __init__(self, level: int) -> None:
-        self.proposed: list[object] = []
-        self._metadata = ControllerMetadata(features={RAFTLOG_VERSION: level})
-
-    def metadata(self) -> ControllerMetadata:
-        return self._metadata
-
-    async def propose(self, command: object) -> object:
-        self.proposed.append(command)
-        return 1
-
-
 def test_a_quota_change_is_proposed_only_once_every_node_can_apply_it() -> None:
     changes = [QuotaChange(ALICE, (("producer_byte_rate", 1024.0),))]
-    old = _Frontend(1)  # a node of release 0.1.0 may still run: it would refuse kind 18
+    old = LeaderAtLevel(1)  # a node of release 0.1.0 may still run: it would refuse kind 18
     with pytest.raises(FeatureNotFinalized, match=r"raftlog\.version finalized at level 2"):
         asyncio.run(SecurityRecords(old).alter_client_quotas(changes, False))  # type: ignore[arg-type]
     assert old.proposed == []
-    new = _Frontend(2)
+    new = LeaderAtLevel(2)
     asyncio.run(SecurityRecords(new).alter_client_quotas(changes, True))  # type: ignore[arg-type]
     assert new.proposed == []  # validate_only
     with pytest.raises(InvalidQuota):

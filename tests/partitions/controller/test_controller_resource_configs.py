@@ -5,15 +5,15 @@ and a snapshot or command of the previous formats still decodes."""
 from __future__ import annotations
 
 import asyncio
-from types import MappingProxyType
 from typing import Any, cast
 
 import msgpack
 import pytest
+from leader_at_level import LeaderAtLevel
 
 from partitions.controller.commands import CreateTopic, DeleteTopic, decode, encode
 from partitions.controller.resource_configs import AlterResourceConfigs
-from partitions.controller.state import ControllerMetadata, ControllerStateMachine
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import (
     FeatureNotFinalized,
     InvalidCommand,
@@ -21,7 +21,6 @@ from partitions.errors import (
     InvalidResourceConfig,
     UnknownTopic,
 )
-from partitions.features import RAFTLOG_VERSION
 from partitions.metadata.topic_changes import TopicChanges
 
 THROTTLED = "leader.replication.throttled.replicas"
@@ -107,26 +106,13 @@ def test_the_previous_formats_still_decode() -> None:
         decode(msgpack.packb([1, 19, [2, "group", "g", []]]))
 
 
-class _Frontend:
-    def __init__(self, level: int) -> None:
-        self._metadata = ControllerMetadata(features=MappingProxyType({RAFTLOG_VERSION: level}))
-        self.proposed: list[object] = []
-
-    def metadata(self) -> ControllerMetadata:
-        return self._metadata
-
-    async def propose(self, command: object) -> object:
-        self.proposed.append(command)
-        return 1
-
-
 def test_proposed_only_once_the_cluster_reads_it_and_checked_first() -> None:
-    changes = TopicChanges(cast(Any, _Frontend(1)), 100)
+    changes = TopicChanges(cast(Any, LeaderAtLevel(1)), 100)
     with pytest.raises(FeatureNotFinalized):
         asyncio.run(
             changes.alter_resource_configs("group", "g", {"share.auto.offset.reset": "earliest"}, False)
         )
-    new = _Frontend(2)
+    new = LeaderAtLevel(2)
     changes = TopicChanges(cast(Any, new), 100)
     with pytest.raises(InvalidResourceConfig):
         asyncio.run(changes.alter_resource_configs("group", "g", {"share.auto.offset.reset": "x"}, False))
