@@ -111,7 +111,7 @@ jepsen-txn: bootstrap
 		--nemesis node-power-loss,cluster-power-loss,kill,pause,partition
 
 # franz-go v1.21.5's own integration suite (pkg/kgo, unchanged; from the Go module proxy through
-# scripts/franz_go/go.mod) against a 3-node raftlog, then a 3-node Apache Kafka 4.1.1; a table per test and
+# scripts/franz_go/go.mod) against a 3-node raftlog, then a 3-node Apache Kafka (scripts/kafka/pom.xml's version); a table per test and
 # a verdict against scripts/franz_go/expected.json (what the suite does on Kafka on a quiet machine, recorded
 # by `scripts/franz_go_suite.py --record`), whatever Kafka did in the same run: FAIL (exit 1) unless raftlog
 # ended every listed test and passed each one Kafka passes there; INCONCLUSIVE (exit 1) when raftlog did and

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import os
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -28,7 +29,21 @@ from collections.abc import Mapping, Sequence
 from raftlog_bench.peers import PeerMissing, free_ports, stop_processes
 from raftlog_bench.targets import Layout
 
-KAFKA_VERSION = "4.1.1"  # scripts/kafka/pom.xml's
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+POM = ROOT / "scripts" / "kafka" / "pom.xml"  # the one setting of the reference's version: <kafka.version>
+CONNECT_POM = ROOT / "scripts" / "kafka" / "connect" / "pom.xml"  # Kafka Connect's own: <connect.version>
+
+
+def pom_version(pom: pathlib.Path, property_name: str) -> str:
+    """The version a pom of scripts/kafka/ sets in ``property_name``, read as install.sh reads it."""
+    found = re.search(rf"<{re.escape(property_name)}>([^<]+)</{re.escape(property_name)}>", pom.read_text())
+    if found is None:
+        raise ValueError(f"{pom} names no <{property_name}>")
+    return found.group(1).strip()
+
+
+KAFKA_VERSION = pom_version(POM, "kafka.version")
+CONNECT_VERSION = pom_version(CONNECT_POM, "connect.version")
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 HEAP = ("-Xms256m", "-Xmx768m")  # a broker's, unless $KAFKA_HEAP_OPTS says otherwise
@@ -44,12 +59,19 @@ NODES = 3
 
 def kafka_libs() -> pathlib.Path:
     """The jars of Apache Kafka as scripts/kafka/install.sh leaves them; PeerMissing when absent."""
-    root = pathlib.Path(__file__).resolve().parent.parent
     libs = pathlib.Path(
-        os.environ.get("RAFTLOG_KAFKA_LIBS", root / ".peers" / f"kafka-{KAFKA_VERSION}" / "libs")
+        os.environ.get("RAFTLOG_KAFKA_LIBS", ROOT / ".peers" / f"kafka-{KAFKA_VERSION}" / "libs")
     )
     if not (libs / ".complete").exists() and not (libs / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
         raise PeerMissing(f"Apache Kafka {KAFKA_VERSION} is not installed: run scripts/kafka/install.sh")
+    return libs
+
+
+def connect_libs() -> pathlib.Path:
+    """Kafka Connect's worker and FileStream connectors as scripts/kafka/install.sh leaves them."""
+    libs = ROOT / ".peers" / f"kafka-connect-{CONNECT_VERSION}" / "libs"
+    if not (libs / ".complete").exists():
+        raise PeerMissing(f"Kafka Connect {CONNECT_VERSION} is not installed: run scripts/kafka/install.sh")
     return libs
 
 

@@ -1,8 +1,9 @@
 """``raftlog bench kafka-tools``: Apache Kafka's own perf tools against raftlog and against Apache Kafka.
 
 One run starts a 3-node raftlog cluster (``raftlog dev``, Kafka listeners), drives it, stops it, then
-does the same with a 3-node Apache Kafka 4.1.1 (KRaft, RF 3, ``min.insync.replicas=2``, its default:
-acknowledged before fsync; ``kafka_peer.KafkaCluster``), and runs on each, from the jars
+does the same with a 3-node Apache Kafka (the version of scripts/kafka/pom.xml; KRaft, RF 3,
+``min.insync.replicas=2``, its default: acknowledged before fsync; ``kafka_peer.KafkaCluster``), and runs
+on each, from the jars
 ``scripts/kafka/install.sh`` installs (the classes ``bin/kafka-*-perf-test.sh`` run):
 
 - ``ProducerPerformance`` (``kafka-producer-perf-test.sh``): ``--records`` records of each size into a

@@ -28,7 +28,7 @@ PROBE_EVERY_S = 0.02
 
 def _configs(cluster: LocalCluster, *args: str) -> None:
     done = subprocess.run(
-        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "kafka.admin.ConfigCommand",
+        ["java", "-Xmx256m", "-cp", f"{kafka_libs()}/*", "org.apache.kafka.tools.ConfigCommand",
          "--bootstrap-server", cluster.bootstrap_servers, *args],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from raftlog_bench.kafka_peer import kafka_libs
+from raftlog_bench.kafka_peer import connect_libs
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_dev.layout import BASE_PORT_DEFAULT, NODES_DEFAULT, free_port, plan
@@ -233,7 +233,7 @@ def test_the_kafka_connect_section_runs_as_printed(walk_dir: tuple[pathlib.Path,
     ``make test`` installs, the connectors are created over its REST API, and the line echoed into the
     source file reaches the sink file, as the README's last comment says."""
     directory, cluster = walk_dir
-    kafka_libs()  # the jars the section runs (scripts/kafka/install.sh): missing, it says what to run
+    connect_libs()  # the jars the section runs (scripts/kafka/install.sh): missing, it says what to run
     peers = directory / ".peers"
     if not peers.exists():
         peers.symlink_to(ROOT / ".peers")

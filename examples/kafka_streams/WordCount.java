@@ -4,8 +4,8 @@
 // (key: the word, value: the count as text). Nothing here knows about raftlog: point --bootstrap at its
 // Kafka listeners or at Apache Kafka's.
 //
-//     javac -d classes -cp '.peers/kafka-4.1.1/libs/*' examples/kafka_streams/WordCount.java
-//     java -cp "classes:.peers/kafka-4.1.1/libs/*" WordCount --bootstrap 127.0.0.1:9092 \
+//     javac -d classes -cp '.peers/kafka-4.4.0/libs/*' examples/kafka_streams/WordCount.java
+//     java -cp "classes:.peers/kafka-4.4.0/libs/*" WordCount --bootstrap 127.0.0.1:9092 \
 //         --application-id word-count --state-dir /tmp/word-count --input lines --output word-counts
 //
 // (the jars come from Maven Central through scripts/kafka/install.sh). With exactly_once_v2, the counts

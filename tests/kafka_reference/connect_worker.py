@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs, log_config
+from raftlog_bench.kafka_peer import connect_libs, log_config
 from raftlog_bench.peers import free_ports
 
 START_TIMEOUT_S = 120.0
@@ -69,9 +69,7 @@ class ConnectWorker:
     """One distributed worker of group ``name`` against ``bootstrap``; files under ``directory``."""
 
     def __init__(self, directory: pathlib.Path, bootstrap: str, name: str) -> None:
-        libs = kafka_libs()
-        if not (libs / f"connect-file-{KAFKA_VERSION}.jar").exists():
-            raise ConnectError(f"Kafka Connect is not installed in {libs}: run scripts/kafka/install.sh")
+        libs = connect_libs()  # PeerMissing, naming the installer, when absent
         self._classpath = f"{libs}/*"
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)

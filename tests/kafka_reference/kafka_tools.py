@@ -20,8 +20,9 @@ from raftlog_bench.kafka_peer import kafka_libs
 SOURCE = pathlib.Path(__file__).resolve().parent / "java" / "Tools.java"
 STEP_TIMEOUT_S = 120.0
 
-# the scripts' names -> their main classes (Kafka 4.1's bin/)
+# the scripts' names -> their main classes (Kafka 4.4's bin/)
 TOOLS = {
+    "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
@@ -30,7 +31,7 @@ TOOLS = {
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",

@@ -1,8 +1,8 @@
 """Kafka Connect, unchanged, against raftlog and against Apache Kafka with the same assertions: a distributed
-worker of Apache Kafka 4.1.1 (``connect_worker.py``, from the jars ``scripts/kafka/install.sh`` copies from
-Maven Central) creates its internal topics itself (compacted, as it checks with DescribeConfigs), and a
-FileStreamSource connector moves the lines of a file into a topic while a FileStreamSink connector writes
-the topic into another file, both configured over Connect's REST API.
+worker of Kafka Connect 4.3.1 (``connect_worker.py``; the jars of scripts/kafka/connect/pom.xml, which
+``scripts/kafka/install.sh`` copies from Maven Central) creates its internal topics itself (compacted, as it
+checks with DescribeConfigs), and a FileStreamSource connector moves the lines of a file into a topic while
+a FileStreamSink connector writes the topic into another file, both configured over Connect's REST API.
 
 What Kafka guarantees here, found by running this scenario against Kafka itself (the ``kafka`` cases),
 and asserted of both:

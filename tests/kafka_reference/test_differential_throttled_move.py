@@ -1,6 +1,6 @@
 """A move of a partition holding 10 MiB under a replication throttle, with Kafka's own tool
 (``kafka-reassign-partitions --execute --throttle / --verify / --list / --cancel``), ``kafka-log-dirs`` and
-``kafka-topics --describe``, step by step against raftlog and against Apache Kafka 4.1.1 (the steps of
+``kafka-topics --describe``, step by step against raftlog and against Apache Kafka 4.4.0 (the steps of
 ``test_differential_tools``, recorded and compared the same way).
 
 At 256 KiB/s the new replica takes 40 s to copy the partition's records. From 2 MiB into the copy (where

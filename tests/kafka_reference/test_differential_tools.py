@@ -1,4 +1,4 @@
-"""Apache Kafka's own command-line tools, step by step, against raftlog and against Apache Kafka 4.1.1:
+"""Apache Kafka's own command-line tools, step by step, against raftlog and against Apache Kafka 4.4.0:
 partition reassignment (``kafka-reassign-partitions --generate/--execute/--verify/--list/--cancel``, a
 change of replication factor and its refusal), leader elections (``kafka-leader-election``, preferred and
 unclean), log dirs (``kafka-log-dirs``), offsets by time (``kafka-get-offsets --time -1..-5``), the

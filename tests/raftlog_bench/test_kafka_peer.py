@@ -16,6 +16,7 @@ import pytest
 
 from raftlog_bench.kafka_peer import (
     HEAP,
+    KAFKA_VERSION,
     PERFORMANCE,
     SHORT_LIVED,
     KafkaCluster,
@@ -101,7 +102,7 @@ def test_perf_drives_apache_kafka_and_cleans_up(tmp_path: Path) -> None:
     assert phases["single"]["records"] == phases["single"]["expected"] == 100
     assert phases["e2e"]["records"] == phases["e2e"]["expected"] == 100 and phases["e2e"]["errors"] == {}
     assert set(phases["produce"]["server_cpu_pct"]) == {"kafka1", "kafka2", "kafka3"}
-    assert "Apache Kafka 4.1.1, RF 3, min.insync.replicas 2" in done.stdout
+    assert f"Apache Kafka {KAFKA_VERSION}, RF 3, min.insync.replicas 2" in done.stdout
     assert done.stderr.count("created and led in") == 3  # the produce phase's, single's and e2e's topics
     assert not [p for p in os.listdir(tmp_path) if p.startswith("raftlog-bench-kafka-")]  # cleaned up
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False)
