@@ -15,7 +15,6 @@ import datetime
 import json
 import pathlib
 import re
-import shutil
 import ssl
 import struct
 import subprocess
@@ -32,18 +31,13 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from kafka_api import wire
+from raftlog_bench.kafka_peer import kafka_libs  # the reference's jars: missing, it says to install them
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
 
-KAFKA = pathlib.Path(__file__).resolve().parents[2] / ".peers" / "kafka-4.4.0" / "libs"
 JAVA_TIMEOUT_S = 120
 PATIENCE_S = 15.0  # a change made through one node reaches the others' controller metadata within it
 CREATE, RENEW, EXPIRE, DESCRIBE = 38, 39, 40, 41
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("java") is None or not (KAFKA / "kafka-tools-4.4.0.jar").exists(),
-    reason="Kafka 4.4.0's tools and a JVM (make bootstrap) are needed",
-)
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +194,7 @@ def java_config(
 
 
 def kafka_tool(main: str, cluster: LocalCluster, config: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    command = ["java", "-cp", f"{KAFKA}/*", main, "--bootstrap-server", cluster.bootstrap_servers]
+    command = ["java", "-cp", f"{kafka_libs()}/*", main, "--bootstrap-server", cluster.bootstrap_servers]
     return subprocess.run(
         [*command, "--command-config", config, *argv], capture_output=True, text=True, timeout=JAVA_TIMEOUT_S
     )
