@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_histories import kafka_history
 
@@ -88,9 +88,27 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Kaf
 
 
 def _create_topics(bootstrap_servers: str, topics: list[NewTopic]) -> None:
+    """Create the topics, asking again for those whose request librdkafka lost with its connection: it
+    drops its bootstrap brokers' connections once it has learned the cluster's brokers, and a request in
+    flight on one fails _DESTROY_BROKER (a loaded whole run saw it); a topic the lost request did create
+    answers TOPIC_ALREADY_EXISTS the second time."""
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    for future in admin.create_topics(topics, operation_timeout=TOPIC_TIMEOUT_S).values():
-        future.result(timeout=TOPIC_TIMEOUT_S)
+    pending = {topic.topic: topic for topic in topics}
+    lost: set[str] = set()  # asked again: their first request may have created them
+    deadline = time.monotonic() + TOPIC_TIMEOUT_S
+    while pending:
+        futures = admin.create_topics(list(pending.values()), operation_timeout=TOPIC_TIMEOUT_S)
+        for name, future in futures.items():
+            try:
+                future.result(timeout=TOPIC_TIMEOUT_S)
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if code == KafkaError._DESTROY_BROKER and time.monotonic() < deadline:
+                    lost.add(name)
+                    continue  # asked again below
+                if not (code == KafkaError.TOPIC_ALREADY_EXISTS and name in lost):
+                    raise
+            del pending[name]
 
 
 def _delete_topics(bootstrap_servers: str, names: list[str]) -> None:
