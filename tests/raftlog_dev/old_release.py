@@ -96,12 +96,14 @@ def kept_out_round(
     assert "release 0.1.0" in reason and "finalized at 2" in reason, reason
     listed = {n["node_id"]: n for n in get(f"{other}/v1/nodes")[1]}
     assert listed[node]["kept_out"] == reason and listed[node]["leader_of"] == 0, listed[node]
-    # Kafka's clients see it as a fenced broker: DescribeCluster leaves it out, and v2 lists it fenced
+    # Kafka's clients see it as a fenced broker: DescribeCluster leaves it out, and v2 lists it fenced when
+    # asked, where its Kafka listener is known (a node of 0.1.0 may not have told it yet), never unfenced
     kafka = next(n["kafka"] for n in description(data)["nodes"] if n["id"] != node)
     brokers = {b.broker_id: b.is_fenced for b in _described_brokers(kafka, with_fenced=False)}
     assert int(node[1:]) not in brokers and len(brokers) == len(nodes) - 1, brokers
     brokers = {b.broker_id: b.is_fenced for b in _described_brokers(kafka, with_fenced=True)}
-    assert brokers[int(node[1:])] is True and list(brokers.values()).count(False) == len(nodes) - 1, brokers
+    assert brokers.get(int(node[1:]), True) is True, brokers
+    assert list(brokers.values()).count(False) == len(nodes) - 1, brokers
     # leadership moved to it: refused, naming why (never a transfer that times out)
     moved = cli(data, "partition", "transfer", topic, "0", "--target", node, server=other)
     assert moved.returncode != 0 and "kept out" in moved.stderr, moved.stdout + moved.stderr
