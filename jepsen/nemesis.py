@@ -305,7 +305,7 @@ class Nemesis:
                     await self.start(fault)
                 if await _sleep_until(loop, started + window.end_s + self.shift_s, stop):
                     return
-                await self.heal()
+                await self._keep_ahead(deadline, self.heal())
                 self._watch_back()
             if not await self.recovered(stop, deadline) and deadline is not None and windows:
                 await self._fault_free_end(stop, deadline)  # the last window's recovery, then a quiet span
@@ -671,6 +671,24 @@ class Nemesis:
             return done or now >= begins + recovery.FAULT_FREE_END_MAX_S
 
         await self._hold(stop, deadline, enough)
+
+    async def _keep_ahead(self, deadline: Deadline | None, work: Awaitable[None]) -> None:
+        """Run ``work`` (a heal) keeping ``deadline`` a second ahead meanwhile: restarting nodes takes
+        seconds on a loaded machine, and workers stopped by a deadline that passed during the heal would
+        end the run before the nodes it brought back were ready (no recovery measured, no span without
+        faults)."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(work)
+        try:
+            while not task.done():
+                if deadline is not None:
+                    deadline.extend(loop.time() + 1.0)
+                await asyncio.wait({task}, timeout=READY_POLL_S)
+        finally:  # cancelled meanwhile: the heal with it, as when it was awaited directly
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        await task
 
     async def _hold(self, stop: asyncio.Event, deadline: Deadline | None, done: Callable[[], bool]) -> bool:
         """Wait until ``done()``, keeping ``deadline`` a second ahead meanwhile so the workers write on; True
