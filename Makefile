@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make dev` (run the local cluster) and `make test` (everything CI runs).
-.PHONY: dev examples test lint typecheck unit unit-fast kafka-answers bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups jepsen-upgrade
+.PHONY: dev examples lock test lint typecheck unit unit-fast kafka-answers bootstrap bootstrap-cluster bench-storage bench-spark bench-setup bench-compare jepsen-short jepsen jepsen-compact jepsen-txn franz-go jepsen-groups jepsen-upgrade
 
 # What the tests need (test tools, the Spark extra, kcat, zsh, fish, fuse3, Chromium, promtool) ...
 bootstrap:
@@ -15,7 +15,12 @@ dev: bootstrap-cluster
 # What the README's examples import beside the node (confluent-kafka, kafka-python, PySpark with pyarrow
 # and pandas: the examples extra), into the same .venv; make test's set-up holds them too.
 examples: bootstrap-cluster
-	.venv/bin/python -m pip install --progress-bar on -e '.[examples]'
+	.venv/bin/python -m pip install --progress-bar on -c scripts/python-constraints.txt -e '.[examples]'
+
+# The Python packages' versions afresh from PyPI, into scripts/python-constraints.txt and
+# examples/quixstreams-constraints.txt (what bootstrap installs); then make test and make kafka-answers.
+lock:
+	scripts/lock_python.sh
 
 lint: bootstrap
 	.venv/bin/ruff check .

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-.venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+.venv/bin/python -m pip install --quiet -c scripts/python-constraints.txt -e '.[dev,bench]'
 scripts/kafka/install.sh
 if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
     if [ "$(id -u)" != 0 ]; then

@@ -12,7 +12,9 @@
 #                                  too (scripts/spark_kafka/install.sh), Apache Avro's Java library
 #                                  (scripts/avro/install.sh) and a Go toolchain
 #                                  (scripts/go_toolchain.sh)
-# Re-runs pip only when pyproject.toml changed since the last successful install of that level ...
+# Every Python package at the version scripts/python-constraints.txt pins (make lock moves them), so a
+# fresh clone runs what was last tested. Re-runs pip only when pyproject.toml or the constraints changed
+# since the last successful install of that level ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEVEL=${1:-test}
@@ -37,7 +39,7 @@ if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(syscon
     debian_tool bootstrap python3-config python3-dev
 fi
 # ... or the C source of the record reader changed, or its build is gone (pip builds it in place)
-sources=$(cat pyproject.toml raftlog/storage/_records.c | sha256sum | cut -c1-16)
+sources=$(cat pyproject.toml scripts/python-constraints.txt raftlog/storage/_records.c | sha256sum | cut -c1-16)
 stamp=.venv/.installed-$LEVEL-$sources
 if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
     # the test level's first run downloads ~1.2 GB (pyspark is most of it): pip names each package as it
@@ -45,7 +47,7 @@ if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
     if [ "$LEVEL" = test ]; then size="~1.2 GB"; else size="~100 MB"; fi
     echo "bootstrap: installing raftlog$EXTRAS and its dependencies into .venv (the first time: $size)" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --progress-bar on -e ".$EXTRAS" >&2
+    .venv/bin/python -m pip install --progress-bar on -c scripts/python-constraints.txt -e ".$EXTRAS" >&2
     rm -f .venv/.installed-*
     touch "$stamp"
     if [ "$LEVEL" = test ]; then touch ".venv/.installed-cluster-$sources"; fi  # the test level holds it
@@ -108,14 +110,15 @@ if [ ! -x .venv/bin/promtool ]; then
 fi
 # quixstreams, the stream processor of tests/kafka_api/test_quixstreams.py: every release pins a
 # confluent-kafka older than the tests' own, so it gets a virtualenv of its own inside .venv, reinstalled
-# when its requirements change
+# when its requirements or their pinned versions change
 quix_requirements=examples/quixstreams-requirements.txt
-quix_stamp=.venv/quixstreams/.installed-$(sha256sum <"$quix_requirements" | cut -c1-16)
+quix_constraints=examples/quixstreams-constraints.txt
+quix_stamp=.venv/quixstreams/.installed-$(cat "$quix_requirements" "$quix_constraints" | sha256sum | cut -c1-16)
 if [ ! -f "$quix_stamp" ]; then
     echo "bootstrap: installing quixstreams into .venv/quixstreams (the first time: ~130 MB)" >&2
     "$PYTHON" -m venv .venv/quixstreams
     .venv/quixstreams/bin/python -m pip install --quiet --upgrade pip
-    .venv/quixstreams/bin/python -m pip install --progress-bar on -r "$quix_requirements" >&2
+    .venv/quixstreams/bin/python -m pip install --progress-bar on -c "$quix_constraints" -r "$quix_requirements" >&2
     rm -f .venv/quixstreams/.installed-*
     touch "$quix_stamp"
 fi
