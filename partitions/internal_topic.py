@@ -117,6 +117,12 @@ class InternalTopicLog(Generic[Table]):
             led.append(partition)
         return led
 
+    def leader_term(self, partition: int) -> int:
+        """The term this node leads the partition in, whether or not it may serve reads this moment
+        (NotLeader, NoLeader or UnknownTopic when it does not lead it): a leader whose read lease lapsed
+        or whose Raft thread stood still is still the one that wrote everything of its term."""
+        return self._leader(self.TOPIC, partition).group.status().term
+
     def table(self, partition: int) -> tuple[Table, int]:
         """The partition's table on its leader here, once it may serve reads, and the term."""
         replica = self._ready_leader(self.TOPIC, partition)

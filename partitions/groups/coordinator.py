@@ -122,6 +122,11 @@ class GroupLog(TableLog[GroupTable, GroupCommand, GroupResult], Protocol):
         """Partitions of a data topic; 0 when it does not exist (yet)."""
         ...
 
+    def leader_term(self, partition: int) -> int:
+        """The term this node leads the partition in, ready to serve reads or not (raises when it does
+        not lead it)."""
+        ...
+
 
 Key = tuple[str, str]  # (group, instance_id)
 
@@ -476,6 +481,14 @@ class GroupCoordinator:
         except RaftlogError:
             return None
         return Recorded(term, table.groups.get(group))
+
+    def leader_term(self, group: str) -> int | None:
+        """The term this node leads the group's partition in, whether or not it may read its table this
+        moment; None when it does not lead it."""
+        try:
+            return self._log.leader_term(self.coordinator_partition(group))
+        except RaftlogError:
+            return None
 
     def recorded_classic(self) -> list[tuple[str, int]]:
         """Every group of Kafka clients with members recorded in a partition led here, with the term

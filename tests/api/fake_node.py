@@ -220,6 +220,9 @@ class FakeGroupLog:
         ]
         cluster.add_topic(GROUPS_TOPIC, replicas=replicas)
 
+    def leader_term(self, partition: int) -> int:
+        return self.data._led_here(GROUPS_TOPIC, partition).term
+
     def table(self, partition: int) -> tuple[GroupTable, int]:
         state = self.data._led_here(GROUPS_TOPIC, partition)
         topic_id = self.data.cluster.topics[GROUPS_TOPIC].topic_id

@@ -78,6 +78,11 @@ class GroupRecords(Protocol):
         is not led here."""
         ...
 
+    def leader_term(self, name: str) -> int | None:
+        """The term this node leads the group's partition in, even while it may not read it this
+        moment (its read lease lapsed, its Raft thread stood still); None when another node leads it."""
+        ...
+
     def recorded_classic(self) -> list[tuple[str, int]]:
         """(name, term) of every group with members recorded in a partition led here."""
         ...
@@ -103,6 +108,9 @@ class Unrecorded:
 
     def recorded(self, name: str) -> Recorded | None:
         return Recorded(0, None)
+
+    def leader_term(self, name: str) -> int | None:
+        return 0
 
     def recorded_classic(self) -> list[tuple[str, int]]:
         return []
@@ -151,8 +159,8 @@ class ClassicGroups:
         GroupRefusal(NOT_COORDINATOR) when this node does not lead that partition."""
         recorded = self._records.recorded(name)
         if recorded is None:
-            self.drop(name)
-            raise GroupRefusal(GroupCode.not_coordinator, f"this node does not coordinate group {name!r}")
+            self._drop_if_led_elsewhere(name)
+            raise GroupRefusal(GroupCode.not_coordinator, f"this node does not coordinate group {name!r} now")
         group = self.groups.get(name)
         if group is not None and group.term == recorded.term:
             return group
@@ -245,6 +253,17 @@ class ClassicGroups:
         group = self.groups.get(name)
         if group is not None and not group.members:
             del self.groups[name]
+
+    def _drop_if_led_elsewhere(self, name: str) -> None:
+        """Drop the group unless this node still leads its partition in the term it runs the group in.
+        A leader that may not read its table for a moment (its read lease lapsed under load, or its Raft
+        thread stood still) keeps the group: nothing of that term was written but by it, and dropping
+        would lose what only memory holds (the rebalance under way, whose generation is written only
+        when it completes), as a coordinator that reloaded it would answer ILLEGAL_GENERATION and
+        UNKNOWN_MEMBER_ID to members that did nothing wrong."""
+        group = self.groups.get(name)
+        if group is not None and self._records.leader_term(name) != group.term:
+            self.drop(name)
 
     def drop(self, name: str) -> None:
         """This node no longer coordinates the group: waiting members learn NOT_COORDINATOR."""
@@ -685,8 +704,7 @@ class ClassicGroups:
         """A coordinator that took over loads its groups with members at once, as Kafka's loads its
         partition, so that the sessions of members that died meanwhile expire here too."""
         for name in list(self.groups):
-            if self._records.recorded(name) is None:
-                self.drop(name)
+            self._drop_if_led_elsewhere(name)
         for name, term in self._records.recorded_classic():
             group = self.groups.get(name)
             if group is None or group.term != term:

@@ -21,7 +21,7 @@ from partitions.groups.errors import ConsumerProtocolNotFinalized, GroupNotEmpty
 from partitions.groups.group_commands import GroupCommand, encode
 from partitions.groups.group_model import CLASSIC_MEMBER_BYTES_MAX, InstanceConfig
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
-from raftlog.consensus.errors import NotLeader, OutcomeUnknown
+from raftlog.consensus.errors import NoLeader, NotLeader, OutcomeUnknown
 
 PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
 SESSION_MS = 3000
@@ -29,13 +29,16 @@ SESSION_MS = 3000
 
 class Replicated:
     """The ``__consumer_groups`` partitions as every node sees them: one table each, led by ``leader``
-    in ``term``; ``failing`` makes the next writes fail as Raft would, ``gate`` holds them."""
+    in ``term``; ``failing`` makes the next writes fail as Raft would, ``gate`` holds them; ``unready``:
+    the leader may not read its table this moment (its read lease lapsed under load, its Raft thread
+    stood still), as ``ready_leader`` refuses it with NoLeader."""
 
     def __init__(self) -> None:
         self.tables = [GroupTable()]
         self.leader, self.term = "n1", 1
         self.failing: Exception | None = None
         self.gate: asyncio.Event | None = None
+        self.unready = False
 
     def failover(self, to: str) -> None:
         self.leader, self.term = to, self.term + 1
@@ -53,10 +56,16 @@ class NodeLog:
     async def ensure_topic(self) -> None:
         return None
 
-    def table(self, partition: int) -> tuple[GroupTable, int]:
+    def leader_term(self, partition: int) -> int:
         if self.shared.leader != self.node:
             raise NotLeader(f"__consumer_groups-{partition}", self.shared.leader)
-        return self.shared.tables[partition], self.shared.term
+        return self.shared.term
+
+    def table(self, partition: int) -> tuple[GroupTable, int]:
+        term = self.leader_term(partition)
+        if self.shared.unready:
+            raise NoLeader(f"__consumer_groups-{partition}")
+        return self.shared.tables[partition], term
 
     def led_partitions(self) -> list[int]:
         return list(range(len(self.shared.tables))) if self.shared.leader == self.node else []
@@ -465,3 +474,46 @@ async def test_a_schema_format_instance_is_refused_until_the_level_is_finalized(
         "plain": "json",
         "typed": "protobuf",
     }
+
+
+async def test_a_rebalance_under_way_survives_a_moment_the_leader_may_not_read_its_table() -> None:
+    """franz-go's TestGroupETL on raftlog: the leader of the group's partition lost its read lease for a
+    moment under load (same node, same term); its coordinator dropped the group, reloaded it from the
+    table at the generation written before, and answered members of the rebalance that had completed in
+    memory ILLEGAL_GENERATION (or, with a first generation not written yet, UNKNOWN_MEMBER_ID). Calls
+    meanwhile are answered NOT_COORDINATOR (retried: the client finds the same coordinator); the group is
+    kept."""
+    shared = Replicated()
+    groups = _node(shared, "n1")
+    a, b = await _stable_pair(groups)
+    a_join, b_join = _join(groups, a.member_id, 100), _join(groups, b.member_id, 100)  # generation 2
+    a2, b2 = await asyncio.gather(a_join, b_join)
+    assert (a2.generation, _recorded(shared)[0]) == (2, 1)  # joined in memory, written once synced
+    shared.unready = True
+    with pytest.raises(GroupRefusal) as refused:
+        groups.sync("g", b2.member_id, 2, {}, 200)
+    assert refused.value.code is GroupCode.not_coordinator
+    groups.tick(2_000)  # the tick's adoption looks again meanwhile
+    shared.unready = False
+    leader, follower = (a2, b2) if a2.leader == a2.member_id else (b2, a2)
+    waiting = asyncio.ensure_future(groups.sync("g", follower.member_id, 2, {}, 2_100))
+    plan = {leader.member_id: b"L", follower.member_id: b"F"}
+    assert await groups.sync("g", leader.member_id, 2, plan, 2_100) == b"L"
+    assert await waiting == b"F"
+    assert _recorded(shared) == (2, plan)
+
+
+async def test_a_group_led_elsewhere_meanwhile_is_dropped_and_loaded_again_as_written() -> None:
+    """The same moment, but another node was elected meanwhile (and this one again later, in a newer
+    term): the group is what the table holds, the in-memory rebalance gone, as Kafka's loads it."""
+    shared = Replicated()
+    groups = _node(shared, "n1")
+    a, b = await _stable_pair(groups)
+    await asyncio.gather(_join(groups, a.member_id, 100), _join(groups, b.member_id, 100))
+    shared.failover("n2")
+    groups.tick(2_000)
+    assert "g" not in groups.groups
+    shared.failover("n1")
+    groups.tick(4_000)
+    group = groups.groups["g"]
+    assert (group.generation, group.state) == (1, GroupState.STABLE)

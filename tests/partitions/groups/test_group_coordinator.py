@@ -143,9 +143,12 @@ class MemoryLog:
         self.created = True
 
     def table(self, partition: int) -> tuple[GroupTable, int]:
+        return self.tables[partition], self.leader_term(partition)
+
+    def leader_term(self, partition: int) -> int:
         if not self.leading:
             raise NotLeader(f"__consumer_groups-{partition}", "n2")
-        return self.tables[partition], self.term
+        return self.term
 
     def led_partitions(self) -> list[int]:
         return list(range(len(self.tables))) if self.leading and self.created else []
