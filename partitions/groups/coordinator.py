@@ -667,6 +667,9 @@ class _ConsumerTable:
         recorded = self._groups.recorded(group)
         return None if recorded is None else (recorded.term, recorded.group)
 
+    def leader_term(self, group: str) -> int | None:
+        return self._groups.leader_term(group)
+
     def live(self, group: str) -> LiveGroup | None:
         return self._groups.live(group)
 

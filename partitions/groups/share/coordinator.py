@@ -68,6 +68,11 @@ class ShareRecords(Protocol):
         """(term, the table's group) when the group's partition is led here; None otherwise."""
         ...
 
+    def leader_term(self, name: str) -> int | None:
+        """The term the group's partition is led here in, even while its leader may not read this
+        moment; None when another node leads it."""
+        ...
+
     def live(self, group: str) -> LiveGroup | None: ...
 
     def partition_count(self, topic: str) -> int: ...
@@ -316,12 +321,13 @@ class ShareGroupCoordinator:
                     self._group(name, create=False)
         now, gone = self._monotonic(), []
         for name, group in list(self._groups.items()):
-            found = self._records.recorded_group(name)
-            if found is None or found[0] != group.term:
+            if self._records.leader_term(name) != group.term:
                 del self._groups[name]  # no longer coordinated here (in this term)
                 if name not in self._waiting:
                     self._locks.pop(name, None)
                 continue
+            if self._records.recorded_group(name) is None:
+                continue  # led here, unable to read for a moment (read lease lapsed): kept, swept next time
             due = [m for m, seen in group.last_seen_ms.items() if now - seen > self.session_timeout_ms]
             if not due:
                 continue

@@ -16,9 +16,13 @@ class ShareTable:
         self.table = GroupTable()
         self.term = 1
         self._partitions = partitions
+        self.unready = False  # the leader may not read its table this moment (read lease lapsed)
 
     def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
-        return self.term, self.table.groups.get(name)
+        return None if self.unready else (self.term, self.table.groups.get(name))
+
+    def leader_term(self, name: str) -> int | None:
+        return self.term
 
     def live(self, group: str) -> None:
         return None

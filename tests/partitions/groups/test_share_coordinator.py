@@ -91,6 +91,22 @@ def test_a_silent_member_is_removed_after_its_session() -> None:
     assert share.describe("g").state == "Empty"
 
 
+def test_a_moment_the_leader_may_not_read_drops_nothing() -> None:
+    """The sweep meets the group's partition leader unable to read its table for a moment (its read
+    lease lapsed under load; same node, same term): the group is kept as it runs, not dropped and
+    loaded again from the table, and swept once the table reads again."""
+    table, clock = ShareTable(TOPICS), Clock()
+    share = ShareGroupCoordinator(table, clock, session_timeout_ms=1_000)
+    run(share.heartbeat("g", "a", 0, ("t",)))
+    running = share._groups["g"]
+    table.unready = True
+    clock.now = 1_001
+    assert run(share.expire_due()) == []
+    assert share._groups["g"] is running
+    table.unready = False
+    assert run(share.expire_due()) == [("g", "a")]
+
+
 def test_a_coordinator_taking_over_goes_on_with_the_recorded_members_and_epoch() -> None:
     """A member keeps its id, epoch, subscription and door across a coordinator move. ``a`` was given
     epoch 2 after the last record (which holds it at 1): the new coordinator takes 2 once, then holds it
