@@ -27,6 +27,10 @@ def _project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, dict[s
     for script in ("bootstrap.sh", "debian_tool.sh"):
         shutil.copy(ROOT / "scripts" / script, root / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    shutil.copy(ROOT / "scripts" / "python-constraints.txt", root / "scripts" / "python-constraints.txt")
+    (root / "examples").mkdir()
+    for name in ("quixstreams-requirements.txt", "quixstreams-constraints.txt"):
+        shutil.copy(ROOT / "examples" / name, root / "examples" / name)
     shutil.copy(ROOT / "raftlog" / "storage" / "_records.c", root / "raftlog" / "storage" / "_records.c")
     (root / "raftlog" / "storage" / "_records.built.so").write_bytes(b"")
     (root / "api" / "console").mkdir(parents=True)
@@ -60,6 +64,7 @@ def test_the_cluster_level_needs_no_test_tool_and_installs_no_extra(tmp_path: pa
     assert done.returncode == 0, done.stderr
     installs = [line for line in calls.read_text().splitlines() if " install " in f" {line} "]
     assert installs[-1].endswith("-e ."), installs  # raftlog alone: no dev, spark or jepsen extra
+    assert "-c scripts/python-constraints.txt" in installs[-1], installs  # at the versions last tested
     assert not any(tool in done.stderr for tool in ("kcat", "zsh", "fish", "fuse3", "promtool"))
     assert "npm ci --no-audit --no-fund --loglevel=error" in calls.read_text()  # the console's chart library
     before = calls.read_text()
