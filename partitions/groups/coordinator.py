@@ -230,7 +230,7 @@ class GroupCoordinator:
         self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic, groups_max=share_groups_max)
         # Kafka's classic groups, whose members live in memory between writes of their metadata (the
         # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)
-        self.classic = ClassicGroups(self, initial_delay_ms=classic_initial_delay_ms)
+        self.classic = ClassicGroups(_ClassicTable(self), initial_delay_ms=classic_initial_delay_ms)
 
     def live(self, group: str) -> LiveGroup | None:
         """The group's classic members as ``classic`` holds them; None when it has none."""
@@ -446,32 +446,6 @@ class GroupCoordinator:
         if current is None or not set(topics) <= set(current.committed_topics):
             await self._propose(partition, Committed(group, tuple(sorted(set(topics))), self._wall()))
 
-    async def record_classic(
-        self,
-        group: str,
-        protocol_type: str,
-        protocol: str,
-        generation: int,
-        leader: str | None,
-        members: Sequence[ClassicMember],
-        rebalancing: bool = False,
-    ) -> None:
-        """A group of Kafka clients completed a rebalance (or emptied), or lost members and collects
-        joins again (``rebalancing``): its metadata, members and assignments outlive its coordinator.
-        RecordTooLarge past the table's bounds; NotLeader, no quorum... when not written. Not written
-        while the cluster's feature level predates kind 9 (release 0.1.0 cannot read it): a coordinator
-        failover then loses the members, as in 0.1.0."""
-        if self._features is not None and not self._features.allows(CLASSIC_GROUP_METADATA):
-            return
-        partition, _, _ = self._read(group)
-        command = ClassicGroupMetadata(
-            group, protocol_type, protocol, generation, leader, tuple(members), self._wall(), rebalancing
-        )
-        excess = command.excess()
-        if excess is not None:
-            raise RecordTooLarge(*excess)
-        await self._propose(partition, command)
-
     def recorded(self, group: str) -> Recorded | None:
         """The group as the table holds it and the term this node leads its partition in; None when
         the partition is not led here (or there is none yet)."""
@@ -481,21 +455,6 @@ class GroupCoordinator:
         except RaftlogError:
             return None
         return Recorded(term, table.groups.get(group))
-
-    def leader_term(self, group: str) -> int | None:
-        """The term this node leads the group's partition in, whether or not it may read its table this
-        moment; None when it does not lead it."""
-        try:
-            return self._log.leader_term(self.coordinator_partition(group))
-        except RaftlogError:
-            return None
-
-    def recorded_classic(self) -> list[tuple[str, int]]:
-        """Every group of Kafka clients with members recorded in a partition led here, with the term
-        it is led in: what a coordinator taking over loads."""
-        return [
-            (name, session.term) for _, session, name, group in self._led_groups() if group.classic_members
-        ]
 
     def check_type(self, group: str, asking: GroupType | None) -> None:
         """Refused (``group_types.refusal``) when a protocol other than ``asking`` holds the group (``asking``
@@ -668,7 +627,7 @@ class _ConsumerTable:
         return None if recorded is None else (recorded.term, recorded.group)
 
     def leader_term(self, group: str) -> int | None:
-        return self._groups.leader_term(group)
+        return _leader_term(self._groups, group)
 
     def live(self, group: str) -> LiveGroup | None:
         return self._groups.live(group)
@@ -717,3 +676,65 @@ class _ConsumerTable:
 
 def _label_safe(value: str) -> bool:
     return not any(c in value for c in '"\\\n')
+
+
+def _leader_term(groups: GroupCoordinator, group: str) -> int | None:
+    """The term this node leads the group's partition in, whether or not it may read its table this
+    moment; None when it does not lead it."""
+    try:
+        return groups._log.leader_term(groups.coordinator_partition(group))
+    except RaftlogError:
+        return None
+
+
+class _ClassicTable:
+    """The group table as Kafka's classic groups use it (``ClassicGroups``' ``GroupRecords``): their
+    metadata written and read back, and whether this node still leads a group's partition."""
+
+    def __init__(self, groups: GroupCoordinator) -> None:
+        self._groups = groups
+
+    def recorded(self, group: str) -> Recorded | None:
+        return self._groups.recorded(group)
+
+    def leader_term(self, group: str) -> int | None:
+        return _leader_term(self._groups, group)
+
+    def check_type(self, group: str, asking: GroupType) -> None:
+        self._groups.check_type(group, asking)
+
+    def recorded_classic(self) -> list[tuple[str, int]]:
+        """Every group of Kafka clients with members recorded in a partition led here, with the term
+        it is led in: what a coordinator taking over loads."""
+        return [
+            (name, session.term)
+            for _, session, name, group in self._groups._led_groups()
+            if group.classic_members
+        ]
+
+    async def record_classic(
+        self,
+        group: str,
+        protocol_type: str,
+        protocol: str,
+        generation: int,
+        leader: str | None,
+        members: Sequence[ClassicMember],
+        rebalancing: bool = False,
+    ) -> None:
+        """A group of Kafka clients completed a rebalance (or emptied), or lost members and collects
+        joins again (``rebalancing``): its metadata, members and assignments outlive its coordinator.
+        RecordTooLarge past the table's bounds; NotLeader, no quorum... when not written. Not written
+        while the cluster's feature level predates kind 9 (release 0.1.0 cannot read it): a coordinator
+        failover then loses the members, as in 0.1.0."""
+        groups = self._groups
+        if groups._features is not None and not groups._features.allows(CLASSIC_GROUP_METADATA):
+            return
+        partition, _, _ = groups._read(group)
+        command = ClassicGroupMetadata(
+            group, protocol_type, protocol, generation, leader, tuple(members), groups._wall(), rebalancing
+        )
+        excess = command.excess()
+        if excess is not None:
+            raise RecordTooLarge(*excess)
+        await groups._propose(partition, command)

@@ -83,7 +83,7 @@ class NodeLog:
 
 
 def _node(shared: Replicated, node: str) -> ClassicGroups:
-    return ClassicGroups(GroupCoordinator(NodeLog(shared, node)), initial_delay_ms=0)
+    return GroupCoordinator(NodeLog(shared, node), classic_initial_delay_ms=0).classic
 
 
 def _join(groups: ClassicGroups, member_id: str, now: int, instance: str | None = None,
@@ -421,9 +421,9 @@ async def test_under_the_previous_releases_level_the_metadata_is_not_written() -
     and the group goes on with its members on this coordinator."""
     finalized: dict[str, int] = {}
     shared = Replicated()
-    groups = ClassicGroups(
-        GroupCoordinator(NodeLog(shared, "n1"), features=Features(lambda: finalized)), initial_delay_ms=0
-    )
+    groups = GroupCoordinator(
+        NodeLog(shared, "n1"), features=Features(lambda: finalized), classic_initial_delay_ms=0
+    ).classic
     a, b = await _stable_pair(groups)
     assert "g" not in shared.tables[0].groups or not shared.tables[0].groups["g"].classic_members
     finalized[RAFTLOG_VERSION] = 2  # every node runs 0.2.0: the next rebalance is written
