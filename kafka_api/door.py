@@ -14,8 +14,9 @@ from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
-from partitions.groups.classic.coordinator import ClassicGroups, GroupRecords
+from partitions.groups.classic.coordinator import ClassicGroups
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.group_model import Recorded
 from partitions.groups.share.coordinator import ShareGroupCoordinator
 from partitions.names import broker_id
 from partitions.peers.cluster import FrontDoor
@@ -26,7 +27,7 @@ from raftlog.storage.partitioner import partition_for_key
 TIMEOUT_MAX_MS = 60_000  # the longest a produce or admin request may ask to wait
 
 
-class Coordinator(GroupRecords, Protocol):
+class Coordinator(Protocol):
     """The node's consumer-group coordinator (``partitions.groups.coordinator``) as this door uses it:
     one set of groups for both doors."""
 
@@ -39,6 +40,11 @@ class Coordinator(GroupRecords, Protocol):
         ...
 
     async def record_commit(self, group: str, topics: Sequence[str]) -> None: ...
+
+    def recorded(self, name: str) -> Recorded | None:
+        """The group as the table holds it, with the term its partition is led here in; None when it
+        is not led here."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
