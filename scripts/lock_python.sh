@@ -20,8 +20,9 @@ header() {
 echo "lock: resolving raftlog[dev,spark,examples] in a scratch virtualenv" >&2
 "$PYTHON" -m venv "$work/main"
 "$work/main/bin/python" -m pip install --quiet --upgrade pip
-"$work/main/bin/python" -m pip install --quiet -e ".[dev,spark,examples]"
-{ header ".venv"; "$work/main/bin/python" -m pip freeze --exclude-editable; } >scripts/python-constraints.txt
+# not editable: pip builds the record reader in a directory of its own, not in this checkout
+"$work/main/bin/python" -m pip install --quiet ".[dev,spark,examples]"
+{ header ".venv"; "$work/main/bin/python" -m pip freeze --exclude raftlog; } >scripts/python-constraints.txt
 echo "lock: resolving examples/quixstreams-requirements.txt" >&2
 "$PYTHON" -m venv "$work/quix"
 "$work/quix/bin/python" -m pip install --quiet --upgrade pip
