@@ -73,7 +73,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jepsen import disks, hostile, hostile_budgets, old_release_fault, recovery, upgrade_fault
+from jepsen import disks, holding, hostile, hostile_budgets, old_release_fault, recovery, upgrade_fault
 from jepsen.control import Cluster, ControlError, Network, qdisc_available
 from jepsen.fault_shapes import (
     bridge,
@@ -305,7 +305,7 @@ class Nemesis:
                     await self.start(fault)
                 if await _sleep_until(loop, started + window.end_s + self.shift_s, stop):
                     return
-                await self._keep_ahead(deadline, self.heal())
+                await holding.keep_ahead(deadline, self.heal())
                 self._watch_back()
             if not await self.recovered(stop, deadline) and deadline is not None and windows:
                 await self._fault_free_end(stop, deadline)  # the last window's recovery, then a quiet span
@@ -413,7 +413,7 @@ class Nemesis:
         started = await old_release_fault.start(self.cluster, node)
         self._started(old_release_fault.NAME, {"nodes": [node], **started})
         proving = asyncio.create_task(old_release_fault.prove(self.cluster, node, self.topics))
-        await self._hold(asyncio.Event(), self._deadline, proving.done)  # the workers write on meanwhile
+        await holding.hold(asyncio.Event(), self._deadline, proving.done)  # the workers write on meanwhile
         return Active(old_release_fault.NAME, [node], {"proof": proving.result()})
 
     async def _pause(self) -> Active | None:
@@ -638,7 +638,7 @@ class Nemesis:
         healed_at = self._healed_at
         if healed_at is None:
             return stop.is_set()
-        if await self._hold(stop, deadline, lambda: all(watch.done() for watch in self._watches)):
+        if await holding.hold(stop, deadline, lambda: all(watch.done() for watch in self._watches)):
             return True
         ready = [t for watch in self._watches if (t := watch.result()) is not None]
         all_ready = len(ready) == len(self._watches)
@@ -649,7 +649,7 @@ class Nemesis:
             last = self.recorder.last_ok(recovery.WRITE_FS)
             return (last is not None and last >= healed_at) or self.recorder.now() >= due
 
-        if await self._hold(stop, deadline, acknowledged):
+        if await holding.hold(stop, deadline, acknowledged):
             return True
         self._healed_at, self._watches = None, []
         return False
@@ -670,37 +670,7 @@ class Nemesis:
             done = now >= begins + recovery.FAULT_FREE_END_S and written >= wanted
             return done or now >= begins + recovery.FAULT_FREE_END_MAX_S
 
-        await self._hold(stop, deadline, enough)
-
-    async def _keep_ahead(self, deadline: Deadline | None, work: Awaitable[None]) -> None:
-        """Run ``work`` (a heal) keeping ``deadline`` a second ahead meanwhile: restarting nodes takes
-        seconds on a loaded machine, and workers stopped by a deadline that passed during the heal would
-        end the run before the nodes it brought back were ready (no recovery measured, no span without
-        faults)."""
-        loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(work)
-        try:
-            while not task.done():
-                if deadline is not None:
-                    deadline.extend(loop.time() + 1.0)
-                await asyncio.wait({task}, timeout=READY_POLL_S)
-        finally:  # cancelled meanwhile: the heal with it, as when it was awaited directly
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        await task
-
-    async def _hold(self, stop: asyncio.Event, deadline: Deadline | None, done: Callable[[], bool]) -> bool:
-        """Wait until ``done()``, keeping ``deadline`` a second ahead meanwhile so the workers write on; True
-        when ``stop`` was set first."""
-        loop = asyncio.get_running_loop()
-        while not done():
-            if stop.is_set():
-                return True
-            if deadline is not None:
-                deadline.extend(loop.time() + 1.0)
-            await asyncio.sleep(READY_POLL_S)
-        return stop.is_set()
+        await holding.hold(stop, deadline, enough)
 
     def _watch_back(self) -> None:
         """Watch each node the heal restarted or resumed until it reports ready (a ``ready`` event)."""
