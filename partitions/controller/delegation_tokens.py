@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from partitions.controller import token_tables
 from partitions.errors import (
     DelegationTokenExpired,
     DelegationTokenOwnerMismatch,
     InvalidCommand,
     InvalidName,
-    TooManyTokens,
     UnknownToken,
     UnknownUser,
 )
@@ -129,20 +129,16 @@ def _create(
         raise InvalidCommand(f"delegation token {token.token_id!r}: issue <= expiry <= max does not hold")
     if len(token.renewers) > RENEWERS_MAX:
         raise InvalidCommand(f"delegation token {token.token_id!r}: more than {RENEWERS_MAX} renewers")
-    kept = {i: t for i, t in tokens.items() if not t.expired(token.issue_ms)}
-    owned = sum(1 for t in kept.values() if t.owner == token.owner)
-    if owned >= TOKENS_PER_OWNER_MAX:
-        raise TooManyTokens(
-            token.owner, owned, TOKENS_PER_OWNER_MAX, f"user {token.owner!r} (delegation tokens)"
-        )
-    if len(kept) >= TOKENS_MAX:
-        raise TooManyTokens(token.owner, len(kept), TOKENS_MAX, "the cluster (delegation tokens)")
-    kept[token.token_id] = token
+    kept = token_tables.with_token(
+        tokens, token, _owner, token.issue_ms, TOKENS_PER_OWNER_MAX, TOKENS_MAX, " (delegation tokens)"
+    )
     return kept, token
 
 
 def without_owner(tokens: Mapping[str, DelegationToken], user: str) -> dict[str, DelegationToken] | None:
     """The tokens once ``user`` is deleted (those it owns go with it); None when it owned none."""
-    if not any(t.owner == user for t in tokens.values()):
-        return None
-    return {i: t for i, t in tokens.items() if t.owner != user}
+    return token_tables.without_owner(tokens, user, _owner)
+
+
+def _owner(token: DelegationToken) -> str:
+    return token.owner

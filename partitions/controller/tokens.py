@@ -7,7 +7,7 @@ module stays about topics.
 Bounds: at most ``TOKENS_PER_USER_MAX`` tokens a user, ``TOKENS_MAX`` in a cluster; a creation beyond
 either is refused (``TooManyTokens``). A creation first drops every token that expired before the new
 one's creation time, so tokens nobody can use any more do not hold the room (the time is the command's,
-so every replica drops the same ones).
+so every replica drops the same ones): ``token_tables.with_token``, as for delegation tokens.
 
 A user's tokens are revoked with it (``without_user``) when it is deleted and, from ``raftlog.version``
 ``REVOKED_ON_RESET_LEVEL``, when its credentials change (a password reset, ``SetUser`` of a user that exists
@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from partitions.errors import InvalidCommand, InvalidName, TooManyTokens, UnknownToken, UnknownUser
+from partitions.controller import token_tables
+from partitions.errors import InvalidCommand, InvalidName, UnknownToken, UnknownUser
 from partitions.security.tokens import ApiToken, check_token_id
 
 TOKENS_PER_USER_MAX = 100
@@ -79,18 +80,14 @@ def apply(
         raise InvalidCommand(f"token id {token.token_id!r} exists")
     if token.expires_ms is not None and token.expires_ms <= token.created_ms:
         raise InvalidCommand(f"token {token.token_id!r} expires before it was made")
-    kept = {i: t for i, t in tokens.items() if not t.expired(token.created_ms)}
-    owned = sum(1 for t in kept.values() if t.user == token.user)
-    if owned >= TOKENS_PER_USER_MAX:
-        raise TooManyTokens(token.user, owned, TOKENS_PER_USER_MAX, f"user {token.user!r}")
-    if len(kept) >= TOKENS_MAX:
-        raise TooManyTokens(token.user, len(kept), TOKENS_MAX, "the cluster")
-    kept[token.token_id] = token
+    kept = token_tables.with_token(tokens, token, _user, token.created_ms, TOKENS_PER_USER_MAX, TOKENS_MAX)
     return kept, token
 
 
 def without_user(tokens: Mapping[str, ApiToken], user: str) -> dict[str, ApiToken] | None:
     """The tokens once ``user`` is deleted (its own revoked with it); None when it had none."""
-    if not any(t.user == user for t in tokens.values()):
-        return None
-    return {i: t for i, t in tokens.items() if t.user != user}
+    return token_tables.without_owner(tokens, user, _user)
+
+
+def _user(token: ApiToken) -> str:
+    return token.user
