@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from raftlog_cli.arguments import config_pair
 from raftlog_cli.table import Column, table
 from raftlog_client.client import RaftlogClient
 
@@ -462,7 +463,7 @@ def add_commands(
         "config", parents=common, help="show a topic's configs, or change some live with --set KEY=VALUE"
     )
     configuring.add_argument("name")
-    configuring.add_argument("--set", action="append", type=_pair, default=[], metavar="KEY=VALUE")
+    configuring.add_argument("--set", action="append", type=config_pair, default=[], metavar="KEY=VALUE")
     configuring.set_defaults(run=run(config))
 
 
@@ -493,10 +494,3 @@ async def _wait(
         await asyncio.sleep(WAIT_POLL_S)
     print(f"raftlog: not done after {args.timeout:g} s (it goes on in the background)", file=sys.stderr)
     return 1
-
-
-def _pair(pair: str) -> tuple[str, str]:
-    key, sep, value = pair.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{pair!r}: use KEY=VALUE")
-    return key, value
