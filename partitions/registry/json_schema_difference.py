@@ -9,7 +9,8 @@ default): the types that do not stop the new schema from reading data written wi
 ``Context`` is Confluent's diff ``Context``: the path walked and the differences found, and, shared by every
 subcontext of one comparison, the memo of compared pairs, the pairs in progress, the pairs known
 incompatible from the previous pass and whether a cycle was assumed compatible. Where Confluent iterates a
-Java ``HashMap`` or ``HashSet`` of names (properties, dependencies), ``java_hash_order`` gives that order.
+Java ``HashMap`` or ``HashSet`` of names (properties, dependencies) or of tags (``protobuf_diff``),
+``java_hash_order`` gives that order.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from partitions.registry.json_schema_model import Node
+
+Key = TypeVar("Key", bound=str | int)  # a Java HashMap's key: a String, or an Integer (protobuf_diff's tags)
 
 
 def _names(text: str) -> frozenset[str]:
@@ -147,16 +150,24 @@ class Difference:
         return ""
 
 
-def java_hash_order(names: Iterable[str], capacity: int) -> list[str]:
-    """The order a Java ``HashMap``/``HashSet`` of ``capacity`` buckets iterates these names inserted in
-    this order: by bucket (``String.hashCode`` spread as ``HashMap.hash``), then as inserted (a resize
+def java_hash_code(key: str | int) -> int:
+    """Java's ``hashCode`` of a ``String`` or an ``Integer`` key (a protobuf tag), unsigned 32 bits."""
+    if isinstance(key, int):
+        return key & 0xFFFFFFFF
+    code = 0
+    encoded = key.encode("utf-16-be", "surrogatepass")
+    for index in range(0, len(encoded), 2):
+        code = (31 * code + (encoded[index] << 8 | encoded[index + 1])) & 0xFFFFFFFF
+    return code
+
+
+def java_hash_order(names: Iterable[Key], capacity: int) -> list[Key]:
+    """The order a Java ``HashMap``/``HashSet`` of ``capacity`` buckets iterates these keys inserted in
+    this order: by bucket (``java_hash_code`` spread as ``HashMap.hash``), then as inserted (a resize
     keeps each bucket's order, so the order is the final table's whatever the resizes)."""
 
-    def bucket(name: str) -> int:
-        code = 0
-        encoded = name.encode("utf-16-be", "surrogatepass")
-        for index in range(0, len(encoded), 2):
-            code = (31 * code + (encoded[index] << 8 | encoded[index + 1])) & 0xFFFFFFFF
+    def bucket(key: Key) -> int:
+        code = java_hash_code(key)
         return (code ^ (code >> 16)) & (capacity - 1)
 
     return sorted(names, key=bucket)  # sorted() is stable
@@ -176,7 +187,7 @@ def _grown(capacity: int, size: int) -> int:
     return capacity
 
 
-def map_order(names: list[str]) -> list[str]:
+def map_order(names: list[Key]) -> list[Key]:
     """A ``new HashMap<>()`` into which these names were put in this order."""
     return java_hash_order(names, _grown(16, len(names)))
 
@@ -186,7 +197,7 @@ def copied_map_order(names: list[str]) -> list[str]:
     return java_hash_order(names, _table_size_for(int(len(names) / 0.75 + 1))) if names else []
 
 
-def union_order(first: list[str], second: list[str]) -> list[str]:
+def union_order(first: list[Key], second: list[Key]) -> list[Key]:
     """``new HashSet<>(first)`` then ``addAll(second)``, each list in its own iteration order."""
     inserted = list(dict.fromkeys([*first, *second]))
     capacity = _table_size_for(max(int(len(first) / 0.75) + 1, 16))

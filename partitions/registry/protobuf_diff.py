@@ -190,7 +190,7 @@ def _compare_types(context: _Context, original: list[Message | Enum], update: li
 def _compare_enums(context: _Context, original: Enum, update: Enum) -> None:
     before = {c.tag: c for c in original.constants}
     after = {c.tag: c for c in update.constants}
-    for tag in _tag_union_order(list(before), list(after)):
+    for tag in union_order(map_order(list(before)), map_order(list(after))):
         with context.at(str(tag)):
             if tag not in after:
                 context.add("ENUM_CONST_REMOVED")
@@ -198,31 +198,6 @@ def _compare_enums(context: _Context, original: Enum, update: Enum) -> None:
                 context.add("ENUM_CONST_ADDED")
             elif before[tag].name != after[tag].name:
                 context.add("ENUM_CONST_CHANGED")
-
-
-def _tag_union_order(first: list[int], second: list[int]) -> list[int]:
-    """``new HashSet<>(a.keySet())`` then ``addAll(b.keySet())`` of two ``HashMap<Integer, ...>`` into
-    which these tags were put: Java iterates by bucket (an Integer's hash is its value, spread as
-    ``HashMap.hash``), then as inserted; a map grows past three quarters full."""
-
-    def grown(capacity: int, size: int) -> int:
-        while size > capacity * 0.75:
-            capacity *= 2
-        return capacity
-
-    def order(tags: list[int], capacity: int) -> list[int]:
-        def bucket(tag: int) -> int:
-            code = tag & 0xFFFFFFFF
-            return (code ^ (code >> 16)) & (capacity - 1)
-
-        return sorted(tags, key=bucket)
-
-    first, second = order(first, grown(16, len(first))), order(second, grown(16, len(second)))
-    inserted = list(dict.fromkeys([*first, *second]))
-    capacity = 16
-    while capacity < int(len(first) / 0.75) + 1:
-        capacity *= 2
-    return order(inserted, grown(capacity, len(inserted)))
 
 
 def _fields(message: Message) -> tuple[dict[int, Field], dict[int, str], dict[str, list[Field]]]:
