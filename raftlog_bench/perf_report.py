@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raftlog_bench.cluster_report import LatencySummary
+from raftlog_bench.cluster_report import LatencySummary, errors_text
 from raftlog_bench.cpu import CpuUse
 from raftlog_bench.kafka_peer import KAFKA_VERSION
 from raftlog_bench.stats import rate, size_label
@@ -166,10 +166,6 @@ def _pct(value: float | None) -> str:
     return "?" if value is None else f"{value:.0f}"
 
 
-def _errors(errors: dict[str, int]) -> str:
-    return ", ".join(f"{key} x{count}" for key, count in sorted(errors.items())) or "-"
-
-
 def server_cpu_per_record_us(p: PhaseResult) -> float | None:
     """CPU microseconds all server processes together spent per record: less sensitive to other load
     on the machine than records/s."""
@@ -195,7 +191,7 @@ def format_phase_row(p: PhaseResult) -> str:
         f"{p.system:9s} {p.phase:8s} {size_label(p.record_bytes):>6} {p.batch_records:>5}"
         f" {p.records_per_s:>10,.0f} {p.mb_per_s:>7.1f} {lat} {servers:>14} {server_us_per_record(p):>7}"
         f" {p.client_cpu_pct:>5.0f}"
-        f" {_pct(p.other_cpu_pct):>5}  {_errors(p.errors)}"
+        f" {_pct(p.other_cpu_pct):>5}  {errors_text(p.errors)}"
     )
 
 

@@ -41,9 +41,10 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from raftlog_bench.cluster_report import LatencySummary
-from raftlog_bench.cpu import CpuMeter, wait_quiet
+from raftlog_bench.cpu import CpuMeter
 from raftlog_bench.kafka_target import CONSUME_BATCH, TopicAdmin, producer_settings, read_settings
 from raftlog_bench.output import say
+from raftlog_bench.perf_phases import quiet
 from raftlog_bench.perf_report import PLAIN, READ_COMMITTED, TRANSACTIONAL, PhaseResult, Workload
 from raftlog_bench.stats import size_label
 from raftlog_bench.tally import Tally, phase_result, showing
@@ -234,11 +235,6 @@ def _in_threads(name: str, calls: Sequence[Callable[[], T]], timeout_s: float) -
     return results
 
 
-async def _quiet(workload: Workload) -> None:
-    if workload.wait_quiet_s > 0:
-        await asyncio.to_thread(wait_quiet, workload.wait_quiet_s)
-
-
 @dataclass(frozen=True, slots=True)
 class _Produced:
     result: PhaseResult
@@ -268,7 +264,7 @@ async def _produce_phase(
             f"{system} {kind}: {len(going)} of {len(producers)} producers ready (a round each) in"
             f" {time.perf_counter() - started:.1f} s"
         )
-        await _quiet(workload)
+        await quiet(workload)
         meter = CpuMeter(pids)
         start = time.perf_counter()
         deadline = start + workload.seconds
@@ -376,7 +372,7 @@ async def drive_transactions(
                     produced = await _produce_phase(kind, system, layout, workload, bootstrap_servers, pids)
                     results.append(produced.result)
                     if workload.consume:
-                        await _quiet(workload)
+                        await quiet(workload)
                         results.append(
                             await _read_phase(
                                 kind, system, layout, workload, bootstrap_servers, pids, produced
