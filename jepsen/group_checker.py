@@ -217,11 +217,6 @@ def _time(op: Operation, completed: bool) -> float:
     return op.invoke.time
 
 
-def _before(first: Operation, then: Operation) -> bool:
-    """`first` completed before `then` was invoked."""
-    return first.complete_index is not None and first.complete_index < then.invoke_index
-
-
 class _Analysis:
     def __init__(self, history: History) -> None:
         self.history = history
@@ -329,7 +324,7 @@ def _alive(analysis: _Analysis, commits: list[Commit], a: Assignment) -> list[Co
     before (a commit maintains the member's session). Consumer protocol: one invoked after it (the
     coordinator then still had the member in that epoch; a commit does not maintain its session)."""
     if analysis.consumer_protocol:
-        return [c for c in commits if _before(a.op, c.op)]
+        return [c for c in commits if a.op.precedes(c.op)]
     assigned_at = _time(a.op, completed=True)
     return [c for c in commits if assigned_at - c.session_s < c.op.invoke.time <= assigned_at]
 
@@ -350,7 +345,7 @@ def _overlapping_ownership(analysis: _Analysis) -> Iterable[Anomaly]:
     reported: set[tuple[int, int, str, int]] = set()  # (process, generation, key, other's generation)
     for held in analysis.holdings:
         for a in by_key.get(held.key, []):
-            if a.process == held.process or a.generation <= held.generation or not _before(a.op, held.op):
+            if a.process == held.process or a.generation <= held.generation or not a.op.precedes(held.op):
                 continue
             flag = (held.process, held.generation, held.key, a.generation)
             if flag in reported:
@@ -395,7 +390,7 @@ def _stale_commits(analysis: _Analysis) -> Iterable[Anomaly]:
                 for a in analysis.assignments
                 if a.process != c.process
                 and a.generation > c.generation
-                and _before(a.op, c.op)
+                and a.op.precedes(c.op)
                 and (c.key in a.keys or not analysis.consumer_protocol)
             ),
             None,
@@ -429,7 +424,7 @@ def _committed_offsets(analysis: _Analysis) -> Iterable[Anomaly]:
             if value in unknown:
                 continue
             floor = max(
-                (c for c in by_key.get(key, []) if c.acknowledged and _before(c.op, read)),
+                (c for c in by_key.get(key, []) if c.acknowledged and c.op.precedes(read)),
                 key=lambda c: c.offset,
                 default=None,
             )
@@ -441,7 +436,7 @@ def _committed_offsets(analysis: _Analysis) -> Iterable[Anomaly]:
                 )
                 continue
             earlier = max(
-                (r for r in reads[key] if _before(r, read) and _read_offset(r) not in unknown),
+                (r for r in reads[key] if r.precedes(read) and _read_offset(r) not in unknown),
                 key=_read_offset,
                 default=None,
             )

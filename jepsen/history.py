@@ -118,6 +118,10 @@ class Operation:
         """Index of the completion, None while pending (an info that never completed)."""
         return None if self.completion is None else self.completion.index
 
+    def precedes(self, then: Operation) -> bool:
+        """This operation completed before ``then`` was invoked (real time)."""
+        return self.complete_index is not None and self.complete_index < then.invoke_index
+
     def events(self) -> list[JsonDict]:
         """The operation's lines, as written (invoke first)."""
         raws = [self.invoke.raw]

@@ -101,11 +101,6 @@ class _Analysis:
         )
 
 
-def _before(first: Operation, then: Operation) -> bool:
-    """``first`` completed before ``then`` was invoked (real time)."""
-    return first.complete_index is not None and first.complete_index < then.invoke_index
-
-
 def _accepted_twice(a: _Analysis) -> Iterable[Anomaly]:
     for (key, offset), ops in sorted(a.accepts.items()):
         if len(ops) > 1:
@@ -115,7 +110,7 @@ def _accepted_twice(a: _Analysis) -> Iterable[Anomaly]:
 def _delivered_after_accept(a: _Analysis) -> Iterable[Anomaly]:
     for record, accepts in sorted(a.accepts.items()):
         for acquire, _, count in a.deliveries.get(record, []):
-            accept = next((op for op in accepts if _before(op, acquire)), None)
+            accept = next((op for op in accepts if op.precedes(acquire)), None)
             if accept is not None:
                 detail = {"key": record[0], "offset": record[1], "delivery_count": count}
                 yield Anomaly(DELIVERED_AFTER_ACCEPT, detail, [accept, acquire])
@@ -125,7 +120,7 @@ def _delivered_after_accept(a: _Analysis) -> Iterable[Anomaly]:
 def _count_regressions(a: _Analysis) -> Iterable[Anomaly]:
     for (key, offset), seen in sorted(a.deliveries.items()):
         for i, (later, _, count) in enumerate(seen):
-            earlier = next(((op, c) for op, _, c in seen[:i] if _before(op, later) and c >= count), None)
+            earlier = next(((op, c) for op, _, c in seen[:i] if op.precedes(later) and c >= count), None)
             if earlier is not None:
                 detail = {"key": key, "offset": offset, "delivery_count": count, "earlier_count": earlier[1]}
                 yield Anomaly(DELIVERY_COUNT_REGRESSION, detail, [earlier[0], later])
