@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -27,7 +28,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import resource_configs, wire
 from kafka_api.door import Door
 from kafka_api.errors import Caught, Refused, code_of
-from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id
+from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, names_by_id, topic_ids
 from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed, InvalidTopic
 from partitions.features import TOPIC_ASSIGNMENT
@@ -57,6 +58,7 @@ TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 LOGGERS = ("raftlog", "partitions", "kafka_api", "api")  # the packages whose loggers are described
 SET, DELETE = 0, 1
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
+DELETE_BY_ID_VERSION = 6  # DeleteTopics names each topic by name or by id
 
 
 def _refusal(
@@ -230,19 +232,76 @@ def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[An
 
 
 async def delete_topics(door: Door, request: wire.Request) -> Any:
+    """Each topic named (v6+: by name or by id) deleted through the controller leader, as Kafka's
+    controller (``ControllerApis.deleteTopics``) answers it: an entry with neither or both a name and an
+    id, a name or an id given twice, a name whose topic is also given by id, INVALID_REQUEST with Kafka's
+    words, not deleted; an id no topic has UNKNOWN_TOPIC_ID; a topic deleted by id answered with its name
+    where the connection may DESCRIBE it. The answer names each topic with its id (v6+)."""
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "DeletableTopicResult")
     timeout_ms = wire.millis(body.timeout)
+    results: list[Any] = []
 
-    async def delete(name: str) -> Any:
+    def answer(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None) -> None:
+        results.append(
+            wire.build(result_cls, name=name, topic_id=topic_id, error_code=code, error_message=message)
+        )
+
+    if request.api_version >= DELETE_BY_ID_VERSION:  # kio reads Kafka's zero id as None
+        asked = [(topic.name, topic.topic_id) for topic in body.topics]
+    else:
+        asked = [(name, None) for name in body.topic_names]
+    named, by_id = collections.Counter[str](), collections.Counter[uuid.UUID]()
+    for name, topic_id in asked:
+        if name is None and topic_id is None:
+            answer(None, None, ErrorCode.invalid_request, "Neither topic name nor id were specified.")
+        elif name is not None and topic_id is not None:
+            answer(
+                name, topic_id, ErrorCode.invalid_request, "You may not specify both topic name and topic id."
+            )
+        elif name is not None:
+            named[name] += 1
+        elif topic_id is not None:
+            by_id[topic_id] += 1
+    for name in (name for name, count in named.items() if count > 1):
+        answer(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
+    twice = {topic_id for topic_id, count in by_id.items() if count > 1}
+    for topic_id in twice:
+        answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
+    names = names_by_id(door) if by_id else {}
+    deleting: dict[str, uuid.UUID | None] = {}  # each topic to delete and its id (None: not known here)
+    for topic_id in (topic_id for topic_id in by_id if topic_id not in twice):
+        name = names.get(topic_id)
+        if name is None:
+            answer(None, topic_id, ErrorCode.unknown_topic_id, "This server does not host this topic ID.")
+        elif (refused := _refusal(door, AclOperation.DELETE, TOPIC_RESOURCE, name)) is not None:
+            shown = name if door.allows(AclOperation.DESCRIBE, TOPIC, name) else None  # no name leaked
+            answer(shown, topic_id, code_of(refused), str(refused))
+        else:
+            deleting[name] = topic_id
+    ids = topic_ids(door, named)
+    given_by_id = set(deleting.values()) | twice
+    for name in (name for name, count in named.items() if count == 1):
         with Caught() as caught:  # every error is this topic's answer
             _authorized(door, AclOperation.DELETE, TOPIC_RESOURCE, name)
+            if ids.get(name) in given_by_id:
+                deleting.pop(name, None)  # neither entry deleted; the name's answer says why
+                raise Refused(
+                    ErrorCode.invalid_request,
+                    "The provided topic name maps to an ID that was already supplied.",
+                )
+            deleting[name] = ids.get(name)
+        if caught.failed:
+            answer(name, ids.get(name), caught.code, caught.message)
+
+    async def delete(name: str, topic_id: uuid.UUID | None) -> None:
+        with Caught() as caught:  # every error is this topic's answer
             check_user_topic_name(name)
             await door.node.cluster.admin.call(AdminService.delete_topic, name, timeout_ms)
-        return wire.build(result_cls, name=name, error_code=caught.code, error_message=caught.message)
+        answer(name, topic_id, caught.code, caught.message)
 
-    results = await asyncio.gather(*(delete(name) for name in body.topic_names))
+    await asyncio.gather(*(delete(name, topic_id) for name, topic_id in deleting.items()))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
 
 

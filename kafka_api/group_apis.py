@@ -35,7 +35,8 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -45,6 +46,7 @@ from kafka_api.coordinators import group_coordinator_of
 from kafka_api.door import Door
 from kafka_api.errors import Caught, code_of, group_coordinator_code, transaction_coordinator_code
 from kafka_api.share_state import share_offsets
+from kafka_api.topics import names_by_id, topic_ids
 from partitions.consumers.protocol import GroupDescription, GroupSummary
 from partitions.data.service import NO_LEADER_EPOCH
 from partitions.errors import InvalidName
@@ -68,6 +70,9 @@ NO_OFFSET = -1
 # a group's offsets out of reach for the request's time (``OffsetsUnavailable``): retried by every client
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
 TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: the group added implicitly
+TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id from v10 (KIP-848)
+# a topic of a request as the answer names it: its name (None: an id no topic has), its id (v10+), its parts
+Asked = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
 
 def _now_ms() -> int:
@@ -261,7 +266,8 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     body = request.body
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     refusal: ErrorCode | None = None
-    readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
+    asked = _named(door, request.api_version, body.topics, "partitions")
+    readable = {name for name, _, _ in asked if name is not None and door.allows(READ, TOPIC, name)}
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
@@ -283,7 +289,7 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> object:
         return await offsets.commit(body.group_id, topic, partition, offset, True, leader_epoch)
 
-    return await _committed(request, "OffsetCommit", refusal, readable, commit)
+    return await _committed(request, "OffsetCommit", refusal, readable, commit, asked)
 
 
 async def offset_fetch(door: Door, request: wire.Request) -> Any:
@@ -321,10 +327,21 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
 
 
+def _named(door: Door, version: int, topics: Any, parts: str) -> list[Asked]:
+    """A request's topics by name, id and their parts (the field ``parts``): from v10 each named by its id,
+    looked up here; None for an id no topic has (Kafka's zero id too, which kio reads as None)."""
+    if version < TOPIC_IDS_VERSION:
+        return [(topic.name, None, getattr(topic, parts)) for topic in topics]
+    names = names_by_id(door)
+    return [(names.get(topic.topic_id), topic.topic_id, getattr(topic, parts)) for topic in topics]
+
+
 async def _fetch_group(
     door: Door, version: int, group: str, asked_topics: Any, stable: bool, topic_cls: Any, partition_cls: Any
 ) -> tuple[tuple[Any, ...], ErrorCode]:
-    """One group's committed offsets (its topics' answers, its error code)."""
+    """One group's committed offsets (its topics' answers, its error code). From v10 topics are named by
+    id: one no topic has is answered UNKNOWN_TOPIC_ID in each partition asked, no offset, as Kafka's
+    ``handleOffsetFetchRequest`` answers it; every topic (no topics asked) with its id."""
     view, offsets = door.node.metadata, door.node.cluster.offsets
     group_refused = not door.allows(DESCRIBE, GROUP, group)
     if asked_topics is None:  # every partition of every topic the group read or committed an offset of
@@ -337,19 +354,23 @@ async def _fetch_group(
                 return (), LOAD_IN_PROGRESS  # led here, its table not readable yet: asked again
             named = [] if recorded.group is None else recorded.group.offset_topics()
         existing = set(view.topics())  # a topic deleted since has no offsets left
-        asked = [
-            (t, list(range(view.topic(t).partitions)))
+        ids = topic_ids(door, named) if version >= TOPIC_IDS_VERSION else {}
+        asked: list[tuple[str | None, uuid.UUID | None, list[int]]] = [
+            (t, ids.get(t), list(range(view.topic(t).partitions)))
             for t in named
             if t in existing and door.allows(DESCRIBE, TOPIC, t)
         ]
         only_committed = True
     else:
-        asked = [(t.name, list(t.partition_indexes)) for t in asked_topics]
+        named_topics = _named(door, version, asked_topics, "partition_indexes")
+        asked = [(name, topic_id, list(partitions)) for name, topic_id, partitions in named_topics]
         only_committed = False
 
-    async def fetch(topic: str, partition: int) -> tuple[int, int, ErrorCode]:
+    async def fetch(topic: str | None, partition: int) -> tuple[int, int, ErrorCode]:
         if group_refused:
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.group_authorization_failed
+        if topic is None:
+            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.unknown_topic_id
         if not door.allows(DESCRIBE, TOPIC, topic):
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.topic_authorization_failed
         found = None
@@ -361,14 +382,14 @@ async def _fetch_group(
             return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.none
         return found.offset, found.leader_epoch, ErrorCode.none
 
-    found = [await asyncio.gather(*(fetch(name, p) for p in partitions)) for name, partitions in asked]
+    found = [await asyncio.gather(*(fetch(name, p) for p in partitions)) for name, _, partitions in asked]
     unreachable = any(code is LOAD_IN_PROGRESS for answers in found for _, _, code in answers)
     if unreachable and version >= 2:
         # an offset not read must not look like none committed: the group's answer, as Kafka's while its
         # offsets load, and the client asks again
         return (), LOAD_IN_PROGRESS
     topics = []
-    for (name, partitions), answers in zip(asked, found, strict=True):
+    for (name, topic_id, partitions), answers in zip(asked, found, strict=True):
         parts = tuple(
             wire.build(
                 partition_cls,
@@ -382,7 +403,7 @@ async def _fetch_group(
             if not only_committed or offset != NO_OFFSET or unreachable
         )
         if parts or not only_committed:
-            topics.append(wire.build(topic_cls, name=name, partitions=parts))
+            topics.append(wire.build(topic_cls, name=name, topic_id=topic_id, partitions=parts))
     top = ErrorCode.group_authorization_failed if group_refused else ErrorCode.none  # v2 on: the group's
     return tuple(topics), top
 
@@ -447,7 +468,8 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             leader_epoch,
         )  # fmt: skip
 
-    return await _committed(request, "TxnOffsetCommit", refusal, readable, commit)
+    asked = [(t.name, None, t.partitions) for t in body.topics]
+    return await _committed(request, "TxnOffsetCommit", refusal, readable, commit, asked)
 
 
 def _txn_commit_code(error: BaseException, request: wire.Request) -> ErrorCode:
@@ -476,11 +498,15 @@ async def _committed(
     refusal: ErrorCode | None,
     readable: set[str],
     commit: Callable[[str, int, int, int], Awaitable[object]],
+    asked: Sequence[Asked],
 ) -> Any:
     """The answer to an OffsetCommit or TxnOffsetCommit (``response``: the entity's name) whose partitions
-    are each committed by ``commit(topic, partition, offset, leader_epoch)``, all at once: ``refusal`` for
-    every one of a refused request, TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what
-    the commit raised (kafka_api.errors) or NONE. When a partition's offset could not be stored in time
+    (``asked``: the request's topics, ``_named``) are each committed by ``commit(topic, partition, offset,
+    leader_epoch)``, all at once: GROUP_AUTHORIZATION_FAILED for every one of a request refused it, then
+    UNKNOWN_TOPIC_ID for a topic named by an id no topic has (as Kafka's ``handleOffsetCommitRequest``
+    answers it before the coordinator sees the request), ``refusal`` for every other one of a refused
+    request, TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what the commit raised
+    (kafka_api.errors) or NONE. When a partition's offset could not be stored in time
     (COORDINATOR_LOAD_IN_PROGRESS), every partition stored answers that too: Kafka stores a request's
     offsets in one append, all or none, and franz-go reads the first partition's code alone to retry; a
     commit asked again stores the same offsets."""
@@ -488,7 +514,11 @@ async def _committed(
     topic_cls = wire.sibling(cls, f"{response}ResponseTopic")
     partition_cls = wire.sibling(cls, f"{response}ResponsePartition")
 
-    async def answer(topic: str, partition: int, offset: int, leader_epoch: int) -> ErrorCode:
+    async def answer(topic: str | None, partition: int, offset: int, leader_epoch: int) -> ErrorCode:
+        if refusal is ErrorCode.group_authorization_failed:
+            return refusal
+        if topic is None:
+            return ErrorCode.unknown_topic_id
         if refusal is not None:
             return refusal
         if topic not in readable:
@@ -501,23 +531,23 @@ async def _committed(
         await asyncio.gather(
             *(
                 answer(
-                    t.name, p.partition_index, p.committed_offset,
+                    name, p.partition_index, p.committed_offset,
                     getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),  # v6 on (TxnOffsetCommit: v2)
                 )
-                for p in t.partitions
+                for p in partitions
             )
         )
-        for t in request.body.topics
+        for name, _, partitions in asked
     ]  # fmt: skip
     if any(c is LOAD_IN_PROGRESS for answers in codes for c in answers):
         codes = [[LOAD_IN_PROGRESS if c is ErrorCode.none else c for c in answers] for answers in codes]
     topics = []
-    for topic, answers in zip(request.body.topics, codes, strict=True):
+    for (name, topic_id, partitions), answers in zip(asked, codes, strict=True):
         parts = tuple(
             wire.build(partition_cls, partition_index=p.partition_index, error_code=c)
-            for p, c in zip(topic.partitions, answers, strict=True)
+            for p, c in zip(partitions, answers, strict=True)
         )
-        topics.append(wire.build(topic_cls, name=topic.name, partitions=parts))
+        topics.append(wire.build(topic_cls, name=name, topic_id=topic_id, partitions=parts))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics))
 
 

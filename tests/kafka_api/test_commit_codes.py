@@ -4,6 +4,7 @@ would abort a transaction the coordinator could still have committed)."""
 
 from __future__ import annotations
 
+import uuid
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,8 +34,40 @@ async def test_a_partition_not_stored_in_time_is_asked_again_and_so_is_every_oth
         if partition == 1:
             raise failure
 
-    answer: Any = await _committed(
-        _request(api_key, 3, 3), "OffsetCommit" if api_key == 8 else "TxnOffsetCommit", None, {"t"}, commit
-    )
+    request = _request(api_key, 3, 3)
+    asked = [(t.name, None, t.partitions) for t in request.body.topics]
+    response = "OffsetCommit" if api_key == 8 else "TxnOffsetCommit"
+    answer: Any = await _committed(request, response, None, {"t"}, commit, asked)
     codes = [p.error_code for t in answer.topics for p in t.partitions]
     assert codes == [ErrorCode.coordinator_load_in_progress] * 3
+
+
+@pytest.mark.parametrize(
+    ("refusal", "unknown_code"),
+    [
+        (None, ErrorCode.unknown_topic_id),
+        (ErrorCode.not_coordinator, ErrorCode.unknown_topic_id),
+        (ErrorCode.group_authorization_failed, ErrorCode.group_authorization_failed),
+    ],
+)
+async def test_a_commit_v10_for_an_id_no_topic_has_is_unknown_topic_id_unless_the_group_is_refused(
+    refusal: ErrorCode | None, unknown_code: ErrorCode
+) -> None:
+    """Kafka's ``handleOffsetCommitRequest``: a group the connection may not READ refuses the whole
+    request; else a topic of an unknown id is UNKNOWN_TOPIC_ID before the coordinator's own refusals, and
+    the answer names each topic by the id asked."""
+    committed: list[tuple[str, int]] = []
+
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> None:
+        committed.append((topic, partition))
+
+    known, nowhere = uuid.UUID(int=5), uuid.UUID(int=6)
+    parts = (SimpleNamespace(partition_index=0, committed_offset=10),)
+    asked = [("t", known, parts), (None, nowhere, parts)]
+    request = wire.Request(8, 10, 1, "test", SimpleNamespace(topics=()))
+    answer: Any = await _committed(request, "OffsetCommit", refusal, {"t"}, commit, asked)
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in answer.topics] == [
+        (known, [refusal or ErrorCode.none]),
+        (nowhere, [unknown_code]),
+    ]
+    assert committed == ([("t", 0)] if refusal is None else [])
