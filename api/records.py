@@ -53,9 +53,8 @@ from api.schemas import (
 )
 from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService, FetchedBatches, Producer
-from partitions.errors import InvalidTopic, UnknownPartition
+from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService
-from partitions.names import is_internal
 from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import InvariantViolation, RaftlogError, check
 from raftlog.storage.batch import BatchFormatError, Record
@@ -116,12 +115,6 @@ def _producer(request: web.Request) -> Producer:
     return Producer() if caller is None else Producer(caller.principal, caller.host)
 
 
-def _refuse_internal(topic: str) -> None:
-    """Records are never produced into the consumer groups' own topic (its state is group commands)."""
-    if is_internal(topic):
-        raise InvalidTopic(f"topic {topic!r} is internal (consumer groups): records cannot be produced to it")
-
-
 def _check_produced(base_offset: int, end_offset: int, count: int) -> None:
     if end_offset - base_offset != count or base_offset < 0:
         raise InvariantViolation(f"leader produced offsets [{base_offset}, {end_offset}) for {count} records")
@@ -129,7 +122,6 @@ def _check_produced(base_offset: int, end_offset: int, count: int) -> None:
 
 async def produce_to_partition(request: web.Request) -> web.Response:
     topic = request.match_info["topic"]
-    _refuse_internal(topic)
     cluster = state.node(request).cluster
     settings = state.state(request).settings
     partition = state.partition(request)
@@ -179,7 +171,6 @@ async def produce_to_topic(request: web.Request) -> web.Response:
     is the first failure's HTTP error so that a client retries as a whole."""
     node = state.node(request)
     settings = state.state(request).settings
-    _refuse_internal(request.match_info["topic"])
     schema_format = typed_records.media_format(request.content_type)
     flavour = request_flavour(request.content_type) if schema_format is None else Flavour.JSON
     meta = await node.cluster.admin.call(AdminService.topic, request.match_info["topic"])

@@ -99,6 +99,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.TopicExists, ErrorCode.topic_already_exists),
     (broker.InvalidName, ErrorCode.invalid_topic_exception),
     (broker.InvalidTopic, ErrorCode.invalid_request),
+    (broker.InternalTopicWrite, ErrorCode.invalid_topic_exception),
     (storage.InvalidConfig, ErrorCode.invalid_config),
     (broker.PlacementImpossible, ErrorCode.invalid_replication_factor),
     # an internal topic not created while a majority of its replicas would be down: what Kafka's

@@ -135,6 +135,16 @@ class InvalidTopic(PartitionError):
 
 
 @with_fields
+class InternalTopicWrite(InvalidTopic):
+    """Records produced to a topic the cluster keeps for itself (``partitions.names.INTERNAL_TOPICS``:
+    the groups', transactions' and schemas' own, written only with their commands), whichever door they
+    came through: Kafka's INVALID_TOPIC_EXCEPTION, in Kafka's words."""
+
+    topic: str
+    template = "Cannot append to internal topic {topic}"
+
+
+@with_fields
 class InvalidName(PartitionError):
     """A topic, consumer group or consumer instance name that cannot be used (``partitions.names``); the
     message names the field, the name and the rule it breaks."""

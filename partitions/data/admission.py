@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from partitions.errors import InternalTopicWrite
+from partitions.names import is_internal
 from raftlog.storage.batch import Compression, Record
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidRecord, RecordBatchTooLarge, RecordTooLarge
@@ -28,6 +30,14 @@ STORED_CODEC: dict[str, Compression | None] = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
+
+
+def check_topic(topic: str) -> None:
+    """InternalTopicWrite for a topic the cluster keeps for itself: its partitions hold the groups',
+    transactions' or schemas' commands, which their own services write, never a producer's records
+    (Kafka refuses a client's append to an internal topic alike)."""
+    if is_internal(topic):
+        raise InternalTopicWrite(topic)
 
 
 def check_size(batch_bytes: int, config: LogConfig) -> None:

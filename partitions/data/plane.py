@@ -241,7 +241,9 @@ class DataPlane:
         RecordTooLarge when the batch as sent is larger than ``max.message.bytes`` (as Kafka measures it),
         RecordBatchTooLarge when larger than ``segment.bytes``,
         InflatedTooLarge when its records inflate past ``inflated_bytes_max`` or ``max.message.bytes``,
-        whichever is larger; a compressed batch is inflated on a reader thread, never on the event loop."""
+        whichever is larger; a compressed batch is inflated on a reader thread, never on the event loop.
+        InternalTopicWrite for a topic the cluster keeps for itself."""
+        admission.check_topic(topic)
         replica = self.leader_replica(topic, partition)
         turn = replica.submit_order.take()
         try:

@@ -12,6 +12,7 @@ import crc32c
 from fake_node import FakeCluster
 from harness import Harness, Node
 
+from partitions.names import INTERNAL_TOPICS
 from raftlog.storage.batch import Compression, ProducerRecord, encode_batch
 from raftlog.storage.batch_reads import decode_batch, split_batches
 from raftlog_client.client import Message, RaftlogClient
@@ -187,15 +188,18 @@ async def test_a_fetch_may_ask_for_the_stored_batches(cluster: FakeCluster, n1: 
     assert [(r.offset, r.key, r.value) for r in fetched] == [(1, b"k", b"b")]
 
 
-async def test_nothing_is_produced_into_the_consumer_groups_topic(cluster: FakeCluster, n1: Node) -> None:
-    cluster.add_topic("__consumer_groups", 1)
+async def test_nothing_is_produced_into_an_internal_topic(cluster: FakeCluster, n1: Node) -> None:
+    """The groups', transactions' and schemas' own topics hold their commands: the one write refuses a
+    producer's records there, whichever door (the Kafka door's: ``kafka_api/test_internal_topics.py``)."""
     batch = encode_batch(0, [ProducerRecord(b"x")], 0, 1)
-    requests = [
-        ("/topics/__consumer_groups/partitions/0", batch, RECORD_BATCH),
-        ("/topics/__consumer_groups/partitions/0", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
-        ("/topics/__consumer_groups", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
-    ]
-    for path, body, content_type in requests:
-        response = await n1.client.post(path, data=body, headers={"Content-Type": content_type})
-        await error_of(response, 400, 40001, "internal")
-    assert cluster.partitions[("__consumer_groups", 0)].records == []
+    for topic in sorted(INTERNAL_TOPICS):
+        cluster.add_topic(topic, 1)
+        requests = [
+            (f"/topics/{topic}/partitions/0", batch, RECORD_BATCH),
+            (f"/topics/{topic}/partitions/0", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
+            (f"/topics/{topic}", b'{"records": [{"value": "eA=="}]}', BINARY_V2),
+        ]
+        for path, body, content_type in requests:
+            response = await n1.client.post(path, data=body, headers={"Content-Type": content_type})
+            await error_of(response, 400, 40001, f"Cannot append to internal topic {topic}")
+        assert cluster.partitions[(topic, 0)].records == []
