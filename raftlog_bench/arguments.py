@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -27,6 +28,12 @@ def standalone_parser(
     parser = argparse.ArgumentParser(prog=f"raftlog bench {name}", description=description)
     add_arguments(parser)
     return parser
+
+
+def refused(name: str, problem: str) -> int:
+    """``raftlog bench NAME``'s options refused: why, on stderr, and the exit status of a usage error (2)."""
+    print(f"raftlog bench {name}: {problem}", file=sys.stderr)
+    return 2
 
 
 def config_of(cls: type[Config], args: argparse.Namespace, **computed: object) -> Config:

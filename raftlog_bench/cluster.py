@@ -53,6 +53,7 @@ from raftlog_bench.arguments import (
     add_json_argument,
     add_wait_quiet_argument,
     positive_ints,
+    refused,
     standalone_parser,
 )
 from raftlog_bench.cluster_http import Http, parse_servers
@@ -755,8 +756,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         except ValueError as exc:
             problem = str(exc)
     if problem is not None:
-        print(f"raftlog bench cluster: {problem}", file=sys.stderr)
-        return 2
+        return refused("cluster", problem)
     options = Options(
         seconds=args.seconds,
         consume_seconds=args.consume_seconds,

@@ -35,7 +35,7 @@ from raftlog.errors import check
 from raftlog.storage import legacy_batch
 from raftlog.storage.batch import Compression, ProducerRecord, encode_batch
 from raftlog.storage.batch_reads import decode_batch, record_rows
-from raftlog_bench.arguments import add_json_argument, positive_ints, standalone_parser
+from raftlog_bench.arguments import add_json_argument, positive_ints, refused, standalone_parser
 from raftlog_bench.output import emit
 from raftlog_bench.targets import sample_values
 
@@ -218,8 +218,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     if not 1 <= args.batch <= 100_000 or not 0 < args.seconds <= 60:
-        print("raftlog bench codec: --batch in [1, 100000], --seconds in (0, 60]", file=sys.stderr)
-        return 2
+        return refused("codec", "--batch in [1, 100000], --seconds in (0, 60]")
     cells: list[CodecCell] = []
     for size in args.record_size:
         print(f"codec: {size} B records, the format", file=sys.stderr, flush=True)

@@ -36,7 +36,7 @@ from raftlog.errors import check
 from raftlog.storage import Log, LogConfig, ProducerRecord
 from raftlog.storage.cleaner import PassReport, clean_log
 from raftlog.storage.config import MiB
-from raftlog_bench.arguments import add_dir_argument, add_json_argument, standalone_parser
+from raftlog_bench.arguments import add_dir_argument, add_json_argument, refused, standalone_parser
 from raftlog_bench.output import emit, say
 from raftlog_bench.stats import MB
 
@@ -201,12 +201,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     if not 1 <= args.mib <= 65536 or not 16 <= args.record_size <= MiB or not 1 <= args.keys <= 10**7:
-        print("raftlog bench compaction: --mib in [1, 65536], --record-size in [16, 1 MiB], --keys in "
-              "[1, 10^7]", file=sys.stderr)  # fmt: skip
-        return 2
+        return refused("compaction", "--mib in [1, 65536], --record-size in [16, 1 MiB], --keys in [1, 10^7]")
     if args.compare and not (1 <= args.compare_keys <= args.compare_records <= 10**8):
-        print("raftlog bench compaction: 1 <= --compare-keys <= --compare-records <= 10^8", file=sys.stderr)
-        return 2
+        return refused("compaction", "1 <= --compare-keys <= --compare-records <= 10^8")
     directory = tempfile.mkdtemp(prefix="raftlog-bench-compaction-", dir=args.dir)
     try:
         results = run(directory, args.mib * MiB, args.record_size, args.keys)

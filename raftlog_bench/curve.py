@@ -16,7 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from raftlog_bench import perf
-from raftlog_bench.arguments import add_json_argument, standalone_parser
+from raftlog_bench.arguments import add_json_argument, refused, standalone_parser
 from raftlog_bench.output import emit
 from raftlog_bench.perf_report import Report
 
@@ -108,8 +108,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         if args.dir is not None and not os.path.isdir(args.dir):
             raise ValueError(f"--dir {args.dir}: not a directory")
     except ValueError as error:
-        print(f"raftlog bench curve: {error}", file=sys.stderr)
-        return 2
+        return refused("curve", str(error))
     points = []
     for number, rate in enumerate(rates, 1):
         print(f"raftlog bench curve: rate {number}/{len(rates)}: {rate:g}/s", file=sys.stderr, flush=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 from membership.gossip import Gossip
 from membership.model import GossipConfig, Member, MemberState
-from raftlog_bench.arguments import add_json_argument, standalone_parser
+from raftlog_bench.arguments import add_json_argument, refused, standalone_parser
 from raftlog_bench.output import emit
 
 DESCRIPTION = "SWIM membership: crash detection, false deaths under loss, metadata, join, idle CPU."
@@ -404,8 +404,7 @@ def _problem(args: argparse.Namespace) -> str | None:
 def run_from_args(args: argparse.Namespace) -> int:
     problem = _problem(args)
     if problem is not None:
-        print(f"raftlog bench gossip: {problem}", file=sys.stderr)
-        return 2
+        return refused("gossip", problem)
     started = time.monotonic()
     result = asyncio.run(run(args))
     result["wall_s"] = round(time.monotonic() - started, 1)

@@ -45,6 +45,7 @@ from raftlog_bench.arguments import (
     add_json_argument,
     add_wait_quiet_argument,
     positive_ints,
+    refused,
     standalone_parser,
 )
 from raftlog_bench.cpu import CpuMeter, wait_quiet
@@ -354,8 +355,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     )  # fmt: skip
     trouble = problem(config)
     if trouble is not None:
-        print(f"raftlog bench kafka-tools: {trouble}", file=sys.stderr)
-        return 2
+        return refused("kafka-tools", trouble)
     say(f"kafka-tools: Apache Kafka {KAFKA_VERSION}'s perf tools; load average {os.getloadavg()}")
     runs = run(config)
     results: dict[str, Any] = {

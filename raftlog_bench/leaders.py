@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from raftlog_bench.arguments import add_dir_argument, add_json_argument, standalone_parser
+from raftlog_bench.arguments import add_dir_argument, add_json_argument, refused, standalone_parser
 from raftlog_bench.output import emit, say
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.errors import ClientError
@@ -342,8 +342,7 @@ def _problem(args: argparse.Namespace) -> str | None:
 def run_from_args(args: argparse.Namespace) -> int:
     problem = _problem(args)
     if problem is not None:
-        print(f"raftlog bench leaders: {problem}", file=sys.stderr)
-        return 2
+        return refused("leaders", problem)
     os.makedirs(args.dir, exist_ok=True)
     directory = tempfile.mkdtemp(prefix="bench-leaders-", dir=args.dir)
     try:

@@ -65,6 +65,7 @@ from raftlog_bench.arguments import (
     add_wait_quiet_argument,
     config_of,
     positive_ints,
+    refused,
     standalone_parser,
 )
 from raftlog_bench.cluster_http import parse_servers
@@ -314,13 +315,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         except ValueError as exc:
             why = str(exc)
     if why is not None:
-        print(f"raftlog bench perf: {why}", file=sys.stderr)
-        return 2
+        return refused("perf", why)
     peers = list(args.compare)
     missing = preflight(peers if args.system == "raftlog" else [args.system])
     if missing:
-        print(f"raftlog bench perf: {missing}", file=sys.stderr)
-        return 2
+        return refused("perf", missing)
     stop_on_signals()
     try:
         report = run(args, workload_of(args), peers)

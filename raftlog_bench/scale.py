@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from raftlog_bench.arguments import add_json_argument, standalone_parser
+from raftlog_bench.arguments import add_json_argument, refused, standalone_parser
 from raftlog_bench.cluster import node_log_problems
 from raftlog_bench.cluster_report import REPLICATION_FACTOR
 from raftlog_bench.cpu import CpuMeter
@@ -335,8 +335,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     if args.idle_seconds <= 0 or args.timeout_s <= 0:
-        print("raftlog bench scale: --idle-seconds and --timeout-s must be > 0", file=sys.stderr)
-        return 2
+        return refused("scale", "--idle-seconds and --timeout-s must be > 0")
     directory = args.dir or tempfile.gettempdir()
     os.makedirs(directory, exist_ok=True)
     rows: list[Row] = []

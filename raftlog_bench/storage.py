@@ -47,6 +47,7 @@ from raftlog_bench.arguments import (
     add_grid_arguments,
     add_json_argument,
     add_wait_quiet_argument,
+    refused,
     standalone_parser,
 )
 from raftlog_bench.cpu import CpuMeter, other_pct_text, wait_quiet
@@ -584,8 +585,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     elif not 0 <= args.wait_quiet <= 3600:
         problem = "--wait-quiet must be in [0, 3600]"
     if problem is not None:
-        print(f"raftlog bench storage: {problem}", file=sys.stderr)
-        return 2
+        return refused("storage", problem)
     options = Options(
         seconds=args.seconds,
         cell_bytes_max=args.cell_mib * MiB,
