@@ -237,6 +237,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (transactions.InvalidProducerIdMapping, HttpError(409, 40922)),
     (transactions.TransactionLimitReached, HttpError(409, 40923)),
     (transactions.InvalidTransactionTimeout, HttpError(400, 40001)),
+    (transactions.InvalidTransactionalIdPattern, HttpError(400, 40001)),
     (storage.RecordTooLarge, HttpError(413, 41301)),
     (NotAcceptable, HttpError(406, 40601)),
     (UnsupportedMediaType, HttpError(415, 41501)),

@@ -1,13 +1,14 @@
-"""Kafka's transactions as an operator sees them: ``GET /v1/transactions`` (every transactional id, asking
-the leader of each ``__transactions`` partition, or of one: ``coordinator_partition``; ``state`` keeps
-those in one state) and ``GET /v1/transactions/{transactional_id}`` (its producer, its transaction's state,
-partitions and groups, from its coordinator). Admin endpoints (the admin token, or with ACLs enforced a
-user who may DESCRIBE the ids, as Kafka's APIs ask); what Kafka's DescribeTransactions and
-ListTransactions answer, through the HTTP API. ``GET /v1/open-transactions`` (``topic`` keeps one) lists,
-per partition, the producers with a transaction open there (Kafka's DescribeProducers, from each
-partition's leader): producer id and epoch, the first offset of the open transaction and when it began,
-for the topics the caller may READ; a hanging one (open, but held by no coordinator's transaction) is
-aborted with ``kafka-transactions.sh abort`` (WriteTxnMarkers)."""
+"""Kafka's transactions as an operator sees them: ``GET /v1/transactions`` (every transactional id, asking the
+leader of each ``__transactions`` partition, or of one: ``coordinator_partition``; ``state`` keeps those in
+one state, ``pattern`` those whose whole id an RE2 regular expression matches, as Kafka's ListTransactions
+filters them: ``TransactionFilter``) and ``GET /v1/transactions/{transactional_id}`` (its producer, its
+transaction's state, partitions and groups, from its coordinator). Admin endpoints (the admin token, or
+with ACLs enforced a user who may DESCRIBE the ids, as Kafka's APIs ask); what Kafka's DescribeTransactions
+and ListTransactions answer, through the HTTP API. ``GET /v1/open-transactions`` (``topic`` keeps one)
+lists, per partition, the producers with a transaction open there (Kafka's DescribeProducers, from each
+partition's leader): producer id and epoch, the first offset of the open transaction and when it began, for
+the topics the caller may READ; a hanging one (open, but held by no coordinator's transaction) is aborted
+with ``kafka-transactions.sh abort`` (WriteTxnMarkers)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ from partitions.data.service import DataService
 from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService
 from partitions.names import TRANSACTIONS_TOPIC, is_internal
-from partitions.transactions.service import TransactionDescription, TransactionService
+from partitions.transactions.service import (
+    STATES,
+    TransactionDescription,
+    TransactionFilter,
+    TransactionService,
+)
 from raftlog.errors import RaftlogError
 from raftlog_contract import OPEN_TRANSACTIONS_PATH, TRANSACTIONS_PATH, transaction_path
-
-STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
-
 
 LIST_NEEDS = "lists only the transactional ids the caller may DESCRIBE"  # Kafka's ListTransactions
 
@@ -42,6 +45,10 @@ async def list_transactions(request: web.Request) -> web.Response:
     wanted_state = query_str(request.query, "state")
     if wanted_state is not None and wanted_state not in STATES:
         raise BadRequest(f"state {wanted_state!r}: one of {', '.join(STATES)}")
+    kept = TransactionFilter.of(
+        states=() if wanted_state is None else (wanted_state,),
+        id_pattern=query_str(request.query, "pattern"),
+    )
     count = await transactions.call(TransactionService.coordinator_partitions)
     if only is not None and only >= count:
         raise UnknownPartition(TRANSACTIONS_TOPIC, only)
@@ -49,12 +56,13 @@ async def list_transactions(request: web.Request) -> web.Response:
     listed = await asyncio.gather(
         *(transactions.call(TransactionService.list_transactions, p) for p in wanted)
     )
+    now_ms = state.state(request).clock_ms()
     summaries = sorted(
         (
             s
             for part in listed
             for s in part
-            if (wanted_state is None or s.state == wanted_state)
+            if kept.keeps(s, now_ms)
             and access.allowed(request, TRANSACTIONAL_ID, DESCRIBE, s.transactional_id)
         ),
         key=lambda s: s.transactional_id,
@@ -139,6 +147,7 @@ ROUTES: tuple[Operation, ...] = (
                 minimum=0, maximum=2**31 - 1,
             ),
             Param("state", "string", f"only those in this state: {', '.join(STATES)}"),
+            Param("pattern", "string", "only ids this regular expression (RE2, as Kafka's) matches whole"),
         ),
         ok_schema="Transactions", errors=(404,),
         access=needs(in_handler=LIST_NEEDS),

@@ -36,9 +36,9 @@ upgraded one once ``kafka-features upgrade`` raises it, every node supporting it
 the epoch at every end), TxnOffsetCommit to 5 (v5 adds the group itself; v6, topics by id, is not in kio
 0.6.5), Produce v12 above;
 AddPartitionsToTxn at 3 (v4+ are the brokers' own); InitProducerId at 5 (v6 is KIP-939's two-phase
-commit, unstable in Kafka 4.1); ListTransactions at 1 (v2 adds a pattern of ids); WriteTxnMarkers is v1 alone
-(Kafka 4.0 removed v0, v2 carries the transaction version). librdkafka 2.16 asks for AddPartitionsToTxn and
-AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
+commit, unstable in Kafka 4.1); ListTransactions to 2 (v2: a pattern of ids, RE2 as Kafka's, KIP-1152);
+WriteTxnMarkers is v1 alone (Kafka 4.0 removed v0, v2 carries the transaction version). librdkafka 2.16
+asks for AddPartitionsToTxn and AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
 SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
 range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
 (``sasl_apis``). The delegation token APIs (CreateDelegationToken to 3, Renew and Expire to 2, Describe
@@ -250,7 +250,7 @@ APIS: dict[int, Api] = {
         Api(60, "DescribeCluster", 0, 2, describe_cluster, "none"),
         Api(65, "DescribeTransactions", 0, 0, describe_transactions,
             "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),
-        Api(66, "ListTransactions", 0, 1, list_transactions, "DESCRIBE transactional id (others left out)"),
+        Api(66, "ListTransactions", 0, 2, list_transactions, "DESCRIBE transactional id (others left out)"),
         Api(61, "DescribeProducers", 0, 0, describe_producers, "READ topic"),
         Api(27, "WriteTxnMarkers", 1, 1, write_txn_markers, "ALTER cluster, else CLUSTER_ACTION cluster"),
         Api(45, "AlterPartitionReassignments", 0, 1, alter_partition_reassignments, "ALTER cluster"),

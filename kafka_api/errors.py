@@ -93,13 +93,14 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (transactions.InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
     (transactions.InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),
     (transactions.UnknownTransactionalId, ErrorCode.transactional_id_not_found),
+    (transactions.InvalidTransactionalIdPattern, ErrorCode.invalid_regular_expression),
     # a bound of the coordinator's (its message says)
     (transactions.TransactionLimitReached, ErrorCode.policy_violation),
     (transactions.TransactionError, ErrorCode.invalid_request),
     (broker.TopicExists, ErrorCode.topic_already_exists),
     (broker.InvalidName, ErrorCode.invalid_topic_exception),
-    (broker.InvalidTopic, ErrorCode.invalid_request),
     (broker.InternalTopicWrite, ErrorCode.invalid_topic_exception),
+    (broker.InvalidTopic, ErrorCode.invalid_request),
     (storage.InvalidConfig, ErrorCode.invalid_config),
     (broker.PlacementImpossible, ErrorCode.invalid_replication_factor),
     # an internal topic not created while a majority of its replicas would be down: what Kafka's

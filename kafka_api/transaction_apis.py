@@ -42,13 +42,12 @@ from partitions.errors import InvalidName, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.names import check_group_name
 from partitions.security.acls import AclOperation, ResourceType
-from partitions.transactions.service import ProducerIdAndEpoch
+from partitions.transactions.service import ProducerIdAndEpoch, TransactionFilter
 from raftlog.errors import RaftlogError
 
 NO_PRODUCER = -1
 WRITE, READ, DESCRIBE = AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE
 TRANSACTIONAL_ID, TOPIC, GROUP = ResourceType.TRANSACTIONAL_ID, ResourceType.TOPIC, ResourceType.GROUP
-STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
 TRANSACTION_V2_END = 5  # EndTxn of Kafka's transaction version 2: the epoch bumped at every end
 
 
@@ -227,35 +226,36 @@ async def describe_transactions(door: Door, request: wire.Request) -> Any:
 
 async def list_transactions(door: Door, request: wire.Request) -> Any:
     """The transactional ids of the coordinator partitions this node leads (as Kafka's brokers, each
-    answers for what it coordinates; admin clients ask every broker), filtered by state, producer id and
-    (v1) how long their transaction has been open."""
+    answers for what it coordinates; admin clients ask every broker), filtered as Kafka filters them
+    (``TransactionFilter``: state, producer id, v1 how long their transaction has been open, v2 a pattern
+    of ids; a pattern RE2 refuses is the whole answer's INVALID_REGULAR_EXPRESSION)."""
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     entry = wire.sibling(cls, "TransactionState")
-    states = set(body.state_filters)
-    unknown = tuple(sorted(s for s in states if s not in STATES))
-    producers = set(body.producer_id_filters)
-    older_than_ms = getattr(body, "duration_filter", -1)
     transactions = door.node.local.transactions
     now_ms = int(time.time() * 1000)
     listed = []
-    partitions = 0
+    unknown: tuple[str, ...] = ()
     with Caught() as caught:  # the whole answer's
+        wanted = TransactionFilter.of(
+            body.state_filters,
+            body.producer_id_filters,
+            getattr(body, "duration_filter", -1),
+            getattr(body, "transactional_id_pattern", None),
+        )
+        unknown = wanted.unknown_states
         partitions = await transactions.coordinator_partitions()
-    for partition in range(partitions):
-        try:
-            summaries = await transactions.list_transactions(partition)
-        except RaftlogError:  # led elsewhere (or electing): that broker answers for it
-            continue
-        listed += [
-            wire.build(entry, transactional_id=s.transactional_id, producer_id=s.producer_id,
-                       transaction_state=s.state)
-            for s in summaries
-            if (not states or s.state in states)
-            and (not producers or s.producer_id in producers)
-            and (older_than_ms < 0 or (s.started_ms >= 0 and now_ms - s.started_ms > older_than_ms))
-            and door.allows(DESCRIBE, TRANSACTIONAL_ID, s.transactional_id)
-        ]  # fmt: skip
+        for partition in range(partitions):
+            try:
+                summaries = await transactions.list_transactions(partition)
+            except RaftlogError:  # led elsewhere (or electing): that broker answers for it
+                continue
+            listed += [
+                wire.build(entry, transactional_id=s.transactional_id, producer_id=s.producer_id,
+                           transaction_state=s.state)
+                for s in summaries
+                if wanted.keeps(s, now_ms) and door.allows(DESCRIBE, TRANSACTIONAL_ID, s.transactional_id)
+            ]  # fmt: skip
     return wire.build(
         cls,
         throttle_time=wire.NO_THROTTLE,

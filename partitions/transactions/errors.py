@@ -59,3 +59,13 @@ class TransactionLimitReached(TransactionError):
     what: str
     limit: int
     template = "at most {limit} {what}"
+
+
+@with_fields
+class InvalidTransactionalIdPattern(TransactionError):
+    """A listing's transactional id pattern (KIP-1152) that RE2 does not accept, or longer than
+    ``partitions.regex.REGEX_CHARS_MAX`` (Kafka's INVALID_REGULAR_EXPRESSION, in Kafka's words)."""
+
+    pattern: str
+    reason: str
+    template = "Transaction ID pattern `{pattern}` is not a valid regular expression: {reason}."

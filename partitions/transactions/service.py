@@ -9,12 +9,18 @@ asked by a partition's leader before it takes a producer's first transactional b
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from partitions.features import TRANSACTION_PRINCIPAL, TRANSACTIONS_V2
 from partitions.groups.assignors import TopicPartition
 from partitions.peer_ops import peer
+from partitions.regex import RegexRefused, compile_re2
+from partitions.transactions.errors import InvalidTransactionalIdPattern
+
+# a transactional id's states, in Kafka's words (its TransactionState names, which listings filter by)
+STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,52 @@ class TransactionSummary:
     started_ms: int  # when its open transaction began; -1: none open
     timeout_ms: int
     coordinator_partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionFilter:
+    """Which transactional ids a listing keeps, as Kafka's ListTransactions filters them (both doors list
+    through it): any of ``states`` (none: every state), any of ``producer_ids`` (none: every producer), a
+    transaction open for longer than ``open_longer_than_ms`` (negative: any, and ids with none open too),
+    an id ``id_pattern`` matches whole (KIP-1152; RE2, Kafka's ``Pattern.matcher(id).matches()``; None:
+    every id). Made by ``of``, which compiles the pattern."""
+
+    states: frozenset[str] = frozenset()
+    producer_ids: frozenset[int] = frozenset()
+    open_longer_than_ms: int = -1
+    id_pattern: Any = None  # an RE2 program
+
+    @classmethod
+    def of(
+        cls,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        open_longer_than_ms: int = -1,
+        id_pattern: str | None = None,
+    ) -> TransactionFilter:
+        """``InvalidTransactionalIdPattern`` when RE2 refuses ``id_pattern`` (empty or None: no pattern,
+        as Kafka reads it)."""
+        program = None
+        if id_pattern:
+            try:
+                program = compile_re2(id_pattern)
+            except RegexRefused as refused:
+                raise InvalidTransactionalIdPattern(id_pattern, refused.reason) from None
+        return cls(frozenset(states), frozenset(producer_ids), open_longer_than_ms, program)
+
+    @property
+    def unknown_states(self) -> tuple[str, ...]:
+        """The states asked for that are none of ``STATES`` (they match nothing), sorted."""
+        return tuple(sorted(s for s in self.states if s not in STATES))
+
+    def keeps(self, summary: TransactionSummary, now_ms: int) -> bool:
+        started, longer_than = summary.started_ms, self.open_longer_than_ms
+        return (
+            (not self.states or summary.state in self.states)
+            and (not self.producer_ids or summary.producer_id in self.producer_ids)
+            and (longer_than < 0 or (started >= 0 and now_ms - started > longer_than))
+            and (self.id_pattern is None or self.id_pattern.fullmatch(summary.transactional_id) is not None)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """Kafka's transactions as the HTTP API shows them to operators, over two fake nodes (``__transactions``
 partitions led by n1 and n2, so a describe asked of either is answered by the id's coordinator): the list
-of every coordinator partition's ids, a filter by state, one id's transaction, and an unknown id."""
+of every coordinator partition's ids, a filter by state and by a pattern of ids, one id's transaction, and an
+unknown id."""
 
 from __future__ import annotations
 
@@ -53,6 +54,18 @@ async def test_the_admin_api_lists_and_describes_transactions_from_their_coordin
     assert [(t["transactional_id"], t["producer_id"], t["timeout_ms"]) for t in ongoing] == [
         ("payments-0", pid, 30_000)
     ]
+
+    async def matching(pattern: str) -> list[str]:
+        listed = await ok(await n1.client.get("/v1/transactions", params={"pattern": pattern}))
+        return [t["transactional_id"] for t in listed["transactions"]]
+
+    assert await matching("payments-[24]") == ["payments-2", "payments-4"]
+    assert await matching("payments") == []  # the whole id, as Kafka's ListTransactions v2 matches it
+    for refused in ("payments-(", "(a)\\1", "x" * 1_001):  # RE2 has no backreferences
+        bad = await n1.client.get("/v1/transactions", params={"pattern": refused})
+        body = await bad.json()
+        assert bad.status == 400 and body["error_code"] == 40001, body
+        assert "is not a valid regular expression" in body["message"]
     for node in (n1, n2):  # whichever node is asked, the coordinator answers
         described = await ok(await node.client.get("/v1/transactions/payments-0"))
         assert described["state"] == "Ongoing" and described["started_ms"] > 0

@@ -28,7 +28,8 @@ from kio.schema.errors import ErrorCode
 from test_sasl_clients import _authenticate, _handshake, grant, make_user, new_topic
 
 from kafka_api import wire
-from partitions.groups.consumer.topic_regex import REGEX_MEMORY_BYTES, RESOLVED_CACHED_MAX
+from partitions.groups.consumer.topic_regex import RESOLVED_CACHED_MAX
+from partitions.regex import REGEX_MEMORY_BYTES
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
 

@@ -370,6 +370,18 @@ def test_raw_coordinator_requests_and_their_refusals(kafka_cluster: LocalCluster
         ]
         assert tid not in elsewhere  # each broker lists what it coordinates
 
+        def matching(pattern: str) -> tuple[ErrorCode, list[str]]:  # ListTransactions v2, KIP-1152
+            body = wire.build(
+                wire.request_class(LIST_TRANSACTIONS, 2), state_filters=(), producer_id_filters=(),
+                duration_filter=-1, transactional_id_pattern=pattern,
+            )  # fmt: skip
+            answer = raw.call(LIST_TRANSACTIONS, 2, body)
+            return answer.error_code, [t.transactional_id for t in answer.transaction_states]
+
+        assert matching("raw-\\d+") == (ErrorCode.none, [tid])
+        assert matching("raw") == (ErrorCode.none, [])  # the whole id, as Kafka's RE2/J matches()
+        assert matching("raw-(\\d)\\1") == (ErrorCode.invalid_regular_expression, [])  # no backreferences
+
         body = wire.build(
             wire.request_class(END_TXN, 3),
             transactional_id=tid,

@@ -36,6 +36,7 @@ TOOLS = {
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 
 

@@ -4,7 +4,8 @@ change of replication factor and its refusal), leader elections (``kafka-leader-
 unclean), log dirs (``kafka-log-dirs``), offsets by time (``kafka-get-offsets --time -1..-5``), the
 metadata quorum (``kafka-metadata-quorum``), ``kafka-topics --describe`` (DescribeTopicPartitions),
 ``kafka-cluster unregister``, a record batch larger than ``segment.bytes``, a topic placed by hand
-(``kafka-topics --create --replica-assignment``), and a share group's offsets
+(``kafka-topics --create --replica-assignment``), transactions listed by a pattern of their ids
+(``kafka-transactions list --transactional-id-pattern``, ListTransactions v2), and a share group's offsets
 (``kafka-share-groups --describe --offsets / --delete-offsets / --delete``, KIP-932, with
 ``kafka-console-share-consumer`` consuming between the steps).
 
@@ -310,6 +311,7 @@ def _steps(steps: Steps) -> None:
     )
     steps.outcomes["a batch above segment.bytes"] = _produce_large(steps.bootstrap, large)
     _placed_by_hand_steps(steps)
+    _transaction_steps(steps)
     _share_steps(steps)
 
 
@@ -326,6 +328,45 @@ def _placed_by_hand_steps(steps: Steps) -> None:
     refused = run("kafka-topics", "--create", "--topic", nowhere, "--replica-assignment", "1:9")
     record("placed on a broker there is not", refused)
     record("not made", run("kafka-topics", "--describe", "--topic", nowhere))
+
+
+def _listed_transactions(lines: list[str]) -> Normalized:
+    """``kafka-transactions list``: its header and each row's transactional id and state (the producer id
+    and the coordinator are each system's own), sorted."""
+    header, *rows = (line.split() for line in lines)
+    return header, sorted((row[0], row[-1]) for row in rows)
+
+
+def _listing_failed(lines: list[str]) -> Normalized:
+    """A refused listing: the error codes the brokers answered (each broker is asked) and the tool's
+    verdict line, without the broker's id."""
+    codes = sorted({code for line in lines for code in re.findall(r"\b[A-Z]+(?:_[A-Z]+)+\b", line)})
+    failed = [line for line in lines if line.startswith("Failed")]
+    verdicts = sorted({re.sub(r"broker \d+", "broker N", line) for line in failed})
+    return codes, verdicts
+
+
+def _transaction_steps(steps: Steps) -> None:
+    """Three transactional ids, each with a committed transaction, listed by a pattern of their ids
+    (KIP-1152: matched whole, RE2/J on Kafka), and a pattern neither system's RE2 takes."""
+    run, record = steps.run, steps.record
+    topic = f"{steps.topic}-txn"
+    run("kafka-topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "3")
+    for name in ("app-1", "app-2", "other-1"):
+        producer = Producer(
+            {"bootstrap.servers": steps.bootstrap, "transactional.id": f"{steps.topic}-{name}"}
+        )
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce(topic, b"v", partition=0)
+        producer.commit_transaction(60)
+
+    def listed(step: str, pattern: str, normalize: Callable[[list[str]], Normalized]) -> None:
+        record(step, run("kafka-transactions", "list", "--transactional-id-pattern", pattern), normalize)
+
+    listed("transactions by a pattern", f"{steps.topic}-app-\\d", _listed_transactions)
+    listed("transactions by a pattern, matched whole", f"{steps.topic}-app", _listed_transactions)
+    listed("transactions by a pattern with a backreference", "(app)\\1", _listing_failed)
 
 
 def _share_steps(steps: Steps) -> None:
@@ -407,7 +448,9 @@ STEPS = (
     "preferred election", "preferred election again",
     "unclean election", "describe", "quorum status", "quorum replication", "unregister an unknown broker",
     "a batch above segment.bytes", "create placed by hand", "placed by hand, described",
-    "placed on a broker there is not", "not made", *SHARE_STEPS,
+    "placed on a broker there is not", "not made", "transactions by a pattern",
+    "transactions by a pattern, matched whole", "transactions by a pattern with a backreference",
+    *SHARE_STEPS,
 )  # fmt: skip
 
 

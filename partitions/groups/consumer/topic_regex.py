@@ -1,7 +1,5 @@
 """Regular expression subscriptions (KIP-848's ``SubscribedTopicRegex``) resolved as Kafka resolves them:
-with RE2 (Kafka's RE2/J; here Google's own RE2 through its maintained binding ``google-re2``), in time
-linear in the names matched, never with Python's backtracking ``re`` (``o(([a-z-]*)*)*!`` against one long
-topic name held a node's event loop, and with it the GIL, for seconds). A regex RE2 does not accept, or
+with RE2 (``partitions.regex``), in time linear in the names matched. A regex RE2 does not accept, or
 longer than ``REGEX_CHARS_MAX``, is INVALID_REGULAR_EXPRESSION, as Kafka answers one RE2/J refuses.
 
 As Kafka's ``GroupMetadataManager.refreshRegularExpressions``: every topic's whole name is matched
@@ -28,13 +26,10 @@ from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import re2
-
 from partitions.groups.defaults import REGEX_RESOLVE_BUDGET_MS_DEFAULT
 from partitions.groups.errors import InvalidRegularExpression
+from partitions.regex import REGEX_CHARS_MAX, RegexRefused, compile_re2
 
-REGEX_CHARS_MAX = 1_000  # an alternation of dozens of whole topic names fits; RE2's work grows with it
-REGEX_MEMORY_BYTES = 8 << 20  # RE2's max_mem (its default) for one regex: its program and its DFAs' cache
 RESOLVE_BUDGET_MS_DEFAULT = REGEX_RESOLVE_BUDGET_MS_DEFAULT
 # (regex, viewer) results kept, the least recently used dropped, all of them when the topics or ACLs change:
 # each at most the cluster's 10,000 topic names (80 KiB of references), 20 MiB at most
@@ -76,20 +71,10 @@ def compile_regex(regex: str) -> Any:
     has not, as a backreference or a lookaround; a program over ``REGEX_MEMORY_BYTES``) or it is longer than
     ``REGEX_CHARS_MAX``."""
     check_length(regex)
-    options = re2.Options()
-    options.max_mem = REGEX_MEMORY_BYTES
-    options.log_errors = False
-    options.never_capture = True  # a yes or no is all a match answers: RE2 keeps to its DFA
     try:
-        program = re2.compile(regex, options)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        raise InvalidRegularExpression(
-            regex, reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
-        ) from None
-    finally:
-        re2.purge()  # the binding keeps 128 programs (and their DFAs) in a cache of its own: only ours live
-    return program
+        return compile_re2(regex)
+    except RegexRefused as refused:
+        raise InvalidRegularExpression(regex, refused.reason) from None
 
 
 class BudgetSpent(Exception):
