@@ -91,6 +91,9 @@ _LISTING = (
 )
 _NORMALIZE = Param("normalize", _BOOL, "normalize the schema first (Confluent's normalize=true)")
 _SUBJECT_Q = Param("subject", "string", "only when this subject holds it")
+_PERMANENT = Param("permanent", _BOOL, "permanently (after a soft delete)")
+_VERBOSE = Param("verbose", _BOOL, "with the reasons")
+_DEFAULT_TO_GLOBAL = Param("defaultToGlobal", _BOOL, "the global one when the subject has none")
 _FORMAT = Param(
     "format", "string", "the text in another form: Avro resolved, Protobuf serialized or ignore_extensions"
 )
@@ -205,7 +208,7 @@ ROUTES: tuple[Operation, ...] = (
         delete_subject,
         "registryDeleteSubject",
         "Delete a subject (soft, or permanent)",
-        query=(Param("permanent", _BOOL, "permanently (after a soft delete)"),),
+        query=(_PERMANENT,),
     ),
     _op("GET", f"{_S}/versions", list_versions, "registryVersions", "A subject's versions", query=_LISTING),
     _op(
@@ -258,7 +261,7 @@ ROUTES: tuple[Operation, ...] = (
         delete_version,
         "registryDeleteVersion",
         "Delete a subject's version (soft, or permanent)",
-        query=(Param("permanent", _BOOL, "permanently (after a soft delete)"),),
+        query=(_PERMANENT,),
     ),
     _op(
         "POST",
@@ -266,7 +269,7 @@ ROUTES: tuple[Operation, ...] = (
         compatibility_with_version,
         "checkCompatibilityWithVersion",
         "Whether a schema is compatible with a subject's version",
-        query=(_NORMALIZE, Param("verbose", _BOOL, "with the reasons")),
+        query=(_NORMALIZE, _VERBOSE),
         body="RegistrySchema",
     ),
     _op(
@@ -275,7 +278,7 @@ ROUTES: tuple[Operation, ...] = (
         compatibility_with_versions,
         "checkCompatibility",
         "Whether a schema is compatible with the versions its subject's level names",
-        query=(_NORMALIZE, Param("verbose", _BOOL, "with the reasons")),
+        query=(_NORMALIZE, _VERBOSE),
         body="RegistrySchema",
     ),
     _op("GET", "/config", get_config, "registryGlobalConfig", "The global compatibility config"),
@@ -300,7 +303,7 @@ ROUTES: tuple[Operation, ...] = (
         get_config,
         "registrySubjectConfig",
         "A subject's compatibility config",
-        query=(Param("defaultToGlobal", _BOOL, "the global one when the subject has none"),),
+        query=(_DEFAULT_TO_GLOBAL,),
     ),
     _op(
         "PUT",
@@ -333,7 +336,7 @@ ROUTES: tuple[Operation, ...] = (
         get_mode,
         "registrySubjectMode",
         "A subject's mode",
-        query=(Param("defaultToGlobal", _BOOL, "the global one when the subject has none"),),
+        query=(_DEFAULT_TO_GLOBAL,),
     ),
     _op(
         "PUT",
