@@ -7,45 +7,42 @@ cannot read (docs/kafka-compatibility.md's table "Beside Apache Kafka 4.4.0" lis
 reference): Fetch goes to 18 (v13+ name topics by id, v15+ carry a follower's replica state, v16+ node
 endpoints, v17 a directory id, v18 a follower's high watermark: a consumer's fetch reads the same), with
 incremental fetch sessions (``fetch_sessions``); Produce to 13 (v10-11 add the current leader and node
-endpoints, left unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the producer
-uses transaction version 2: its batch adds its partition to its transaction; v13 names topics by id, KIP-516,
-an id no topic has answered UNKNOWN_TOPIC_ID per partition as Kafka's);
-Metadata goes to 13, the last of Kafka 4.4 and what librdkafka 2.16 and Kafka's Java client 4.x ask for
-(librdkafka trusts leader epochs only from v9; its request for all topics at v9+ is malformed and read as
-meant, ``wire.CLIENT_SLIPS``); ListOffsets at 10 (v11 lists a tiered storage offset raftlog has not);
-OffsetCommit and OffsetFetch to 10 (v9: a consumer group protocol member commits and fetches with its member
-id and epoch; OffsetFetch v8+ batches groups; v10 names topics by id, KIP-848: an id no topic has is
+endpoints, left unset as Kafka leaves them but for NOT_LEADER_OR_FOLLOWER; v12 tells the broker the
+producer uses transaction version 2: its batch adds its partition to its transaction; v13 names topics by
+id, KIP-516, an id no topic has answered UNKNOWN_TOPIC_ID per partition as Kafka's); Metadata goes to 13,
+the last of Kafka 4.4 and what librdkafka 2.16 and Kafka's Java client 4.x ask for (librdkafka trusts
+leader epochs only from v9; its request for all topics at v9+ is malformed and read as meant,
+``wire.CLIENT_SLIPS``); ListOffsets at 10 (v11 lists a tiered storage offset raftlog has not); OffsetCommit
+and OffsetFetch to 10 (v9: a consumer group protocol member commits and fetches with its member id and
+epoch; OffsetFetch v8+ batches groups; v10 names topics by id, KIP-848: an id no topic has is
 UNKNOWN_TOPIC_ID per partition, the group's other topics go on); FindCoordinator to 5 (v5 only allows
-TRANSACTION_ABORTABLE, v6 finds share coordinators for brokers); JoinGroup at 7 (v8 adds a reason, v9 a
-static leader's skipped assignment, KIP-814) and LeaveGroup at 5 (v5: a member's reason, taken and not
-kept); DescribeGroups to 6 (v6: a group there is not, or not classic, GROUP_ID_NOT_FOUND, KIP-1043);
-ConsumerGroupHeartbeat and ConsumerGroupDescribe at 1 (v1: regular expression subscriptions, which
-librdkafka 2.16 needs to speak the protocol at all); ShareGroupHeartbeat and ShareGroupDescribe at 1, Kafka
-4.1's share groups (KIP-932); ShareFetch and ShareAcknowledge to 2, as Kafka 4.2-4.4 (v2: a RENEW
-acknowledgement keeps a record and renews its lock, KIP-1222, and a fetch may acquire at most max_records
-records, KIP-1206; franz-go's share consumer needs v2); ListGroups to 5 (v5 filters by group type);
-CreateTopics to 7 (v7 answers the new topic's id) and DeleteTopics to 6 (v6 names each topic by name or by
-id, Kafka's INVALID_REQUEST for neither, both or one given twice);
-DescribeCluster to 2 (v2 lists fenced brokers when asked); DescribeLogDirs to 5 (v5: whether a log directory
-is cordoned, never here).
-OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896): librdkafka asks for
-v2, Kafka's Java client 4.x for v4.
-The transaction APIs include Kafka's transaction version 2 (KIP-890's second part), which Kafka's Java
-client 4.x uses once the cluster finalizes feature ``transaction.version`` 2 (a new cluster does; an
-upgraded one once ``kafka-features upgrade`` raises it, every node supporting it): EndTxn to 5 (v5 bumps
-the epoch at every end), TxnOffsetCommit to 5 (v5 adds the group itself; v6, topics by id, is not in kio
-0.6.5), Produce v12 above;
-AddPartitionsToTxn at 3 (v4+ are the brokers' own); InitProducerId at 5 (v6 is KIP-939's two-phase
-commit, unstable in Kafka 4.1); ListTransactions to 2 (v2: a pattern of ids, RE2 as Kafka's, KIP-1152);
-WriteTxnMarkers is v1 alone (Kafka 4.0 removed v0, v2 carries the transaction version). librdkafka 2.16
-asks for AddPartitionsToTxn and AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4.
-SaslHandshake lists v0 only because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose
-range includes it (its feature check; it then asks for v1); a v0 handshake itself is refused
-(``sasl_apis``). The delegation token APIs (CreateDelegationToken to 3, Renew and Expire to 2, Describe
-to 3) start at v1, as Kafka 4.0 left them (KIP-896); a client logs in with a token through
-SaslAuthenticate (SCRAM with ``tokenauth=true``). The ACL APIs start at v1, the first with pattern types
-(KIP-290; kio, like Kafka 4.0, has no v0); librdkafka 2.16 asks for v2, kafka-python for v3.
-"""
+TRANSACTION_ABORTABLE, v6 finds share coordinators for brokers); JoinGroup to 9 (v8 adds a reason, taken
+and not kept; v9 tells a static leader back from a restart to skip the assignment, KIP-814) and LeaveGroup
+at 5 (v5: a member's reason, taken and not kept); DescribeGroups to 6 (v6: a group there is not, or not
+classic, GROUP_ID_NOT_FOUND, KIP-1043); ConsumerGroupHeartbeat and ConsumerGroupDescribe at 1 (v1: regular
+expression subscriptions, which librdkafka 2.16 needs to speak the protocol at all); ShareGroupHeartbeat
+and ShareGroupDescribe at 1, Kafka 4.1's share groups (KIP-932); ShareFetch and ShareAcknowledge to 2, as
+Kafka 4.2-4.4 (v2: a RENEW acknowledgement keeps a record and renews its lock, KIP-1222, and a fetch may
+acquire at most max_records records, KIP-1206; franz-go's share consumer needs v2); ListGroups to 5 (v5
+filters by group type); CreateTopics to 7 (v7 answers the new topic's id) and DeleteTopics to 6 (v6 names
+each topic by name or by id, Kafka's INVALID_REQUEST for neither, both or one given twice); DescribeCluster
+to 2 (v2 lists fenced brokers when asked); DescribeLogDirs to 5 (v5: whether a log directory is cordoned,
+never here). OffsetForLeaderEpoch starts at 2, the first kio has (Kafka 4.0 removed v0-1, KIP-896):
+librdkafka asks for v2, Kafka's Java client 4.x for v4. The transaction APIs include Kafka's transaction
+version 2 (KIP-890's second part), which Kafka's Java client 4.x uses once the cluster finalizes feature
+``transaction.version`` 2 (a new cluster does; an upgraded one once ``kafka-features upgrade`` raises it,
+every node supporting it): EndTxn to 5 (v5 bumps the epoch at every end), TxnOffsetCommit to 5 (v5 adds the
+group itself; v6, topics by id, is not in kio 0.6.5), Produce v12 above; AddPartitionsToTxn at 3 (v4+ are
+the brokers' own); InitProducerId at 5 (v6 is KIP-939's two-phase commit, unstable in Kafka 4.1);
+ListTransactions to 2 (v2: a pattern of ids, RE2 as Kafka's, KIP-1152); WriteTxnMarkers is v1 alone (Kafka
+4.0 removed v0, v2 carries the transaction version). librdkafka 2.16 asks for AddPartitionsToTxn and
+AddOffsetsToTxn v0, EndTxn v0-1, TxnOffsetCommit v0-3, InitProducerId v0-4. SaslHandshake lists v0 only
+because librdkafka 2.0 (Debian's kcat) offers SASL only to a broker whose range includes it (its feature
+check; it then asks for v1); a v0 handshake itself is refused (``sasl_apis``). The delegation token APIs
+(CreateDelegationToken to 3, Renew and Expire to 2, Describe to 3) start at v1, as Kafka 4.0 left them
+(KIP-896); a client logs in with a token through SaslAuthenticate (SCRAM with ``tokenauth=true``). The ACL
+APIs start at v1, the first with pattern types (KIP-290; kio, like Kafka 4.0, has no v0); librdkafka 2.16
+asks for v2, kafka-python for v3."""
 
 from __future__ import annotations
 
@@ -196,7 +193,7 @@ APIS: dict[int, Api] = {
         Api(8, "OffsetCommit", 2, 10, offset_commit, "READ group, READ topic"),
         Api(9, "OffsetFetch", 1, 10, offset_fetch, "DESCRIBE group, DESCRIBE topic"),
         Api(10, "FindCoordinator", 0, 5, find_coordinator, "DESCRIBE group, DESCRIBE transactional id"),
-        Api(11, "JoinGroup", 0, 7, join_group, "READ group"),
+        Api(11, "JoinGroup", 0, 9, join_group, "READ group"),
         Api(12, "Heartbeat", 0, 4, heartbeat, "READ group"),
         Api(13, "LeaveGroup", 0, 5, leave_group, "READ group"),
         Api(14, "SyncGroup", 0, 5, sync_group, "READ group"),

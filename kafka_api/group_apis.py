@@ -71,6 +71,7 @@ NO_OFFSET = -1
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
 TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: the group added implicitly
 TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id from v10 (KIP-848)
+SKIP_ASSIGNMENT_VERSION = 9  # JoinGroup tells a static leader to skip the assignment from v9 (KIP-814)
 # a topic of a request as the answer names it: its name (None: an id no topic has), its id (v10+), its parts
 Asked = tuple[str | None, uuid.UUID | None, Sequence[Any]]
 
@@ -164,14 +165,20 @@ async def join_group(door: Door, request: wire.Request) -> Any:
         )
         for member_id, metadata in joined.members
     )
+    leader = joined.leader
+    if joined.skip_assignment and request.api_version < SKIP_ASSIGNMENT_VERSION:
+        # a client that cannot be told to skip the assignment follows the leader it replaced, as Kafka
+        # answers it (GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin)
+        leader, members = joined.replaced_leader, ()
     return answer(
         ErrorCode.none,
         joined.member_id,
         generation_id=joined.generation,
         protocol_type=joined.protocol_type,
         protocol_name=joined.protocol,
-        leader=joined.leader,
+        leader=leader,
         members=members,
+        skip_assignment=joined.skip_assignment,
     )
 
 

@@ -21,8 +21,10 @@ with the HTTP door's (``LiveGroups``).
 Static members (KIP-345: a ``group.instance.id``) keep their place across a restart: one that joins again
 with its instance id and no member id takes over its old member's id slot and assignment, and a Stable
 group goes on without a rebalance when its protocols did not change; the member it replaced is fenced
-(FENCED_INSTANCE_ID on its next call). Static members do not leave when they close; they leave when their
-session expires, or when an admin removes them by instance id (LeaveGroup v3+).
+(FENCED_INSTANCE_ID on its next call). A static leader back so is told the members but that it must skip
+the assignment, which stands (KIP-814, JoinGroup v9; ``Joined.skip_assignment``). Static members do not
+leave when they close; they leave when their session expires, or when an admin removes them by instance
+id (LeaveGroup v3+).
 
 States as Kafka's: Empty -> PreparingRebalance (joins collected until every member rejoined or the
 rebalance timeout; a group's first rebalance, from Empty, collects joins for ``initial_delay_ms`` more
@@ -419,7 +421,7 @@ class ClassicGroups:
         if not current or not waiting or group.state is not GroupState.STABLE:
             return
         if refusal is None:
-            _answer_join(group, member)
+            _answer_join(group, member, replaced=old.member_id)
             return
         group.members = {
             (old.member_id if m is member else m.member_id): (old if m is member else m)
@@ -779,12 +781,15 @@ def _partitions(group: Group, assignment: bytes) -> tuple[TopicPartition, ...]:
         return ()
 
 
-def _answer_join(group: Group, member: Member) -> None:
+def _answer_join(group: Group, member: Member, replaced: str = "") -> None:
     """Resolve the member's join with the group's generation, protocol and leader; the leader also gets
-    every member's metadata for the chosen protocol, to assign from."""
+    every member's metadata for the chosen protocol, to assign from. ``replaced``: the member is a static
+    member that took the place of that member id in a Stable group without a rebalance; if it is the
+    leader, it must not assign (``Joined.skip_assignment``, KIP-814), as the assignment stands."""
     assert group.protocol is not None and group.leader is not None and member.joining is not None
     protocol = group.protocol
     everyone = tuple((m.member_id, dict(m.protocols)[protocol]) for m in group.members.values())
+    leads = member.member_id == group.leader
     member.joining.set_result(
         Joined(
             group.generation,
@@ -792,7 +797,9 @@ def _answer_join(group: Group, member: Member) -> None:
             protocol,
             group.leader,
             member.member_id,
-            everyone if member.member_id == group.leader else (),
+            everyone if leads else (),
+            skip_assignment=leads and bool(replaced),
+            replaced_leader=replaced if leads else "",
         )
     )
     member.joining = None

@@ -46,7 +46,11 @@ class GroupRefusal(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Joined:
-    """A JoinGroup answer: ``members`` (id, metadata of the chosen protocol) for the leader only."""
+    """A JoinGroup answer: ``members`` (id, metadata of the chosen protocol) for the leader only.
+    ``skip_assignment``: the leader is a static member back from a restart into a Stable group whose
+    assignment stands (KIP-814): it learns the members but must not assign; a client before JoinGroup v9
+    cannot be told so, and is answered as Kafka answers it, a follower of ``replaced_leader`` (the
+    member id it replaced) with no members."""
 
     generation: int
     protocol_type: str
@@ -54,6 +58,8 @@ class Joined:
     leader: str
     member_id: str
     members: tuple[tuple[str, bytes], ...]
+    skip_assignment: bool = False
+    replaced_leader: str = ""
 
 
 @dataclass(slots=True)

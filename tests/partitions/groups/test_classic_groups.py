@@ -165,6 +165,7 @@ async def test_a_static_member_back_from_a_restart_takes_its_place_without_a_reb
     a, b = await _stable_pair(groups)
     back = await _join(groups, "", 1000, instance="b")  # no member id: a new incarnation of "b"
     assert back.generation == 2 and back.member_id != b and back.leader == a and back.members == ()
+    assert not back.skip_assignment and back.replaced_leader == "", "a follower assigns nothing anyway"
     group = groups.groups["g"]
     assert group.state is GroupState.STABLE and list(group.members) == [a, back.member_id]
     assert await groups.sync("g", back.member_id, 2, {}, 1001, "b") == b"B", "its assignment is kept"
@@ -207,9 +208,13 @@ async def test_a_static_leader_back_from_a_restart_is_given_the_members_and_chan
     None
 ):
     groups = ClassicGroups(initial_delay_ms=0)
-    await _stable_pair(groups)
+    a, _ = await _stable_pair(groups)
     back = await _join(groups, "", 1000, instance="a")
     assert back.generation == 2 and back.leader == back.member_id and len(back.members) == 2
+    # KIP-814: it learns the members but must not assign (the assignment stands); a client before
+    # JoinGroup v9 is answered a follower of the member id it replaced (the door's part)
+    assert back.skip_assignment and back.replaced_leader == a
+    assert await groups.sync("g", back.member_id, 2, {}, 1001, "a") == b"A", "its assignment is kept"
     changed = _join(groups, "", 2000, protocols=[("range", b"other-meta")], instance="b")
     assert groups.groups["g"].state is GroupState.PREPARING_REBALANCE and not changed.done()
     leader_join = _join(groups, back.member_id, 2001, instance="a")
