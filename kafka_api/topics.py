@@ -1,7 +1,7 @@
-"""A topic as the Kafka door's answers name it, for every handler that does (Metadata, Fetch,
-DescribeTopicPartitions, the consumer and share group APIs): its Kafka id (``kafka_topic_id``) and the way
-back from ids to names, and a partition's leader and replicas as Metadata and DescribeTopicPartitions answer
-them (``partition_values``).
+"""A topic as the Kafka door's answers name it, for every handler that does (Metadata, Fetch, Produce,
+DescribeTopicPartitions, DeleteTopics, OffsetCommit, OffsetFetch, the consumer and share group APIs): its
+Kafka id (``kafka_topic_id``) and the way back from ids to names, and a partition's leader and replicas as
+Metadata and DescribeTopicPartitions answer them (``partition_values``).
 
 A topic's Kafka id is made from the cluster id and the controller's ``topic_id`` (the Raft index that
 created it), so every node answers the same id, and a topic deleted and created again under its name gets
@@ -45,8 +45,8 @@ def _topic_id(cluster_id: str, name: str, creation: int) -> uuid.UUID:
 
 
 async def topic_names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
-    """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+ and Fetch v13+ name topics
-    by id."""
+    """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+, Fetch and Produce v13+ name
+    topics by id."""
     view = door.node.metadata
     found = {}
     for name in view.topics():

@@ -32,7 +32,8 @@ PARTITIONS = 4
 def test_api_versions_advertise_the_consumer_group_apis() -> None:
     assert (APIS[68].name, APIS[68].min_version, APIS[68].max_version) == ("ConsumerGroupHeartbeat", 0, 1)
     assert (APIS[69].name, APIS[69].min_version, APIS[69].max_version) == ("ConsumerGroupDescribe", 0, 1)
-    assert APIS[8].max_version == APIS[9].max_version == 9  # commits and fetches with member epochs
+    # commits and fetches with member epochs (v9 on), naming topics by id (v10, what Java's consumer sends)
+    assert APIS[8].max_version == APIS[9].max_version == 10
 
 
 @pytest.mark.timeout(600)
@@ -40,8 +41,9 @@ def test_api_versions_advertise_the_consumer_group_apis() -> None:
 def test_java_consumers_of_the_consumer_protocol_read_once_across_rebalances(
     kafka_cluster: LocalCluster, java_client: Any, assignor: str
 ) -> None:
-    """Three Java consumers, then two once one left: each record read once, offsets committed (v9 with
-    the member epoch) to the end, the group Empty once they all left (ConsumerGroupDescribe)."""
+    """Three Java consumers, then two once one left: each record read once, offsets committed (v10: by
+    topic id, with the member epoch) to the end, the group Empty once they all left
+    (ConsumerGroupDescribe)."""
     settings = {"bootstrap.servers": kafka_cluster.bootstrap_servers}
     observed = java_client("group", settings, f"java-848-{assignor}-{uuid.uuid4().hex[:6]}", assignor)
     assert observed == {
