@@ -64,6 +64,7 @@ from test_sasl_clients import (
     new_topic,
     sasl,
 )
+from topic_id_scenarios import NOWHERE, commit_v10, delete_v6, fetch_offsets, metadata_v12, produce_v13
 
 from kafka_api import wire
 from raftlog_client.local_cluster import LocalCluster
@@ -522,9 +523,11 @@ def _list_offsets_request(topics: dict[str, int]) -> Any:
         for topic, partitions in topics.items()))  # fmt: skip
 
 
-def _logged_in(cluster: LocalCluster, name: str) -> RawKafka:
-    """``name``'s connection to n1's Kafka listener, authenticated over SASL_SSL (PLAIN)."""
-    raw = RawKafka(cluster.kafka["n1"], ssl.create_default_context(cafile=cluster.security["ca"]))
+def _logged_in(cluster: LocalCluster, name: str, address: str | None = None) -> RawKafka:
+    """``name``'s connection to n1's Kafka listener (or the one at ``address``), authenticated over
+    SASL_SSL (PLAIN)."""
+    context = ssl.create_default_context(cafile=cluster.security["ca"])
+    raw = RawKafka(address or cluster.kafka["n1"], context)
     assert _handshake(raw, "PLAIN").error_code is ErrorCode.none
     assert _authenticate(raw, f"\0{name}\0{name}'s password".encode()).error_code is ErrorCode.none
     raw.sock.settimeout(600)
@@ -634,3 +637,70 @@ def test_the_schema_registry_asks_subject_acls_of_a_scram_user_which_kafka_s_acl
     assert all(sorted(a["operation"] for a in acls) == ["read", "write"] for acls in kept)
     assert all(a["resource_type"] == "subject" for acls in kept for a in acls)
     assert client.get_latest_version(subject).schema_id == schema_id
+
+
+def test_a_topic_named_by_id_is_refused_as_by_name_and_deletes_say_its_name_only_to_who_may_describe_it(
+    cluster: LocalCluster,
+) -> None:
+    """Produce v13, OffsetCommit v10 and DeleteTopics v6 check the ACLs of the topic an id names: without
+    WRITE, READ or DELETE on it, TOPIC_AUTHORIZATION_FAILED and nothing written, committed or deleted. As
+    Kafka's ``ControllerApis.deleteTopics``, a refused deletion by id names the topic only to a user who may
+    DESCRIBE it; an id no topic has is UNKNOWN_TOPIC_ID whatever the ACLs (Kafka looks ids up first)."""
+    describer, _ = user(cluster)
+    stranger, _ = user(cluster)
+    topic = new_topic(cluster)
+    group = f"g-{topic}"
+    grant(
+        cluster,
+        topic_acl(describer, topic, "describe"),
+        {"resource_type": "group", "name": group, "principal": f"User:{describer}", "operation": "read"},
+    )
+    raw = _logged_in(cluster, describer)
+    try:
+
+        def led() -> Any:
+            (found,) = metadata_v12(raw, topic).topics
+            return found if found.partitions and found.partitions[0].leader_id >= 0 else None
+
+        named = wait_for(led, f"a leader of {topic}", PATIENCE_S)
+        topic_id, leader = named.topic_id, cluster.kafka[f"n{named.partitions[0].leader_id}"]
+        request = wire.build(wire.request_class(10, 4), key_type=0, coordinator_keys=(group,))
+        (found,) = wait_for(
+            lambda: [c for c in raw.call(10, 4, request).coordinators if c.error_code is ErrorCode.none],
+            f"a coordinator of {group}",
+            PATIENCE_S,
+        )
+        deleted = delete_v6(raw, [(None, topic_id), (None, NOWHERE)])
+    finally:
+        raw.close()
+    refused, unknown = ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_id
+    assert {(n, i, c) for n, i, c, _ in deleted} == {(topic, topic_id, refused), (None, NOWHERE, unknown)}
+    producer = _logged_in(cluster, describer, leader)
+    try:
+        answer = produce_v13(producer, [(topic_id, [0]), (NOWHERE, [0])])
+        assert {t.topic_id: [p.error_code for p in t.partition_responses] for t in answer.responses} == {
+            topic_id: [refused],
+            NOWHERE: [unknown],
+        }
+    finally:
+        producer.close()
+    coordinator = _logged_in(cluster, describer, f"{found.host}:{found.port}")
+    try:
+        committed = commit_v10(coordinator, group, [(topic_id, {0: 1}), (NOWHERE, {0: 1})])
+        assert {t.topic_id: [p.error_code for p in t.partitions] for t in committed.topics} == {
+            topic_id: [refused],
+            NOWHERE: [unknown],
+        }
+        nothing = [(0, -1, -1, "", ErrorCode.none)]  # nothing committed
+        assert fetch_offsets(coordinator, 9, group, [(topic, [0])]) == {topic: nothing}
+        assert metadata_v12(coordinator, topic).topics[0].error_code is ErrorCode.none  # nothing deleted
+    finally:
+        coordinator.close()
+    outsider = _logged_in(cluster, stranger)
+    try:  # may not DESCRIBE it: refused without its name
+        assert [(n, i, c) for n, i, c, _ in delete_v6(outsider, [(None, topic_id)])] == [
+            (None, topic_id, refused)
+        ]
+    finally:
+        outsider.close()
+    assert records_as_admin(cluster, topic) == []  # nothing written

@@ -36,7 +36,7 @@ NOT_YET = {
 }
 
 
-def _metadata(raw: RawKafka, name: str) -> Any:
+def metadata_v12(raw: RawKafka, name: str) -> Any:
     cls = wire.request_class(METADATA, 12)
     asked = wire.build(wire.sibling(cls, "MetadataRequestTopic"), topic_id=None, name=name)
     body = wire.build(cls, topics=(asked,), allow_auto_topic_creation=False,
@@ -60,7 +60,7 @@ def _created(bootstrap: str, prefix: str, partitions: int = 1) -> tuple[str, uui
         assert made.error_code == ErrorCode.none, made
 
         def led() -> tuple[Any, Any] | None:
-            answer = _metadata(raw, name)
+            answer = metadata_v12(raw, name)
             (found,) = answer.topics
             ready = found.error_code == ErrorCode.none and len(found.partitions) == partitions
             return (answer, found) if ready and all(p.leader_id >= 0 for p in found.partitions) else None
@@ -84,7 +84,7 @@ def _in_any_order(topics: Iterable[tuple[Any, list[Any]]]) -> dict[Any, list[Any
 # -- Produce v13 ------------------------------------------------------------------------------------
 
 
-def _produce_v13(raw: RawKafka, topics: list[tuple[uuid.UUID | None, list[int]]]) -> Any:
+def produce_v13(raw: RawKafka, topics: list[tuple[uuid.UUID | None, list[int]]]) -> Any:
     cls = wire.request_class(PRODUCE, 13)
     records = [ProducerRecord(b"k%d" % i, b"by-id", ()) for i in range(3)]
     batch = encode_batch(0, records, 0, int(time.time() * 1000))
@@ -124,7 +124,7 @@ def produces_by_id(bootstrap: str) -> None:
     _, topic_id, leaders = _created(bootstrap, "ids-produce")
     raw = RawKafka(leaders[0])
     try:
-        answer = _produce_v13(raw, [(topic_id, [0]), (NOWHERE, [0, 1]), (ZERO, [0])])
+        answer = produce_v13(raw, [(topic_id, [0]), (NOWHERE, [0, 1]), (ZERO, [0])])
         assert _in_any_order(
             (t.topic_id, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
             for t in answer.responses
@@ -143,7 +143,7 @@ def produces_by_id(bootstrap: str) -> None:
 # -- DeleteTopics v6 --------------------------------------------------------------------------------
 
 
-def _delete_v6(raw: RawKafka, topics: list[tuple[str | None, uuid.UUID | None]]) -> list[tuple[Any, ...]]:
+def delete_v6(raw: RawKafka, topics: list[tuple[str | None, uuid.UUID | None]]) -> list[tuple[Any, ...]]:
     """Each answer's name, id, code and words, in one order (Kafka shuffles its answers)."""
     cls = wire.request_class(DELETE_TOPICS, 6)
     states = tuple(wire.build(wire.sibling(cls, "DeleteTopicState"), name=n, topic_id=i) for n, i in topics)
@@ -166,7 +166,7 @@ def deletes_by_id_and_by_name(bootstrap: str) -> None:
     twice = f"ids-delete-twice-{uuid.uuid4().hex[:8]}"
     raw = RawKafka(bootstrap.split(",")[0])
     try:
-        answers = _delete_v6(raw, [
+        answers = delete_v6(raw, [
             (None, by_id), (by_name, None), (None, NOWHERE), (None, None), (kept_name, kept), (twice, None),
             (twice, None),
         ])  # fmt: skip
@@ -179,19 +179,19 @@ def deletes_by_id_and_by_name(bootstrap: str) -> None:
             (twice, None, INVALID, "Duplicate topic name."),
         ])  # fmt: skip
         # the id given twice, and a name whose topic is also given by id: neither deleted
-        assert _delete_v6(raw, [(None, kept), (None, kept)]) == [(None, kept, INVALID, "Duplicate topic id.")]
-        assert _delete_v6(raw, [(None, kept), (kept_name, None)]) == [
+        assert delete_v6(raw, [(None, kept), (None, kept)]) == [(None, kept, INVALID, "Duplicate topic id.")]
+        assert delete_v6(raw, [(None, kept), (kept_name, None)]) == [
             (kept_name, kept, INVALID, "The provided topic name maps to an ID that was already supplied.")
         ]
 
         def gone() -> bool:
-            codes = [_metadata(raw, name).topics[0].error_code for name in (by_id_name, by_name)]
+            codes = [metadata_v12(raw, name).topics[0].error_code for name in (by_id_name, by_name)]
             return codes == [ErrorCode.unknown_topic_or_partition] * 2
 
         wait_for(gone, "the topics deleted by id and by name gone", 60)
-        assert _metadata(raw, kept_name).topics[0].error_code == ErrorCode.none
-        assert _delete_v6(raw, [(None, by_id)]) == [(None, by_id, UNKNOWN_ID, UNKNOWN_ID_WORDS)]
-        assert _delete_v6(raw, [(None, kept)]) == [(kept_name, kept, ErrorCode.none, None)]
+        assert metadata_v12(raw, kept_name).topics[0].error_code == ErrorCode.none
+        assert delete_v6(raw, [(None, by_id)]) == [(None, by_id, UNKNOWN_ID, UNKNOWN_ID_WORDS)]
+        assert delete_v6(raw, [(None, kept)]) == [(kept_name, kept, ErrorCode.none, None)]
     finally:
         raw.close()
 
@@ -215,7 +215,7 @@ def _coordinator(bootstrap: str, group: str) -> RawKafka:
     return RawKafka(address)
 
 
-def _commit_v10(raw: RawKafka, group: str, topics: list[tuple[uuid.UUID | None, dict[int, int]]]) -> Any:
+def commit_v10(raw: RawKafka, group: str, topics: list[tuple[uuid.UUID | None, dict[int, int]]]) -> Any:
     cls = wire.request_class(OFFSET_COMMIT, 10)
     entries = tuple(
         wire.build(
@@ -239,9 +239,7 @@ def _commit_v10(raw: RawKafka, group: str, topics: list[tuple[uuid.UUID | None, 
     return raw.call(OFFSET_COMMIT, 10, body)
 
 
-def _fetch_offsets(
-    raw: RawKafka, version: int, group: str, topics: list[tuple[Any, list[int]]] | None
-) -> Any:
+def fetch_offsets(raw: RawKafka, version: int, group: str, topics: list[tuple[Any, list[int]]] | None) -> Any:
     """The group's topics' offsets: by name (v9) or by id (v10), every topic for None."""
     cls = wire.request_class(OFFSET_FETCH, version)
     entry = wire.sibling(cls, "OffsetFetchRequestTopics")
@@ -274,7 +272,7 @@ def commits_and_fetches_offsets_by_id(bootstrap: str) -> None:
     try:
 
         def committed() -> dict[Any, list[Any]] | None:
-            answer = _commit_v10(raw, group, [(topic_id, {0: 5, 1: 7}), (NOWHERE, {0: 1}), (ZERO, {3: 1})])
+            answer = commit_v10(raw, group, [(topic_id, {0: 5, 1: 7}), (NOWHERE, {0: 1}), (ZERO, {3: 1})])
             codes = _in_any_order(
                 (t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics
             )
@@ -286,11 +284,11 @@ def commits_and_fetches_offsets_by_id(bootstrap: str) -> None:
             ZERO: [(3, UNKNOWN_ID)],
         }
         offsets = [(0, 5, -1, "", ErrorCode.none), (1, 7, -1, "", ErrorCode.none)]
-        assert _fetch_offsets(raw, 10, group, [(topic_id, [0, 1]), (NOWHERE, [0, 2])]) == {
+        assert fetch_offsets(raw, 10, group, [(topic_id, [0, 1]), (NOWHERE, [0, 2])]) == {
             topic_id: offsets,
             NOWHERE: [(0, -1, -1, "", UNKNOWN_ID), (2, -1, -1, "", UNKNOWN_ID)],
         }
-        assert _fetch_offsets(raw, 9, group, [(name, [0, 1])]) == {name: offsets}
-        assert _fetch_offsets(raw, 10, group, None) == {topic_id: offsets}  # every topic, with its id
+        assert fetch_offsets(raw, 9, group, [(name, [0, 1])]) == {name: offsets}
+        assert fetch_offsets(raw, 10, group, None) == {topic_id: offsets}  # every topic, with its id
     finally:
         raw.close()
