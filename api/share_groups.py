@@ -78,7 +78,7 @@ async def _heartbeat(
 
 async def join(request: web.Request) -> web.Response:
     """``{"topics": [...]}``: a new member (its id made here) subscribed to the topics, each of which
-    the caller may DESCRIBE. Answers its id, epoch, assignment (every partition of its topics) and
+    the caller may DESCRIBE. Answers its id, epoch, assignment (its share of its topics' partitions) and
     ``base_uri``, where its requests go."""
     group = _group(request)
     body = await _body(request)

@@ -4,9 +4,11 @@ ShareGroupHeartbeat and ShareGroupDescribe as Kafka's ``GroupMetadataManager.sha
 A member joins with the member id it made (epoch 0), heartbeats in the epoch it was last given, and
 leaves with epoch -1; a changed membership or subscription, or a subscribed topic's new partitions, bumps
 the group epoch, and each member is given the group's epoch with its assignment at its next heartbeat.
-Share groups have no partition ownership to hand over (records, not partitions, are locked), so the
-assignment is the simple one: every partition of each topic a member subscribes to (Kafka's
-``SimpleAssignor`` when there are more members than partitions) and nothing is revoked first.
+Share groups have no partition ownership to hand over (records, not partitions, are locked), so nothing
+is revoked first: at each new group epoch the group's assignment is made again (``share.group.assign``,
+Kafka's ``SimpleAssignor``: each topic's partitions shared among its members, a partition to several only
+when members outnumber partitions, what each held kept where that allows), and each member takes its part
+at its next heartbeat.
 
 Every record's acquisition, lock and acknowledgement is below, in the data partitions (``share.partition``,
 replicated by the partition's Raft group). The group, its epoch, its members and the partition counts of
@@ -51,7 +53,7 @@ from partitions.groups.group_commands import ShareGroupRecord
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
-from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assignment
+from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assign
 from raftlog.errors import InvariantViolation
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
@@ -100,6 +102,9 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     last_seen_ms: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # the subscribed topics' partitions, as assigned
+    # every member's part of the assignment made for the group epoch ``target_epoch`` (-1: none yet)
+    target: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
+    target_epoch: int = -1
     recorded: int = -1  # the group epoch the group table holds (-1: none)
     # members restored from the table, whose epoch may have moved up to the group's since it was written
     loose: set[str] = field(default_factory=set)
@@ -110,6 +115,15 @@ class ShareGroup:
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed}
+
+    def assigned(self, member_id: str) -> frozenset[TopicPartition]:
+        """The member's part of the assignment of the group's epoch, made now if the epoch is new (from
+        the members, their topics' partition counts and the parts each was given before)."""
+        if self.target_epoch != self.group_epoch:
+            subscriptions = {m.member_id: m.subscribed for m in self.members.values()}
+            self.target = assign(subscriptions, self.counts, self.target)
+            self.target_epoch = self.group_epoch
+        return self.target.get(member_id, frozenset())
 
     def record(self, now_ms: int, groups_max: int) -> ShareGroupRecord:
         """The group as the table records it: its epoch, members and their topics' partition counts."""
@@ -179,10 +193,11 @@ class ShareGroupCoordinator:
         now = self._monotonic()
         group.counts = dict(table.partition_counts)
         for member in table.share_members:
-            assigned = assignment(member.subscribed, group.counts)
-            group.members[member.member_id] = replace(member, assigned=assigned)
+            group.members[member.member_id] = member
             group.last_seen_ms[member.member_id] = now
             group.loose.add(member.member_id)
+        for member in table.share_members:  # the recorded members assigned afresh
+            group.members[member.member_id] = replace(member, assigned=group.assigned(member.member_id))
 
     @contextlib.asynccontextmanager
     async def _serialized(self, name: str) -> AsyncIterator[None]:
@@ -296,7 +311,7 @@ class ShareGroupCoordinator:
             group.group_epoch += 1  # a subscribed topic's partitions changed: a new assignment
         group.counts = counts
         group.assignment_epoch = group.group_epoch
-        assigned = assignment(member.subscribed, group.counts)
+        assigned = group.assigned(member_id)
         changed = epoch == JOIN_EPOCH or assigned != member.assigned or member.epoch != group.group_epoch
         group.members[member_id] = ShareMember(
             member_id, group.group_epoch, member.rack_id, member.client_id, member.client_host,
