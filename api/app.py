@@ -636,6 +636,13 @@ def _request_bytes(http_limits: HttpLimits, super_users: frozenset[str]) -> Requ
     )
 
 
+def _connection_throttle(node: FrontDoor) -> Callable[[str, int], int]:
+    def throttle_ms(address: str, now_ms: int) -> int:
+        return node.metadata.client_quotas().connection(address, now_ms)
+
+    return throttle_ms
+
+
 def build_app(
     node: FrontDoor,
     *,
@@ -697,7 +704,9 @@ def build_app(
         app[state.STATE].token_secrets = token_secrets
     app[records.ROUND_ROBIN] = RoundRobin()
     app[typed_records.SCHEMAS] = typed_records.schema_cache(node)  # parsed schemas by id, kept by the node
-    app[GUARD] = Guard(http_limits)  # the listener's (api.http_limits.listen) when served by one
+    # the listener's (api.http_limits.listen) when served by one; a new connection past its address's
+    # connection creation rate (KIP-612) is refused by the one rule of both doors' listeners
+    app[GUARD] = Guard(http_limits, _connection_throttle(node))
     app.on_response_prepare.append(_server_header)
     app.on_cleanup.append(_stop_json_work)
     for operation in ROUTES:

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import ssl
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, cast
 
 from aiohttp import web
@@ -71,6 +71,25 @@ log = logging.getLogger(__name__)
 LOG_INTERVAL_S = 60.0  # at most one line per kind of cut per interval, with how many it stands for
 
 SERVER_HEADER = "raftlog"  # every answer's Server header: no software or version named to a prober
+ConnectionThrottle = Callable[[str, int], int]
+
+
+def connection_rate_answer(throttle_ms: int) -> bytes:
+    """The answer of a connection past its address's connection creation rate (KIP-612): 429, as a client
+    quota's, and when to come back."""
+    body = (
+        b'{"error_code": 42902, "message": "too many new connections from this address: past its '
+        b'connection_creation_rate quota"}'
+    )
+    return (
+        b"HTTP/1.1 429 Too Many Requests\r\nServer: raftlog\r\nConnection: close\r\n"
+        + f"Retry-After: {max(1, -(-throttle_ms // 1000))}\r\n".encode()
+        + b"Content-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
 _TIMEOUT_ANSWER = (
     b"HTTP/1.1 408 Request Timeout\r\nServer: raftlog\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 )
@@ -132,9 +151,12 @@ class QuietLog:
 class Guard:
     """One listener's limits, open connections and cut counts (``/metrics`` reads ``cut``)."""
 
-    def __init__(self, limits: HttpLimits) -> None:
+    def __init__(self, limits: HttpLimits, connection_throttle: ConnectionThrottle | None = None) -> None:
         self.limits = limits
         self.connections = Connections(limits)
+        # (address, wall clock ms) -> how long a new connection must wait, past its address's connection
+        # creation rate (``partitions.security.quotas.ClientQuotas.connection``); 0: serve it
+        self.connection_throttle = connection_throttle
         self.quiet = QuietLog()
         # why connections were cut or refused -> how many: header_timeout, idle_timeout, connections_max
         self.cut: dict[str, int] = {}
@@ -178,6 +200,14 @@ class _Guarded(asyncio.Protocol):
         transport = cast(asyncio.Transport, base)  # a stream server's (uvloop's are not subclasses)
         peer = transport.get_extra_info("peername")
         address = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        throttle = self._guard.connection_throttle
+        throttle_ms = throttle(address, int(time.time() * 1000)) if throttle is not None else 0
+        if throttle_ms:  # answered at once (Kafka holds the socket that long): told when to come back
+            self._guard.note("connection_rate", f"HTTP connection from {address} refused: past its "
+                             "connection_creation_rate quota")  # fmt: skip
+            transport.write(connection_rate_answer(throttle_ms))
+            transport.close()
+            return
         refused = self._guard.connections.admit(address)
         if refused is not None:
             self._guard.note("connections_max", f"HTTP connection from {address} refused: {refused}")

@@ -179,12 +179,12 @@ CATALOGUE: dict[str, Family] = {
     "http_connections_cut": Family(
         "counter",
         "HTTP connections this node cut or refused, by reason (header_timeout, idle_timeout, "
-        "connections_max, over_share).",
+        "connections_max, over_share, connection_rate).",
     ),
     "kafka_connections_cut": Family(
         "counter",
         "Kafka connections this node refused or cut, by reason (refused_connections, refused_per_address, "
-        "refused_unauthenticated, cut_unauthenticated, cut_for_newcomer, refused_frames_before_auth, "
+        "refused_connection_rate, refused_unauthenticated, cut_unauthenticated, cut_for_newcomer, refused_frames_before_auth, "
         "cut_login_timeout, cut_frame_timeout, cut_idle_timeout, cut_credential_gone, refused_per_user, "
         "refused_reserved, cut_for_login, cut_idle_at_cap, cut_over_share; --kafka-*).",
     ),

@@ -24,6 +24,7 @@ log = logging.getLogger("kafka_api.server")  # the listener's lines, under its n
 class Stats:
     refused_connections: int = 0  # over ``connections_max``
     refused_per_address: int = 0  # over ``connections_per_address_max``
+    refused_connection_rate: int = 0  # past its address's ``connection_creation_rate`` quota (KIP-612)
     refused_unauthenticated: int = 0  # over ``unauthenticated_connections_max``
     cut_unauthenticated: int = 0  # the oldest of the address holding most, for a newcomer from another
     cut_for_newcomer: int = 0  # at ``connections_max``, without login: the same, of all its connections
@@ -45,6 +46,7 @@ class Stats:
 _STAT_OF = {
     "connections": "refused_connections",
     "per_address": "refused_per_address",
+    "connection_rate": "refused_connection_rate",
     "unauthenticated": "refused_unauthenticated",
     "evicted": "cut_unauthenticated",
     "evicted_at_bound": "cut_for_newcomer",

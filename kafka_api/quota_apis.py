@@ -136,7 +136,7 @@ async def alter_client_quotas(door: Door, request: wire.Request) -> Any:
             entity: Entity = controller_quotas.entity([(e.entity_type, e.entity_name) for e in entry.entity])
             ops = tuple((op.key, None if op.remove else float(op.value)) for op in entry.ops)
             for key, value in ops:
-                controller_quotas.check_value(key, value)
+                controller_quotas.check_value(key, value, controller_quotas.keys_of(entity))
             changes.append(QuotaChange(entity, ops))
             refused.append((ErrorCode.none, None))
         except InvalidQuota as exc:

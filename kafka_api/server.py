@@ -211,6 +211,16 @@ class KafkaServer:
             task.cancel()
         self.door.auto_topics.cancel()
 
+    def _connection_throttle_ms(self, address: str) -> int:
+        """How long a new connection from ``address`` is held before it is closed unserved, past the
+        address's ``connection_creation_rate`` quota (0: it is served; KIP-612, Kafka's acceptor)."""
+        throttle_ms = self.door.node.metadata.client_quotas().connection(address, int(time.time() * 1000))
+        if throttle_ms:
+            self.stats.count("connection_rate")
+            message = "Kafka: closing a connection from %s after %d ms: past its connection_creation_rate"
+            self._throttled.log(logging.WARNING, "connection_rate", message, address, throttle_ms)
+        return throttle_ms
+
     def _admit(self, writer: asyncio.StreamWriter, address: str) -> Connection | None:
         """The new connection's entry, or None: refused (logged, counted)."""
         unauthenticated = {a: len(held) for a, held in self._unauthenticated.items()}
@@ -301,6 +311,11 @@ class KafkaServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         address = client_host(peer[0] if isinstance(peer, tuple) and peer else None)
+        throttle_ms = self._connection_throttle_ms(address)
+        if throttle_ms:  # past its address's connection creation rate: held that long, then closed unread
+            await asyncio.sleep(throttle_ms / 1000)
+            writer.transport.abort()
+            return
         connection = self._admit(writer, address)
         if connection is None:
             writer.transport.abort()

@@ -1,6 +1,7 @@
 """Client quotas as the controller holds them (Kafka's ``ClientQuotaControlManager``, KIP-546): pure and
 deterministic. An *entity* is a user, a client id, or a user and a client id, each either named or the
-default (``None``: Kafka's ``<default>``); each entity has quotas by key (``KEYS``). ``AlterClientQuotas``
+default (``None``: Kafka's ``<default>``), or an ip address alone (KIP-612), named or the default; each
+entity has quotas by key (``KEYS``; an ip's: ``IP_KEYS``, ``connection_creation_rate``). ``AlterClientQuotas``
 sets and removes some of an entity's quotas; an entity left with none is gone. Validation is Kafka's: an
 unknown entity type or key, an empty name, a value <= 0, a fractional byte rate are ``InvalidQuota``
 (INVALID_REQUEST), and a command changes all of its entities or none.
@@ -13,15 +14,17 @@ before this one has none).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidCommand, InvalidQuota
-from partitions.security.quotas import CLIENT_ID, ENTITY_TYPES, IP, KEYS, USER, Entity, describe
+from partitions.security.quotas import CLIENT_ID, ENTITY_TYPES, IP, IP_KEYS, KEYS, USER, Entity, describe
 
 ENTITIES_MAX = 10_000  # entities with quotas in the cluster (each is a row of every snapshot)
-INTEGRAL_MAX = 2**63 - 1
+INTEGRAL_MAX = 2**63 - 1  # Kafka's LONG: a byte rate
+IP_INTEGRAL_MAX = 2**31 - 1  # Kafka's INT: a connection creation rate
 __all__ = ["CLIENT_ID", "IP", "USER", "Entity", "describe"]  # the doors' names of entities
 
 
@@ -40,8 +43,8 @@ class AlterClientQuotas:
 
 def entity(components: Mapping[str, str | None] | list[tuple[str, str | None]]) -> Entity:
     """The canonical entity of ``components`` (type -> name or None); InvalidQuota as Kafka refuses one:
-    empty, a type repeated or unknown (an IP entity: raftlog keeps no connection-rate quotas), an empty
-    name."""
+    empty, a type repeated or unknown, an empty name, an ip with a user or client id, an ip name that is
+    not an address (Kafka also takes a host name it resolves; a controller's apply resolves nothing)."""
     pairs = list(components.items()) if isinstance(components, Mapping) else list(components)
     if not pairs:
         raise InvalidQuota("Invalid empty client quota entity")
@@ -49,19 +52,40 @@ def entity(components: Mapping[str, str | None] | list[tuple[str, str | None]]) 
     for kind, name in pairs:
         if kind in seen:
             raise InvalidQuota(f"Invalid client quota entity, duplicate entity entry {kind}")
-        if kind == IP:
-            raise InvalidQuota("ip quotas (connection_creation_rate) are not supported by raftlog")
-        if kind not in ENTITY_TYPES:
+        if kind not in (*ENTITY_TYPES, IP):
             raise InvalidQuota(f"Unhandled client quota entity type: {kind}")
         if name is not None and (not isinstance(name, str) or not name):
             raise InvalidQuota(f"Empty {kind} not supported")
         seen[kind] = name
+    if IP in seen:
+        if len(seen) > 1:
+            raise InvalidQuota(
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
+            )
+        address = seen[IP]
+        if address is not None and not _is_address(address):
+            raise InvalidQuota(f"{address} is not a valid IP or resolvable host.")
+        return ((IP, address),)
     return tuple((kind, seen[kind]) for kind in ENTITY_TYPES if kind in seen)
 
 
-def check_value(key: str, value: float | None) -> None:
-    """InvalidQuota for a key Kafka does not allow a user or client id, or a value it refuses."""
-    integral = KEYS.get(key)
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def keys_of(value: Entity) -> Mapping[str, bool]:
+    """The keys an entity may have (key -> integral)."""
+    return IP_KEYS if value and value[0][0] == IP else KEYS
+
+
+def check_value(key: str, value: float | None, keys: Mapping[str, bool] = KEYS) -> None:
+    """InvalidQuota for a key Kafka does not allow the entity (``keys``: ``keys_of`` it), or a value it
+    refuses."""
+    integral = keys.get(key)
     if integral is None:
         raise InvalidQuota(f"Invalid configuration key {key}")
     if value is None:
@@ -70,6 +94,8 @@ def check_value(key: str, value: float | None) -> None:
         raise InvalidQuota(f"Quota {key} must be a number")
     if value <= 0.0:
         raise InvalidQuota(f"Quota {key} must be greater than 0")
+    if keys is IP_KEYS and value > IP_INTEGRAL_MAX:
+        raise InvalidQuota(f"Proposed value for {key} is too large for an INT.")
     if integral and value > INTEGRAL_MAX:
         raise InvalidQuota(f"Proposed value for {key} is too large for a LONG.")
     if integral and value != math.floor(value):
@@ -86,7 +112,7 @@ def apply(
         if len(set(keys)) != len(keys):
             raise InvalidQuota(f"a key changed twice for entity {describe(change.entity)}")
         for key, value in change.changes:
-            check_value(key, value)
+            check_value(key, value, keys_of(change.entity))
     after = {e: dict(values) for e, values in quotas.items()}
     for change in command.changes:
         values = after.setdefault(change.entity, {})

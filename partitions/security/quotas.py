@@ -22,6 +22,12 @@ answers per second), ``request_percentage`` (the time a node spends on a client'
 one second per second, Kafka's request-thread time: here the time a request's handler takes, a Fetch's
 long poll not counted).
 
+Connections (KIP-612): an ``ip`` entity (an address, or the default: every address without one of its
+own) has one key, ``connection_creation_rate``, new connections per second from that address to this
+node, over both doors' listeners. ``ClientQuotas.connection`` records each new connection and answers, past
+the quota, how long it must be held before it is closed unserved (at most a window, Kafka's
+``ConnectionQuotas``: its acceptor closes such a connection once its throttle time passed).
+
 Pure: no sockets, loop or clock (``now_ms`` comes in).
 """
 
@@ -40,6 +46,8 @@ KEYS: Mapping[str, bool] = {  # key -> integral (Kafka's LONG: a byte rate is a 
     CONSUMER_BYTE_RATE: True,
     REQUEST_PERCENTAGE: False,
 }
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+IP_KEYS: Mapping[str, bool] = {CONNECTION_CREATION_RATE: True}  # an ip entity's keys (Kafka's INT)
 
 Entity = tuple[tuple[str, str | None], ...]
 """(entity type, name or None for the default), one per type, in ``ENTITY_TYPES`` order."""
@@ -137,15 +145,50 @@ def resolve(
     return None
 
 
+def connection_quota(quotas: Mapping[Entity, Mapping[str, float]], address: str) -> float | None:
+    """The connection creation rate an address may open connections at: its own ``ip`` entity's, else the
+    default ``ip`` entity's, else none (Kafka's ``ConnectionQuotas.connectionRateForIp``)."""
+    for entity in (((IP, address),), ((IP, None),)):
+        bound = quotas.get(entity, {}).get(CONNECTION_CREATION_RATE)
+        if bound is not None:
+            return bound
+    return None
+
+
 class ClientQuotas:
     """A node's meters, on the quotas its controller metadata has now (``quotas``, read at each call)."""
 
     def __init__(self, quotas: Callable[[], Mapping[Entity, Mapping[str, float]]]) -> None:
         self._quotas = quotas
         self._meters: dict[tuple[str, tuple[str, str]], Rate] = {}
+        self._connection_meters: dict[str, Rate] = {}  # per client address with a connection quota
         self._resolved: dict[tuple[str, str, str], Applied | None] = {}
         self._resolved_for: object = None
         self.throttled = dict.fromkeys(KINDS, 0)  # requests throttled (Kafka door) or refused (HTTP), by kind
+        self.throttled_connections = 0  # new connections closed unserved past their address's quota
+
+    def connection(self, address: str, now_ms: int) -> int:
+        """A new connection from ``address``, recorded: how long (ms, at most ``WINDOW_MS``) to hold it
+        before it is closed unserved, past its address's ``connection_creation_rate`` (0: serve it; a
+        throttled one counts for nothing, as Kafka takes it back)."""
+        quotas = self._quotas()
+        bound = connection_quota(quotas, address) if quotas else None
+        if bound is None:
+            return 0
+        meter = self._connection_meters.get(address)
+        if meter is None:
+            if len(self._connection_meters) >= METERS_MAX:
+                meters = self._connection_meters.items()
+                self._connection_meters = {a: m for a, m in meters if not m.idle(now_ms)}
+            meter = self._connection_meters[address] = Rate()
+        meter.record(1.0, now_ms)
+        rate = meter.rate(now_ms)
+        if rate <= bound:
+            return 0
+        meter.record(-1.0, now_ms)
+        self.throttled_connections += 1
+        throttle = round((rate - bound) / bound * meter.window_ms(now_ms))
+        return max(1, min(throttle, WINDOW_MS))
 
     def active(self) -> bool:
         """Whether any quota is set (else nothing is metered)."""

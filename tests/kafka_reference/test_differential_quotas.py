@@ -1,5 +1,6 @@
 """Kafka's own tools, step by step, against raftlog and against Apache Kafka (the session's ``systems``):
-``kafka-configs`` setting, describing, refusing and removing a client id's quotas, and ``kafka-topics
+``kafka-configs`` setting, describing, refusing and removing a client id's quotas and an address's
+connection creation rate (KIP-612, ``--entity-type ips``: one address and the default), and ``kafka-topics
 --describe --at-min-isr-partitions``. Each step's outcome (its exit status and what it printed that a
 user reads) must be the same on both."""
 
@@ -62,6 +63,7 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
     step("remove", removed)
     gone = until(lambda output: "producer_byte_rate" not in output, "--describe", *client)
     step("describe removed", gone, "quota left" if "producer_byte_rate" in gone.output else "")
+    _ip_steps(step, until, _configs, bootstrap)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("diff-min-isr", 1, 3)])["diff-min-isr"].result(60)
     at_min = tools.run(
@@ -73,13 +75,51 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
     return outcomes
 
 
+def _ip_steps(
+    step: Callable[..., None], until: Callable[..., Outcome], configs: Callable[..., Outcome], bootstrap: str
+) -> None:
+    """An address's and the default address's ``connection_creation_rate`` (the addresses are none the
+    tests connect from; the default is far above what they open), and what Kafka refuses of them."""
+    for name, ip, rate in (
+        ("ip", ("--entity-name", "127.0.0.9"), "5"),
+        ("default ip", ("--entity-default",), "5000"),
+    ):
+        entity = ("--entity-type", "ips", *ip)
+        step(
+            f"{name} set",
+            configs(bootstrap, "--alter", *entity, "--add-config", f"connection_creation_rate={rate}"),
+        )
+        shows = f"connection_creation_rate={rate}.0"
+        described = until(lambda output, shows=shows: shows in output, "--describe", *entity)
+        step(f"{name} describe", described, "set" if shows in described.output else described.output[-300:])
+        refused = configs(bootstrap, "--alter", *entity, "--add-config", "connection_creation_rate=2.5")
+        step(
+            f"{name} fractional",
+            refused,
+            "fractional" if "fractional" in refused.output else refused.output[-300:],
+        )
+        step(
+            f"{name} remove",
+            configs(bootstrap, "--alter", *entity, "--delete-config", "connection_creation_rate"),
+        )
+        gone = until(lambda output: "connection_creation_rate" not in output, "--describe", *entity)
+        step(f"{name} describe removed", gone, "left" if "connection_creation_rate" in gone.output else "")
+    wrong = configs(bootstrap, "--alter", "--entity-type", "ips", "--entity-name", "127.0.0.9",
+                    "--add-config", "producer_byte_rate=1024")  # fmt: skip
+    step("ip wrong key", wrong, "refused" if wrong.status else wrong.output[-300:])
+    host = configs(bootstrap, "--alter", "--entity-type", "ips", "--entity-name", "no-such-host.invalid",
+                   "--add-config", "connection_creation_rate=5")  # fmt: skip
+    step("ip not an address", host, "not valid" if "not a valid IP" in host.output else host.output[-300:])
+
+
 @pytest.mark.kafka_answer
 def test_kafka_configs_quotas_and_kafka_topics_min_isr_answer_as_kafka(
     servers: dict[str, str], tools: KafkaTools, request: pytest.FixtureRequest
 ) -> None:
     def on_kafka() -> list[tuple[str, bool, str]]:
         kafka = _steps(tools, servers["kafka"])
-        assert all(ok == (name != "fractional") for name, ok, _ in kafka), kafka  # Kafka's own outcomes
+        refusals = ("fractional", "ip wrong key", "ip not an address")
+        assert all(ok == (not name.endswith(refusals)) for name, ok, _ in kafka), kafka  # Kafka's own
         reads = {name: read for name, _, read in kafka}
         assert (reads["describe"], reads["describe removed"]) == ("both quotas", ""), kafka
         return kafka

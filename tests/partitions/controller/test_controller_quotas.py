@@ -49,7 +49,11 @@ def test_alter_client_quotas_round_trips_and_applies() -> None:
         (ALICE, {"producer_byte_rate": 0.0}, "must be greater than 0"),
         (ALICE, {"producer_byte_rate": 10.5}, "cannot be a fractional value"),
         (ALICE, {"connection_creation_rate": 5.0}, "Invalid configuration key"),
-        ((("ip", "1.2.3.4"),), {"producer_byte_rate": 5.0}, "not supported"),
+        ((("ip", "1.2.3.4"),), {"producer_byte_rate": 5.0}, "Invalid configuration key producer_byte_rate"),
+        ((("ip", "1.2.3.4"),), {"connection_creation_rate": 2.5}, "cannot be a fractional value"),
+        ((("ip", "1.2.3.4"),), {"connection_creation_rate": 2.0**31}, "too large for an INT"),
+        ((("ip", "db.example"),), {"connection_creation_rate": 5.0}, "is not a valid IP or resolvable host"),
+        ((("user", "u"), ("ip", "1.2.3.4")), {"connection_creation_rate": 5.0}, "IP entity shouldnot be"),
         ((("user", ""),), {"producer_byte_rate": 5.0}, "Empty user not supported"),
         ((("group", "g"),), {"producer_byte_rate": 5.0}, "Unhandled client quota entity type"),
     ],
@@ -63,6 +67,25 @@ def test_what_kafka_refuses_is_refused_whole(
     assert isinstance(refused, InvalidQuota) and words in str(refused)
     assert machine.metadata.quotas == {ALICE_APP: {"request_percentage": 10.0}}  # nothing of it applied
     assert machine.metadata.applied_index == 2
+
+
+def test_an_address_or_the_default_address_gets_a_connection_creation_rate() -> None:
+    """KIP-612's ip entities: an address (IPv4 or IPv6) or the default, with the one key an ip has."""
+    machine = ControllerStateMachine()
+    ip, v6, default_ip = (("ip", "10.0.0.7"),), (("ip", "::1"),), (("ip", None),)
+    command = _alter(
+        (ip, {"connection_creation_rate": 5.0}),
+        (v6, {"connection_creation_rate": 2.0}),
+        (default_ip, {"connection_creation_rate": 100.0}),
+    )
+    assert decode(encode(command)) == command
+    assert machine.apply(1, 1, encode(command)) == 3  # the entities with quotas
+    assert machine.metadata.quotas == {
+        ip: {"connection_creation_rate": 5.0},
+        v6: {"connection_creation_rate": 2.0},
+        default_ip: {"connection_creation_rate": 100.0},
+    }
+    assert quotas.describe(default_ip) == "ip=<default>"
 
 
 def test_entities_are_canonical_and_malformed_rows_are_refused() -> None:

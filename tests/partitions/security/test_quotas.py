@@ -69,3 +69,22 @@ def test_a_request_percentage_throttle_is_at_most_the_whole_window() -> None:
     table: Quotas = {(("user", None),): {R: 1.0}}
     quotas = ClientQuotas(lambda: table)
     assert quotas.record(R, "alice", "", 10_000.0, 0) == SAMPLES * WINDOW_MS
+
+
+def test_new_connections_past_an_address_s_rate_are_held_at_most_a_window_and_not_counted() -> None:
+    """KIP-612: an address's own ``connection_creation_rate``, else the default address's; the rate over at
+    least ten whole windows, as every quota's (so 2/s lets 20 through at once); a connection past it is
+    held at most one window (Kafka's acceptor, then closed) and takes nothing of the rate."""
+    table = {
+        (("ip", "10.0.0.9"),): {"connection_creation_rate": 2.0},
+        (("ip", None),): {"connection_creation_rate": 50.0},
+    }
+    quotas = ClientQuotas(lambda: table)
+    assert [quotas.connection("10.0.0.9", 0) for _ in range(20)] == [0] * 20
+    held = quotas.connection("10.0.0.9", 0)
+    assert 0 < held <= WINDOW_MS and quotas.throttled_connections == 1
+    assert quotas.connection("10.0.0.9", 0) == held, "the refused one was not counted"
+    assert quotas.connection("10.0.0.10", 0) == 0, "another address: the default's 50/s"
+    assert quotas.connection("10.0.0.9", 1_499) > 0, "21 over the 10.499 s measured is still past 2/s"
+    assert quotas.connection("10.0.0.9", 1_500) == 0, "21 over 10.5 s is 2/s: within the quota"
+    assert ClientQuotas(lambda: {}).connection("10.0.0.9", 0) == 0, "no quota: never held"
