@@ -10,6 +10,7 @@ lists the unknown ids of an OffsetCommit first)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 import uuid
 from collections.abc import Iterable
@@ -46,7 +47,9 @@ def metadata_v12(raw: RawKafka, name: str) -> Any:
 
 def _created(bootstrap: str, prefix: str, partitions: int = 1) -> tuple[str, uuid.UUID, dict[int, str]]:
     """A new topic (replication factor 3) named after ``prefix``: its name, its id and the Kafka address of
-    each partition's leader, once each has one."""
+    each partition's leader, once every broker's Metadata names a leader of each (a broker resolves ids
+    with its own metadata: one without the topic yet answers its id UNKNOWN_TOPIC_ID, Kafka's as
+    raftlog's)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     raw = RawKafka(bootstrap.split(",")[0])
     try:
@@ -59,17 +62,27 @@ def _created(bootstrap: str, prefix: str, partitions: int = 1) -> tuple[str, uui
         (made,) = raw.call(CREATE_TOPICS, 7, request).topics
         assert made.error_code == ErrorCode.none, made
 
-        def led() -> tuple[Any, Any] | None:
-            answer = metadata_v12(raw, name)
-            (found,) = answer.topics
-            ready = found.error_code == ErrorCode.none and len(found.partitions) == partitions
-            return (answer, found) if ready and all(p.leader_id >= 0 for p in found.partitions) else None
-
-        answer, found = wait_for(led, f"a leader of each partition of {name}", 60)
+        answer, found = wait_for(
+            lambda: _led(raw, name, partitions), f"a leader of each partition of {name}", 60
+        )
     finally:
         raw.close()
     brokers = {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}
+    for address in brokers.values():
+        broker = RawKafka(address)
+        try:
+            wait_for(functools.partial(_led, broker, name, partitions), f"{address}'s leaders of {name}", 60)
+        finally:
+            broker.close()
     return name, found.topic_id, {p.partition_index: brokers[p.leader_id] for p in found.partitions}
+
+
+def _led(raw: RawKafka, name: str, partitions: int) -> tuple[Any, Any] | None:
+    """The Metadata answer and its topic once it names a leader of each partition."""
+    answer = metadata_v12(raw, name)
+    (found,) = answer.topics
+    ready = found.error_code == ErrorCode.none and len(found.partitions) == partitions
+    return (answer, found) if ready and all(p.leader_id >= 0 for p in found.partitions) else None
 
 
 def _in_any_order(topics: Iterable[tuple[Any, list[Any]]]) -> dict[Any, list[Any]]:
@@ -264,22 +277,25 @@ def fetch_offsets(raw: RawKafka, version: int, group: str, topics: list[tuple[An
 
 def commits_and_fetches_offsets_by_id(bootstrap: str) -> None:
     """An id no topic has (the zero id too) is UNKNOWN_TOPIC_ID in each partition of the commit, and of the
-    fetch, no offset; the group's other topics go on; offsets committed by id are the group's by name too,
-    and every topic of the group is answered with its id."""
+    fetch, no offset; a partition the topic has not UNKNOWN_TOPIC_OR_PARTITION; the group's other topics go
+    on; offsets committed by id are the group's by name too, and every topic of the group is answered with
+    its id."""
     name, topic_id, _ = _created(bootstrap, "ids-offsets", partitions=2)
     group = f"ids-offsets-{uuid.uuid4().hex[:8]}"
     raw = _coordinator(bootstrap, group)
     try:
 
         def committed() -> dict[Any, list[Any]] | None:
-            answer = commit_v10(raw, group, [(topic_id, {0: 5, 1: 7}), (NOWHERE, {0: 1}), (ZERO, {3: 1})])
+            answer = commit_v10(
+                raw, group, [(topic_id, {0: 5, 1: 7, 9: 1}), (NOWHERE, {0: 1}), (ZERO, {3: 1})]
+            )
             codes = _in_any_order(
                 (t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics
             )
             return None if {code for _, code in codes[topic_id]} & NOT_YET else codes
 
         assert wait_for(committed, f"{group}'s commit", 60, every_s=0.5) == {
-            topic_id: [(0, ErrorCode.none), (1, ErrorCode.none)],
+            topic_id: [(0, ErrorCode.none), (1, ErrorCode.none), (9, ErrorCode.unknown_topic_or_partition)],
             NOWHERE: [(0, UNKNOWN_ID)],
             ZERO: [(3, UNKNOWN_ID)],
         }
