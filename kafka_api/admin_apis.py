@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import logging
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api import resource_configs, wire
+from kafka_api import broker_loggers, resource_configs, wire
 from kafka_api.door import Door
 from kafka_api.errors import Caught, Refused, code_of
 from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, names_by_id, topic_ids
@@ -55,7 +54,6 @@ TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 2, 4, 8
 SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
 SOURCE_LOGGER = 6  # DYNAMIC_BROKER_LOGGER_CONFIG
 TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
-LOGGERS = ("raftlog", "partitions", "kafka_api", "api")  # the packages whose loggers are described
 SET, DELETE = 0, 1
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 DELETE_BY_ID_VERSION = 6  # DeleteTopics names each topic by name or by id
@@ -383,7 +381,7 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 entries = await resource_configs.describe_resource(door, resource, entry_cls, synonyms)
             code, message = caught.code, caught.message
         elif resource.resource_type == BROKER_LOGGER_RESOURCE:
-            entries = tuple(_logger_entries(entry_cls, resource.configuration_keys))
+            entries = tuple(broker_loggers.entries(entry_cls, resource.configuration_keys, SOURCE_LOGGER))
         else:
             code, message = (
                 ErrorCode.invalid_request,
@@ -427,33 +425,6 @@ def _entry(entry_cls: Any, entry: ConfigEntry, synonyms: bool) -> Any:
         config_type=TYPES[entry.kind],
         documentation=None,
     )
-
-
-def _logger_entries(entry_cls: Any, keys: tuple[str, ...] | None) -> list[Any]:
-    """The node's loggers and their levels, as Kafka describes a broker's (``root`` first), read-only:
-    a level is the node's ``--log-level`` at start."""
-    names = ["root", *sorted(n for n in logging.root.manager.loggerDict if n.split(".")[0] in LOGGERS)]
-    described = []
-    for name in names:
-        if keys is not None and name not in keys:
-            continue
-        logger = logging.getLogger(None if name == "root" else name)
-        level = logging.getLevelName(logger.getEffectiveLevel())
-        described.append(
-            wire.build(
-                entry_cls,
-                name=name,
-                value="WARN" if level == "WARNING" else level,
-                read_only=True,
-                is_default=False,
-                config_source=SOURCE_LOGGER,
-                is_sensitive=False,
-                synonyms=(),
-                config_type=TYPES["STRING"],
-                documentation=None,
-            )
-        )
-    return described
 
 
 async def alter_configs(door: Door, request: wire.Request) -> Any:
@@ -509,6 +480,9 @@ async def _alter(door: Door, request: wire.Request, changes: Any, incremental: b
         code, message = ErrorCode.none, None
         with Caught() as caught:  # every error is this resource's answer
             _authorized(door, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+            if resource.resource_type == BROKER_LOGGER_RESOURCE and incremental:
+                broker_loggers.alter(door, resource, body.validate_only)
+                return _resource_answer(response_cls, resource, code, message)
             kind = resource_configs.KINDS.get(resource.resource_type)
             if resource.resource_type == BROKER_RESOURCE and incremental:
                 kind = BROKER

@@ -462,6 +462,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.controller.state",  # TopicMetadata, merge_configs
     "partitions.controller.defaults",  # the controller's defaults (a leaf): topics' partitions, replicas
     "partitions.topic_configs",  # a topic's configs as DescribeConfigs describes them (pure)
+    "partitions.node_loggers",  # the node's loggers and levels, changed as Kafka's broker-loggers are
     "partitions.resource_configs",  # client metrics, group, broker throttle configs: keys and checks (pure)
     "partitions.controller.members",  # ControllerMembers
     "partitions.controller.reconfigure",  # MoveProgress, MemberView

@@ -5,7 +5,8 @@ unclean), log dirs (``kafka-log-dirs``), offsets by time (``kafka-get-offsets --
 metadata quorum (``kafka-metadata-quorum``), ``kafka-topics --describe`` (DescribeTopicPartitions),
 ``kafka-cluster unregister``, a record batch larger than ``segment.bytes``, a topic placed by hand
 (``kafka-topics --create --replica-assignment``), transactions listed by a pattern of their ids
-(``kafka-transactions list --transactional-id-pattern``, ListTransactions v2), and a share group's offsets
+(``kafka-transactions list --transactional-id-pattern``, ListTransactions v2), a broker's loggers set,
+refused and removed (``kafka-configs --entity-type broker-loggers``, KIP-412), and a share group's offsets
 (``kafka-share-groups --describe --offsets / --delete-offsets / --delete``, KIP-932, with
 ``kafka-console-share-consumer`` consuming between the steps).
 
@@ -312,6 +313,7 @@ def _steps(steps: Steps) -> None:
     steps.outcomes["a batch above segment.bytes"] = _produce_large(steps.bootstrap, large)
     _placed_by_hand_steps(steps)
     _transaction_steps(steps)
+    _logger_steps(steps)
     _share_steps(steps)
 
 
@@ -367,6 +369,42 @@ def _transaction_steps(steps: Steps) -> None:
     listed("transactions by a pattern", f"{steps.topic}-app-\\d", _listed_transactions)
     listed("transactions by a pattern, matched whole", f"{steps.topic}-app", _listed_transactions)
     listed("transactions by a pattern with a backreference", "(app)\\1", _listing_failed)
+
+
+def _root_level(lines: list[str]) -> Normalized:
+    """``kafka-configs --describe`` of a broker's loggers: the root logger's line (the others are each
+    system's own loggers)."""
+    return [line.strip() for line in lines if line.strip().startswith("root=")]
+
+
+def _refused_with(lines: list[str]) -> Normalized:
+    """A refused ``kafka-configs --alter``: the broker's error, as the tool prints its exception."""
+    return [
+        line[line.index("org.apache.kafka") :]
+        for line in lines
+        if "org.apache.kafka" in line and "Exception" in line
+    ]
+
+
+def _logger_steps(steps: Steps) -> None:
+    """Broker 1's root logger set to ERROR, described, an unknown level and logger refused, the root's
+    level refused removal, then its level as it was before set again."""
+    run, record = steps.run, steps.record
+    broker_1 = ("--entity-type", "broker-loggers", "--entity-name", "1")
+
+    def alter(*args: str) -> Outcome:
+        return run("kafka-configs", "--alter", *broker_1, *args)
+
+    def describe() -> Outcome:
+        return run("kafka-configs", "--describe", *broker_1)
+
+    (was,) = _root_level(describe().lines())
+    record("loggers: set root", alter("--add-config", "root=ERROR"))
+    record("loggers: root described", steps.until(describe, lambda out: "root=ERROR" in out), _root_level)
+    record("loggers: an unknown level", alter("--add-config", "root=LOUD"), _refused_with)
+    record("loggers: an unknown logger", alter("--add-config", "no.such.logger=DEBUG"), _refused_with)
+    record("loggers: root removed", alter("--delete-config", "root"), _refused_with)
+    alter("--add-config", was.split()[0])  # as it was: root=LEVEL
 
 
 def _share_steps(steps: Steps) -> None:
@@ -450,7 +488,8 @@ STEPS = (
     "a batch above segment.bytes", "create placed by hand", "placed by hand, described",
     "placed on a broker there is not", "not made", "transactions by a pattern",
     "transactions by a pattern, matched whole", "transactions by a pattern with a backreference",
-    *SHARE_STEPS,
+    "loggers: set root", "loggers: root described", "loggers: an unknown level", "loggers: an unknown logger",
+    "loggers: root removed", *SHARE_STEPS,
 )  # fmt: skip
 
 
