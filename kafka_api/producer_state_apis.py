@@ -79,7 +79,7 @@ def _state(cls: type, state: ProducerState) -> Any:
         producer_id=state.producer_id,
         producer_epoch=state.producer_epoch,
         last_sequence=state.last_sequence,
-        last_timestamp=state.transaction_start_ms,
+        last_timestamp=state.last_timestamp_ms,
         coordinator_epoch=state.coordinator_epoch,
         current_txn_start_offset=state.transaction_start_offset,
     )

@@ -691,21 +691,23 @@ class DataPlane:
     async def producers(self, topic: str, partition: int) -> tuple[ProducerState, ...]:
         """Read on the driver thread, between two applies (the producer table and the log's open
         transactions change there); each open transaction's start time is its first batch's timestamp,
-        read on a reader thread (a start below the log's start: -1)."""
+        and a producer's last timestamp its newest batch's max timestamp, each read on a reader thread (a
+        batch below the log's start: -1)."""
         replica = self.replica(topic, partition)
         machine, log = replica.machine, replica.log
 
-        def read() -> tuple[list[tuple[int, int, int, int]], dict[int, int]]:
+        def read() -> tuple[list[tuple[int, int, int, int, int]], dict[int, int]]:
             return machine.producers.states(), log.transactions.open_first_offsets()
 
         states, open_firsts = await self._run_on_driver(read)
         known = {state[0] for state in states}
-        rows = states + [(pid, -1, -1, -1) for pid in sorted(open_firsts) if pid not in known]
+        rows = states + [(pid, -1, -1, -1, -1) for pid in sorted(open_firsts) if pid not in known]
         found = []
-        for pid, epoch, sequence, coordinator_epoch in rows:
+        for pid, epoch, sequence, coordinator_epoch, last in rows:
             first = open_firsts.get(pid, -1)
             started = -1 if first < 0 else await self._off_loop(_batch_time, log, first)
-            found.append(ProducerState(pid, epoch, sequence, coordinator_epoch, first, started))
+            last_ms = -1 if last < 0 else await self._off_loop(_batch_time, log, last)
+            found.append(ProducerState(pid, epoch, sequence, coordinator_epoch, first, started, last_ms))
         return tuple(found)
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:

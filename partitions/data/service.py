@@ -80,6 +80,9 @@ class ProducerState:
     coordinator_epoch: int = -1  # of the last transaction marker applied for it here (-1: none)
     transaction_start_offset: int = -1  # the first offset of its open transaction here (-1: none open)
     transaction_start_ms: int = -1  # that offset's batch's timestamp: when the transaction began here
+    # its newest batch's max timestamp here (Kafka's LastTimestamp; -1: none remembered, as after a marker
+    # that began a new epoch, where Kafka shows the marker's time)
+    last_timestamp_ms: int = -1
 
 
 @dataclass(frozen=True, slots=True)

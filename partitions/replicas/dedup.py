@@ -157,11 +157,18 @@ class ProducerTable:
     def __len__(self) -> int:
         return len(self._producers)
 
-    def states(self) -> list[tuple[int, int, int, int]]:
-        """(producer id, epoch, its last batch's last sequence or -1, coordinator epoch or -1) of each
-        producer remembered, in use order (Kafka's DescribeProducers); on the thread that applies."""
+    def states(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, its last batch's last sequence or -1, coordinator epoch or -1, its last
+        batch's base offset or -1) of each producer remembered, in use order (Kafka's DescribeProducers);
+        on the thread that applies."""
         return [
-            (pid, p.epoch, p.window[-1].last_sequence if p.window else -1, p.coordinator_epoch)
+            (
+                pid,
+                p.epoch,
+                p.window[-1].last_sequence if p.window else -1,
+                p.coordinator_epoch,
+                p.window[-1].base_offset if p.window else -1,
+            )
             for pid, p in self._producers.items()
         ]
 

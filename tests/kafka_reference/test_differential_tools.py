@@ -348,6 +348,19 @@ def _listing_failed(lines: list[str]) -> Normalized:
     return codes, verdicts
 
 
+def _producers(lines: list[str]) -> Normalized:
+    """``kafka-transactions describe-producers``: its header and each producer's epoch, last sequence,
+    whether a last timestamp is known, and open transaction's start (ids and coordinator epochs are each
+    system's own), sorted."""
+    header, *rows = (line.split() for line in lines)
+    at = {name: header.index(name) for name in header}
+    return header, sorted(
+        (row[at["ProducerEpoch"]], row[at["LastSequence"]], int(row[at["LastTimestamp"]]) > 0,
+         row[at["CurrentTransactionStartOffset"]])
+        for row in rows
+    )  # fmt: skip
+
+
 def _transaction_steps(steps: Steps) -> None:
     """Three transactional ids, each with a committed transaction, listed by a pattern of their ids
     (KIP-1152: matched whole, RE2/J on Kafka), and a pattern neither system's RE2 takes."""
@@ -369,6 +382,8 @@ def _transaction_steps(steps: Steps) -> None:
     listed("transactions by a pattern", f"{steps.topic}-app-\\d", _listed_transactions)
     listed("transactions by a pattern, matched whole", f"{steps.topic}-app", _listed_transactions)
     listed("transactions by a pattern with a backreference", "(app)\\1", _listing_failed)
+    described = run("kafka-transactions", "describe-producers", "--topic", topic, "--partition", "0")
+    record("producers described", described, _producers)
 
 
 def _root_level(lines: list[str]) -> Normalized:
@@ -488,8 +503,8 @@ STEPS = (
     "a batch above segment.bytes", "create placed by hand", "placed by hand, described",
     "placed on a broker there is not", "not made", "transactions by a pattern",
     "transactions by a pattern, matched whole", "transactions by a pattern with a backreference",
-    "loggers: set root", "loggers: root described", "loggers: an unknown level", "loggers: an unknown logger",
-    "loggers: root removed", *SHARE_STEPS,
+    "producers described", "loggers: set root", "loggers: root described", "loggers: an unknown level",
+    "loggers: an unknown logger", "loggers: root removed", *SHARE_STEPS,
 )  # fmt: skip
 
 
