@@ -110,6 +110,8 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
     node_cls = wire.sibling(cls, "Node", missing_ok=True)  # v2 on
     listener_cls = wire.sibling(cls, "Listener", missing_ok=True)
 
+    heard_at_ms, caught_up_at_ms = dict(members.heard_at_ms), dict(members.caught_up_at_ms)
+
     def replica(node: str) -> Any:
         end = members.commit_index if node == members.leader else members.match_index.get(node, -1)
         return wire.build(
@@ -117,8 +119,8 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
             replica_id=broker_id(node),
             replica_directory_id=None,
             log_end_offset=end,
-            last_fetch_timestamp=UNKNOWN_TIME,
-            last_caught_up_timestamp=UNKNOWN_TIME,
+            last_fetch_timestamp=heard_at_ms.get(node, UNKNOWN_TIME),
+            last_caught_up_timestamp=caught_up_at_ms.get(node, UNKNOWN_TIME),
         )
 
     partition = wire.build(

@@ -108,6 +108,13 @@ DELEGATION_TOKENS = Format(
     2,
 )
 
+CONTROLLER_MEMBER_TIMES = Format(
+    "the fields heard_at_ms and caught_up_at_ms of the peer answer ControllerMembers (controller_members, "
+    "add_controller_voter, remove_controller_voter): a node of 0.1.0 fails to decode a field it lacks",
+    RAFTLOG_VERSION,
+    2,
+)
+
 TRANSACTIONS_V2 = Format(
     "transaction command EndTransaction with an epoch bump, and the rows it leaves (transaction version 2)",
     TRANSACTION_VERSION,

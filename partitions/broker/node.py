@@ -309,7 +309,7 @@ class Node:
         )  # the gate before a new format, on the levels applied or kept from before a restart
         self.security = SecurityRecords(self.frontend)
         self.client_quotas = ClientQuotas(lambda: self.frontend.metadata().quotas)  # both doors' meters
-        self.voters = ControllerVoters(self.frontend)
+        self.voters = ControllerVoters(self.frontend, self.features)
 
     def _build_replicas(self, config: NodeConfig) -> None:
         me = config.peer(config.node_id)

@@ -41,6 +41,13 @@ class ControllerMembers:
     commit_index: int
     match_index: Mapping[str, int] = field(default_factory=dict)  # per other member
     pending: str | None = None  # why no change may start now (a membership entry not yet applied)
+    # Per member, the leader itself included, in wall-clock ms (Kafka's DescribeQuorum LastFetchTimestamp
+    # and LastCaughtUpTimestamp): when the leader last heard from it, when it last held the leader's whole
+    # log; a member not heard from since this leader leads is absent. Pairs (node, ms) sorted by node, so
+    # that an empty one is the default and is not sent: a node of release 0.1.0 lacks these fields, and
+    # the leader fills them only once the cluster's level allows it (``features.CONTROLLER_MEMBER_TIMES``).
+    heard_at_ms: tuple[tuple[str, int], ...] = ()
+    caught_up_at_ms: tuple[tuple[str, int], ...] = ()
 
 
 def add_refusal(

@@ -11,6 +11,7 @@ from partitions.controller import members as controller_members
 from partitions.controller.members import ControllerMembers
 from partitions.controller.state import CONTROLLER_GROUP
 from partitions.errors import ControllerChangeRefused
+from partitions.features import CONTROLLER_MEMBER_TIMES, Features
 from partitions.metadata.frontend import ADMIN_TIMEOUT_MS, MetadataFrontend
 from raftlog.consensus.errors import NotLeader
 from raftlog.errors import RaftlogError
@@ -19,13 +20,17 @@ log = logging.getLogger("raftlog.node")
 
 
 class ControllerVoters:
-    def __init__(self, frontend: MetadataFrontend) -> None:
+    def __init__(self, frontend: MetadataFrontend, features: Features | None = None) -> None:
+        """``features``: the gate of the members' times (None: never given)."""
         self._frontend = frontend
+        self._features = features
 
     def controller_members(self) -> ControllerMembers:
-        """The controller group as this node, its leader, sees it (NotLeader elsewhere)."""
+        """The controller group as this node, its leader, sees it (NotLeader elsewhere); with each member's
+        times once the cluster's level allows them (a node of 0.1.0 may be the one asking)."""
         group = self._frontend.leader_group()
         status = group.status()
+        timed = self._features is not None and self._features.allows(CONTROLLER_MEMBER_TIMES)
         return ControllerMembers(
             self._frontend.node_id,
             status.term,
@@ -34,6 +39,8 @@ class ControllerVoters:
             status.commit_index,
             dict(status.match_index),
             group.membership_pending(),
+            tuple(sorted(status.heard_at_ms.items())) if timed else (),
+            tuple(sorted(status.caught_up_at_ms.items())) if timed else (),
         )
 
     async def add_controller_voter(self, node_id: str) -> ControllerMembers:

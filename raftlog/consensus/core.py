@@ -308,6 +308,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # confirmed, None before; the term of the confirming no-op in flight, one at a time.
         self.liveness: Liveness | None = None
         self._heard_at: dict[Any, float] = {}
+        # Each member's progress as Kafka's leader reports it (DescribeQuorum, ``member_ages``): when it
+        # was last caught up (its reply acknowledged this leader's last index as the reply arrived, or the
+        # last index at its previous reply: then caught up as of that reply), and (when, last index) at
+        # its previous reply; replies of this leadership only.
+        self._caught_up_at: dict[Any, float] = {}
+        self._last_reply: dict[Any, tuple[float, int]] = {}
         self._timeouts_now_sent = 0
         self._read_confirmed: tuple[int, int] | None = None
         self._read_barrier_term: int | None = None
@@ -567,6 +573,32 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if self._SyncObj__raftState != _LEADER:
             return {}
         return {str(node.id): int(index) for node, index in dict(self._SyncObj__raftMatchIndex).items()}
+
+    def member_ages(self, now: float) -> dict[str, tuple[float | None, float | None]]:
+        """Leader only: for each other member (voters and learners), how long before ``now`` (this
+        core's clock) it was last heard from in this leadership and last caught up with this leader's log,
+        in seconds (None: not since it leads). A quiet leader's connected followers hold its whole log
+        (see "Quiescence"): heard and caught up now. Any thread (reads copies of the tick thread's maps)."""
+        if self._SyncObj__raftState != _LEADER:
+            return {}
+        heard, caught_up = dict(self._heard_at), dict(self._caught_up_at)
+        connected = frozenset(self._SyncObj__connectedNodes) if self._quiet else frozenset()
+        ages: dict[str, tuple[float | None, float | None]] = {}
+        for node in list(self._SyncObj__raftMatchIndex):
+            if node in connected:
+                ages[str(node.id)] = (0.0, 0.0)
+                continue
+            heard_at, caught_up_at = heard.get(node), caught_up.get(node)
+            ages[str(node.id)] = (
+                None if heard_at is None else max(0.0, now - heard_at),
+                None if caught_up_at is None else max(0.0, now - caught_up_at),
+            )
+        return ages
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The monotonic seconds this core's timed decisions read."""
+        return self._clock
 
     @property
     def stopped_error(self) -> BaseException | None:
@@ -862,11 +894,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if not self._quiet:
             return
         self._quiet = False
-        self._quiet_acks.clear()
         if self._SyncObj__raftState == _LEADER:
             heard = self._credited_heard_at
             connected = self._SyncObj__connectedNodes
             last_heard = getattr(self._SyncObj__transport, "last_heard", None)
+            last_index = self._journal.last_index
             for node in self._SyncObj__otherNodes:
                 if node in connected:
                     at = now if last_heard is None else last_heard(node)
@@ -874,9 +906,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                         heard[node] = at
                     if at is not None and at > self._heard_at.get(node, -math.inf):
                         self._heard_at[node] = at  # its quiet held while connected (see "Reads")
+                    if self._quiet_acks.get(node, -1) >= last_index:
+                        self._caught_up_at[node] = now  # it held the whole log through the quiet
             self._SyncObj__newAppendEntriesTime = 0.0
         else:
             self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
+        self._quiet_acks.clear()
 
     def farewell(self) -> None:
         """Tick thread, when this replica stops while its node goes on (its group is closed, or it
@@ -1717,12 +1752,31 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 match[node], nexts[node], reply_next_index=next_index, success=success, reset=message["reset"]
             )
         if success:
+            self._note_caught_up(node, match[node], now)
             if message.get("quiet") is True:
                 self._quiet_acks[node] = acknowledged
             else:
                 self._quiet_acks.pop(node, None)
         elif message["reset"]:
             self._quiet_acks.pop(node, None)
+
+    def _note_caught_up(self, node: Any, matched: int, now: float) -> None:
+        """A reply of ``node`` holding up to ``matched`` arrived at ``now``: caught up now if that is this
+        leader's last index, else as of its previous reply if it holds the last index of then (Kafka's
+        ``LeaderState.ReplicaState.updateFollowerState``: a follower always a little behind a leader that
+        keeps appending is caught up as of its previous fetch)."""
+        last = self._journal.last_index
+        if matched >= last:
+            self._caught_up_at[node] = now
+        else:
+            previous = self._last_reply.get(node)
+            if (
+                previous is not None
+                and 0 < previous[1] <= matched
+                and previous[0] > self._caught_up_at.get(node, -math.inf)
+            ):
+                self._caught_up_at[node] = previous[0]
+        self._last_reply[node] = (now, last)
 
     # -- replication (leader) -----------------------------------------------------------------------
     def _SyncObj__sendAppendEntries(self) -> None:
@@ -1741,6 +1795,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._credited_heard_at = dict.fromkeys(self._SyncObj__otherNodes | self._SyncObj__readonlyNodes, now)
         # Reads: no reply of this term heard yet; the term's no-op, appended now, confirms the leadership
         self._heard_at = {}
+        self._caught_up_at = {}
+        self._last_reply = {}
         self._read_confirmed = self._read_token()
         self._read_barrier_term = None
         self._on_became_leader()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -56,6 +57,25 @@ def leader_changes() -> dict[str, int]:
     """Leaderships the replicas of this process won, by cause (``RaftCore._on_became_leader``): each
     leader change of a group is counted once, by its new leader (any thread)."""
     return dict(RaftCore.leader_changes)
+
+
+def _member_times(core: RaftCore) -> tuple[dict[str, int], dict[str, int]]:
+    """A leader's members' times (``GroupStatus.heard_at_ms``, ``caught_up_at_ms``): the core keeps them
+    on its monotonic clock, turned into wall-clock ms only here, when a status is read (no clock read per
+    reply). Empty on a replica that does not lead."""
+    if core.role is not Role.LEADER:
+        return {}, {}
+    now = core.clock()
+    ages = core.member_ages(now)
+    wall_ms = time.time() * 1000
+    heard = {core.node_id: int(wall_ms)}
+    caught_up = dict(heard)
+    for node, (heard_s, caught_up_s) in ages.items():
+        if heard_s is not None:
+            heard[node] = int(wall_ms - heard_s * 1000)
+        if caught_up_s is not None:
+            caught_up[node] = int(wall_ms - caught_up_s * 1000)
+    return heard, caught_up
 
 
 class ReplicaGroup:
@@ -204,6 +224,7 @@ class ReplicaGroup:
         """Any thread, no locks (fields may be one tick apart). After close(): the last state seen."""
         core = self._core
         journal = core.journal
+        heard_at_ms, caught_up_at_ms = _member_times(core)
         return GroupStatus(
             group_id=self.group_id,
             node_id=core.node_id,
@@ -218,6 +239,8 @@ class ReplicaGroup:
             leader_ready=core.leader_ready,
             voters=core.membership.voters,
             learners=core.membership.learners,
+            heard_at_ms=heard_at_ms,
+            caught_up_at_ms=caught_up_at_ms,
         )
 
     async def add_learner(self, node_id: str, timeout_ms: int) -> None:

@@ -52,6 +52,11 @@ class GroupStatus:
     # count in quorums and elections, the learners only receive the log (raftlog.consensus.membership).
     voters: frozenset[str] = frozenset()
     learners: frozenset[str] = frozenset()
+    # Leader only, in wall-clock ms (as Kafka's DescribeQuorum reports them): for each member, when it was
+    # last heard from (its last reply of this leadership as it arrived) and when it last held this leader's
+    # whole log; a member not heard from since this replica leads is absent. The leader itself: now.
+    heard_at_ms: dict[str, int] = field(default_factory=dict)
+    caught_up_at_ms: dict[str, int] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -183,8 +183,19 @@ def _quorum_status(lines: list[str]) -> Normalized:
 
 
 def _quorum_replication(lines: list[str]) -> Normalized:
+    """Each replica's status, and whether its LastFetchTimestamp and LastCaughtUpTimestamp (wall-clock ms,
+    the leader's own: now) fall within the last minute: a controller quorum at rest has heard from every
+    voter and each holds the leader's log (-1, unknown, is not recent)."""
     header, *rows = (line.split() for line in lines)
-    return header, sorted(row[-1] for row in rows)
+    at = {name: header.index(name) for name in ("LastFetchTimestamp", "LastCaughtUpTimestamp")}
+    now_ms = time.time() * 1000
+
+    def recent(row: list[str], column: str) -> bool:
+        return now_ms - 60_000 < int(row[at[column]]) <= now_ms + 1_000
+
+    return header, sorted(
+        (row[-1], recent(row, "LastFetchTimestamp"), recent(row, "LastCaughtUpTimestamp")) for row in rows
+    )
 
 
 def _elected(lines: list[str]) -> Normalized:
@@ -527,6 +538,8 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
     assert (rows["0"]["Replicas"], rows["0"]["Leader"]) == ("1,2", "1")
     assert (rows["1"]["Replicas"], rows["1"]["Leader"]) == ("2,3,1", "2")
     assert kafka["quorum status"][1][3] == [1, 2, 3]
+    replicas = [("Follower", True, True), ("Follower", True, True), ("Leader", True, True)]
+    assert [tuple(row) for row in kafka["quorum replication"][1][1]] == replicas
     rates = "leader.replication.throttled.rate=10000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
     assert any(line.strip().startswith(rates) for line in kafka["throttle rates of a broker"][1])
     assert any(
