@@ -29,7 +29,7 @@ from kafka_api.door import Door
 from kafka_api.errors import Caught, Refused, code_of
 from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, names_by_id, topic_ids
 from partitions.controller.state import merge_configs
-from partitions.errors import AuthorizationFailed, InvalidTopic
+from partitions.errors import AuthorizationFailed, InvalidTopic, UnknownTopic
 from partitions.features import TOPIC_ASSIGNMENT
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id, check_user_topic_name
@@ -269,6 +269,7 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
         answer(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
     names = names_by_id(door) if by_id else {}
     deleting: dict[str, uuid.UUID | None] = {}  # each topic to delete and its id (None: not known here)
+    creations: dict[str, int | None] = {}  # a topic named by its id: the creation index that id is of
     for topic_id in (topic_id for topic_id in by_id if topic_id not in twice):
         name = names.get(topic_id)
         if name is None:
@@ -278,6 +279,7 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
             answer(shown, topic_id, code_of(refused), str(refused))
         else:
             deleting[name] = topic_id
+            creations[name] = _creation_index(door, name)
     ids = topic_ids(door, named)
     given_by_id = set(deleting.values()) | twice
     for name in (name for name, count in named.items() if count == 1):
@@ -285,6 +287,7 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
             _authorized(door, AclOperation.DELETE, TOPIC_RESOURCE, name)
             if ids.get(name) in given_by_id:
                 deleting.pop(name, None)  # neither entry deleted; the name's answer says why
+                creations.pop(name, None)
                 raise Refused(
                     ErrorCode.invalid_request,
                     "The provided topic name maps to an ID that was already supplied.",
@@ -296,11 +299,20 @@ async def delete_topics(door: Door, request: wire.Request) -> Any:
     async def delete(name: str, topic_id: uuid.UUID | None) -> None:
         with Caught() as caught:  # every error is this topic's answer
             check_user_topic_name(name)
-            await door.node.cluster.admin.call(AdminService.delete_topic, name, timeout_ms)
+            creation = creations.get(name)  # by id: that topic only, never another of the name since
+            await door.node.cluster.admin.call(AdminService.delete_topic, name, timeout_ms, creation)
         answer(name, topic_id, caught.code, caught.message)
 
     await asyncio.gather(*(delete(name, topic_id) for name, topic_id in deleting.items()))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, responses=tuple(results))
+
+
+def _creation_index(door: Door, name: str) -> int | None:
+    """The controller's creation index of the topic ``name`` as this node knows it (None: gone)."""
+    try:
+        return door.node.metadata.topic(name).topic_id
+    except UnknownTopic:
+        return None
 
 
 def _grow_code(error: BaseException) -> ErrorCode:

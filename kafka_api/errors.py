@@ -74,6 +74,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (consensus.ProposalRejected, ErrorCode.not_leader_or_follower),
     (consensus.ProposalQueueFull, ErrorCode.request_timed_out),
     (consensus.OutcomeUnknown, ErrorCode.request_timed_out),
+    (broker.TopicIdGone, ErrorCode.unknown_topic_id),
     (broker.UnknownTopic, ErrorCode.unknown_topic_or_partition),
     (broker.UnknownPartition, ErrorCode.unknown_topic_or_partition),
     (storage.RecordBatchTooLarge, ErrorCode.record_list_too_large),  # Kafka's RECORD_BATCH_TOO_LARGE

@@ -173,6 +173,16 @@ class UnknownTopic(PartitionError):
 
 
 @with_fields
+class TopicIdGone(UnknownTopic):
+    """A change naming a topic by its id (its creation index) while the topic of that name is another
+    incarnation, or none: the topic it meant is gone (Kafka's UNKNOWN_TOPIC_ID)."""
+
+    topic: str
+    topic_id: int
+    template = "topic {topic!r} of creation index {topic_id} does not exist"
+
+
+@with_fields
 class UnknownPartition(PartitionError):
     topic: str
     partition: int

@@ -140,6 +140,13 @@ TOPIC_ASSIGNMENT = Format(
     RAFTLOG_VERSION,
     2,
 )
+TOPIC_DELETE_BY_ID = Format(
+    "controller command DeleteTopic naming the topic's creation index (DeleteTopics v6 by id: another topic "
+    "of the same name is refused, never deleted), and the topic_id argument of the peer operation "
+    "delete_topic",
+    RAFTLOG_VERSION,
+    2,
+)
 TOPIC_CHANGE_TIMEOUT = Format(
     "the timeout_ms argument of the peer operations create_topic, add_partitions and delete_topic: how long "
     "the request lets the controller's write take",

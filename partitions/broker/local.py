@@ -77,9 +77,11 @@ class LocalAdmin:
         self._on_controller()
         return await self._topics.add_partitions(name, count, validate_only, timeout_ms)
 
-    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
+    async def delete_topic(
+        self, name: str, timeout_ms: int | None = None, topic_id: int | None = None
+    ) -> None:
         self._on_controller()
-        await self._topics.delete_topic(name, timeout_ms)
+        await self._topics.delete_topic(name, timeout_ms, topic_id)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         self._on_controller()

@@ -55,6 +55,9 @@ class CreateTopic:
 @dataclass(frozen=True, slots=True)
 class DeleteTopic:
     name: str
+    # the topic's creation index when the deletion names one (DeleteTopics v6 by id, encoded only once
+    # ``features.TOPIC_DELETE_BY_ID`` is finalized): another incarnation of the name is refused, not deleted
+    topic_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +206,8 @@ def encode(command: ControllerCommand) -> bytes:
         fields = [1, _ADD_PARTITIONS, command.name, command.count, command.replicas]
     elif isinstance(command, DeleteTopic):
         fields = [1, _DELETE, command.name]
+        if command.topic_id is not None:
+            fields.append(command.topic_id)
     elif isinstance(command, AlterConfigs):
         fields = [1, _ALTER, command.name, command.configs]
     elif isinstance(command, MoveReplicas):
@@ -256,6 +261,8 @@ def decode(data: bytes | memoryview) -> ControllerCommand:
         return AddPartitions(name, fields[3], [list(r) for r in fields[4]])
     if kind == _DELETE and len(fields) == 3:
         return DeleteTopic(name)
+    if kind == _DELETE and len(fields) == 4 and type(fields[3]) is int:
+        return DeleteTopic(name, fields[3])
     if kind == _ALTER and len(fields) == 4 and isinstance(fields[3], dict):
         return AlterConfigs(name, fields[3])
     if kind == _MOVE and len(fields) == 5 and isinstance(fields[3], int) and _names(fields[4]):

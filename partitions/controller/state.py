@@ -70,6 +70,7 @@ from partitions.errors import (
     TooManyProducerOwners,
     TooManyTokens,
     TopicExists,
+    TopicIdGone,
     UnknownCredential,
     UnknownPartition,
     UnknownToken,
@@ -458,6 +459,8 @@ class _Change:
         if existing is None:
             raise UnknownTopic(decoded.name)
         if isinstance(decoded, DeleteTopic):
+            if decoded.topic_id is not None and decoded.topic_id != existing.topic_id:
+                raise TopicIdGone(decoded.name, decoded.topic_id)  # another topic of the name: not deleted
             del self._topics()[decoded.name]
             moves = self._moves()
             for key in [k for k in moves if k[0] == decoded.name]:

@@ -17,7 +17,7 @@ from partitions.controller.members import ControllerMembers
 from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import TopicMetadata
-from partitions.features import TOPIC_ASSIGNMENT, TOPIC_CHANGE_TIMEOUT, Features
+from partitions.features import TOPIC_ASSIGNMENT, TOPIC_CHANGE_TIMEOUT, TOPIC_DELETE_BY_ID, Features
 from partitions.peer_ops import peer
 from partitions.replicas.failures import ReplicaFailure
 from partitions.replicas.log_dirs import LogDir
@@ -251,9 +251,18 @@ class AdminService(Protocol):
         PlacementImpossible, CapacityExceeded."""
         ...
 
-    @peer("Delete a topic on the controller leader", write=True, topic_arg="name", **_TOPIC_CHANGE)
-    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
-        """``timeout_ms`` as ``create_topic``'s."""
+    @peer(
+        "Delete a topic on the controller leader",
+        write=True,
+        topic_arg="name",
+        **{**_TOPIC_CHANGE, "since": {**_TOPIC_CHANGE["since"], "topic_id": TOPIC_DELETE_BY_ID}},
+    )
+    async def delete_topic(
+        self, name: str, timeout_ms: int | None = None, topic_id: int | None = None
+    ) -> None:
+        """``timeout_ms`` as ``create_topic``'s. ``topic_id``: the topic's creation index when the caller
+        named it by its id (Kafka's DeleteTopics v6): TopicIdGone, nothing deleted, when the name's topic
+        is another incarnation (sent only once ``features.TOPIC_DELETE_BY_ID`` is finalized)."""
         ...
 
     @peer("Change a topic's configs on the controller leader", write=True, topic_arg="name")

@@ -36,6 +36,7 @@ from partitions.errors import (
     FeatureNotFinalized,
     InvalidTopic,
     ReassignmentInProgress,
+    TopicIdGone,
     UnknownPartition,
     UnknownTopic,
 )
@@ -204,11 +205,20 @@ class TopicChanges:
             metadata.name,
         )
 
-    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
-        """``timeout_ms`` as ``create_topic``'s."""
+    async def delete_topic(
+        self, name: str, timeout_ms: int | None = None, topic_id: int | None = None
+    ) -> None:
+        """``timeout_ms`` as ``create_topic``'s. ``topic_id``: the topic's creation index, when the caller
+        named the topic by its id: TopicIdGone, nothing deleted, when the name's topic is another one
+        (checked again where the deletion applies, once ``features.TOPIC_DELETE_BY_ID`` is finalized;
+        before, a node of the previous release could not read the command)."""
         waits = ChangeTime.of(timeout_ms, time.monotonic())
-        self._frontend.topic(name)
-        await self._frontend.propose(DeleteTopic(name), waits.write_ms)
+        topic = self._frontend.topic(name)
+        if topic_id is not None and topic.topic_id != topic_id:
+            raise TopicIdGone(name, topic_id)
+        gate = features.TOPIC_DELETE_BY_ID
+        by_id = features.Features(lambda: self._frontend.metadata().features).allows(gate)
+        await self._frontend.propose(DeleteTopic(name, topic_id if by_id else None), waits.write_ms)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         """Change a topic's configs (a None value removes a property: back to its default); every replica

@@ -21,6 +21,7 @@ from partitions.errors import (
     InvalidName,
     InvalidTopic,
     TopicExists,
+    TopicIdGone,
     UnknownTopic,
 )
 from raftlog.storage.config import LogConfig
@@ -47,6 +48,24 @@ def test_create_alter_delete_round_trip() -> None:
     assert altered.configs == {"retention.ms": 1000, "segment.bytes": 1 << 20}
     assert altered.log_config().segment_bytes == 1 << 20
     assert deleted == altered and machine.metadata.topics == {}
+
+
+def test_a_deletion_naming_the_topic_s_id_never_deletes_another_topic_of_the_name() -> None:
+    """DeleteTopics v6 by id (Kafka deletes exactly the topic of the id): a deletion that names the creation
+    index of a topic deleted and created again meanwhile is refused, the new topic kept."""
+    machine = ControllerStateMachine()
+    first, _, second = apply_all(
+        machine, CreateTopic("t", R3, {}), DeleteTopic("t"), CreateTopic("t", R3, {"retention.ms": 5})
+    )
+    assert isinstance(first, TopicMetadata) and isinstance(second, TopicMetadata)
+    stale = DeleteTopic("t", first.topic_id)
+    assert ctl.decode(ctl.encode(stale)) == stale
+    assert ctl.decode(ctl.encode(DeleteTopic("t"))) == DeleteTopic("t")  # the previous release's form
+    (refused,) = apply_all(machine, stale)
+    assert isinstance(refused, TopicIdGone) and refused.topic_id == first.topic_id
+    assert machine.metadata.topics["t"] == second, "the topic of the name now is kept"
+    (deleted,) = apply_all(machine, DeleteTopic("t", second.topic_id))
+    assert deleted == second and machine.metadata.topics == {}
 
 
 def test_a_null_config_value_removes_the_property_so_its_default_applies() -> None:
