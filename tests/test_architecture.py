@@ -27,7 +27,6 @@ ALLOWED = {
         "partitions",
         "membership",
         "raftlog",
-        "raftlog_client",
     },
     # starts nodes as processes
     "raftlog_dev": {"raftlog_dev", "raftlog_node", "raftlog_client", "raftlog_contract", "raftlog"},
