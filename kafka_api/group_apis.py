@@ -95,8 +95,8 @@ def _coordinating(door: Door, group: str) -> None:
         check_group_name(group)  # the names the HTTP door takes: one set of groups
     except InvalidName as exc:
         raise GroupRefusal(ErrorCode.invalid_group_id, str(exc)) from None
-    if group_coordinator_of(door, group) != door.node.node_id:
-        door.groups.drop(group)
+    if group_coordinator_of(door, group) != door.node.node_id:  # the client finds it and asks there; the
+        # group's state here, if any, is the coordinator's to let go (by the term it leads the partition in)
         raise GroupRefusal(ErrorCode.not_coordinator, f"this node does not coordinate group {group!r}")
 
 
