@@ -31,24 +31,31 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from fake_partition import FakePartition, FakeReplicas, Storage, run_now
 
 from partitions.consumers.service import ConsumerService
 from partitions.controller import acls as controller_acls
-from partitions.controller import decommission, reconfigure
+from partitions.controller import decommission
 from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import members as controller_members
 from partitions.controller import quotas as controller_quotas
 from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
-from partitions.controller.commands import validate_topic
+from partitions.controller.commands import ControllerCommand, CreateTopic, DeleteTopic, FormCluster
+from partitions.controller.commands import encode as encode_controller
+from partitions.controller.defaults import REPLICAS_MAX_DEFAULT
 from partitions.controller.members import ControllerMembers
-from partitions.controller.placement import check_assignment, check_capacity, replica_counts
 from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
-from partitions.controller.state import Reassignment, TopicMetadata
+from partitions.controller.state import (
+    ControllerMetadata,
+    ControllerStateMachine,
+    Reassignment,
+    TopicMetadata,
+)
 from partitions.data.plane import DataPlane
 from partitions.data.service import (
     FetchedBatches,
@@ -59,22 +66,16 @@ from partitions.data.share_records import ShareRecords
 from partitions.data.transactional import TransactionalWrites
 from partitions.errors import (
     ControllerChangeRefused,
-    DecommissionImpossible,
     InvalidReassignment,
-    InvalidTopic,
     InvalidTxnState,
     NodeKeptOut,
-    NoReassignment,
-    PlacementImpossible,
-    ReassignmentInProgress,
-    TopicExists,
     UnknownCredential,
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
     UnknownUser,
 )
-from partitions.features import SUPPORTED, Features, check_upgrade, kept_out
+from partitions.features import SUPPORTED, Features, kept_out
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.group_commands import GroupCommand
@@ -87,6 +88,7 @@ from partitions.metadata.service import (
     PartitionState,
     ReplicaState,
 )
+from partitions.metadata.topic_changes import TopicChanges
 from partitions.names import GROUPS_TOPIC, SCHEMAS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
 from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
@@ -102,14 +104,12 @@ from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
-from partitions.topic_configs import alterable, settable
 from partitions.transactions.coordinator import TransactionCoordinator
 from partitions.transactions.service import Marker
 from partitions.transactions.state import TransactionTable, TxnCommand, TxnResult
 from partitions.transactions.state import encode as encode_txn
 from raftlog.consensus.errors import NoLeader, NotLeader, ProposalRejected
 from raftlog.histogram import HistogramSnapshot
-from raftlog.storage.config import LogConfig
 
 
 async def _no_coordinator(tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> int | None:
@@ -129,10 +129,10 @@ class FakeCluster:
         self.states: dict[str, str] = dict.fromkeys(self.node_ids, "alive")
         self.kept_out: dict[str, str] = {}  # node -> why it takes no part (its code below the levels)
         self.controller: str | None = self.node_ids[0]
-        self.topics: dict[str, TopicMetadata] = {}
+        # the controller's replicated state, applied by the real state machine (``propose``)
+        self.controller_machine = ControllerStateMachine()
         self.storage = Storage()  # the partitions' logs, in a temporary folder
         self.partitions: dict[tuple[str, int], FakePartition] = {}
-        self._next_topic_id = 1
         self.group_partitions = 2  # of __consumer_groups, created on first use
         self.replicas_max: int | None = None  # partition replicas a node may hold (None: no limit)
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
@@ -143,8 +143,6 @@ class FakeCluster:
         self.schema_table = SchemaTable()  # the registry's, in ``__schemas``
         # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
         self.markers: list[tuple[str, int, int, int, bool, int]] = []
-        self.moves: dict[tuple[str, int], Reassignment] = {}  # recorded; nothing drives them here
-        self.flags: dict[str, set[str]] = {"decommissioning": set(), "maintenance": set()}
         self.users: dict[str, tuple[ScramCredential, ...]] = {}
         self.acls: tuple[AclBinding, ...] = ()  # replaced whole by each change, as the controller does
         self.tokens: dict[str, ApiToken] = {}  # by id; a deleted user's go with it, as the controller does
@@ -156,6 +154,52 @@ class FakeCluster:
         self.joined_controller: list[tuple[str, list[str]]] = []  # (node, voters) of join_controller calls
         self.left_controller: list[str] = []  # nodes of leave_controller calls
         self.catching_up: set[str] = set()  # nodes whose metadata has not caught up since they started
+        self.propose(FormCluster(dict(SUPPORTED)))  # a cluster of this release, finalized
+
+    def propose(self, command: ControllerCommand) -> object:
+        """``command`` applied by the controller's real state machine at the next index (one machine: the
+        controller group's replication and elections are left out) and its result, a refusal raised as
+        ``MetadataFrontend.propose`` raises it; the partitions then follow the metadata."""
+        machine = self.controller_machine
+        result = machine.apply(machine.applied_index + 1, 1, encode_controller(command))
+        self._reconcile()
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _reconcile(self) -> None:
+        """Each partition of the metadata has its state, as each node's ``ReplicaManager`` reconciles its
+        replicas: a new one led by its first replica (moves are recorded, nothing drives them here), one
+        whose topic went closed (a read waiting on it wakes to find no topic)."""
+        topics = self.topics
+        for (name, p), state in list(self.partitions.items()):
+            meta = topics.get(name)
+            if meta is None or meta.topic_id != state.topic.topic_id or p >= meta.partitions:
+                del self.partitions[(name, p)]
+                state.notify()
+                state.close()
+        for meta in topics.values():
+            for p, replica_set in enumerate(meta.replicas):
+                if (meta.name, p) not in self.partitions:
+                    self.partitions[(meta.name, p)] = self.storage.new_partition(
+                        replica_set[0], replica_set, meta
+                    )
+
+    @property
+    def metadata(self) -> ControllerMetadata:
+        return self.controller_machine.metadata
+
+    @property
+    def topics(self) -> Mapping[str, TopicMetadata]:
+        return self.metadata.topics
+
+    @property
+    def moves(self) -> Mapping[tuple[str, int], Reassignment]:
+        return self.metadata.reassignments
+
+    @property
+    def flags(self) -> Mapping[str, frozenset[str]]:
+        return self.metadata.node_flags
 
     def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
         """A replica reported failed by a node that is up (a down node reports nothing)."""
@@ -172,28 +216,19 @@ class FakeCluster:
         replicas: Sequence[Sequence[str]] | None = None,
         configs: dict[str, Any] | None = None,
     ) -> TopicMetadata:
-        if name in self.topics:
-            raise TopicExists(name)
+        """A test's topic, created as the controller applies it but placed by hand (``replicas``, else
+        each partition on the first node) whatever the nodes' liveness."""
         placed = (
             [list(r) for r in replicas]
             if replicas is not None
             else [[self.node_ids[0]] for _ in range(partitions)]
         )
-        validate_topic(name, placed, configs or {})
-        meta = TopicMetadata(name, self._next_topic_id, tuple(tuple(r) for r in placed), dict(configs or {}))
-        self._next_topic_id += 1
-        self.topics[name] = meta
-        for p, replica_set in enumerate(meta.replicas):
-            self.partitions[(name, p)] = self.storage.new_partition(replica_set[0], replica_set, meta)
-        return meta
+        created = self.propose(CreateTopic(name, placed, dict(configs or {})))
+        assert isinstance(created, TopicMetadata)
+        return created
 
     def drop_topic(self, name: str) -> None:
-        """The topic and its partitions gone: a read waiting on one wakes to find no topic."""
-        meta = self.topics.pop(name)
-        for p in range(meta.partitions):
-            state = self.partitions.pop((name, p))
-            state.notify()
-            state.close()
+        self.propose(DeleteTopic(name))
 
     def close(self) -> None:
         """Close the partitions' logs and remove their folder (also done when the cluster is collected)."""
@@ -347,7 +382,7 @@ class FakeData:
         self.lose_produce_answers: list[BaseException] = []  # raised after the append: outcome unknown
         self.plane = DataPlane(
             node_id,
-            FakeReplicas(node_id, cluster.topics, cluster.partitions),  # type: ignore[arg-type]
+            FakeReplicas(node_id, lambda: cluster.topics, cluster.partitions),  # type: ignore[arg-type]
             FakeRouting(self),  # type: ignore[arg-type]
             self.topic,
             lambda: int(time.time() * 1000),
@@ -470,8 +505,8 @@ class FakeData:
 
     async def controller_snapshot(self, known_index: int | None) -> ControllerSnapshot:
         self._controller_here()
-        index = len(self.cluster.topics)
-        snapshot = None if known_index == index else b"\x80"
+        index = self.cluster.controller_machine.applied_index
+        snapshot = None if known_index == index else self.cluster.controller_machine.snapshot()
         return ControllerSnapshot(self.node_id, self.cluster.addresses.get(self.node_id, ""), index, snapshot)
 
     async def member_view(self, topic: str, partition: int) -> MemberView:
@@ -538,6 +573,64 @@ def transfer(data: FakeData, topic: str, partition: int, target: str | None) -> 
     return target
 
 
+class FakeFrontend:
+    """What the real ``TopicChanges`` and ``SecurityRecords`` ask of a node's ``MetadataFrontend``, over
+    the cluster's controller: its applied metadata, proposals on the controller leader only, and (as the
+    frontend's ``Members``, and its controller group's status) the nodes as the cluster has them."""
+
+    def __init__(self, data: FakeData) -> None:
+        self.data = data
+        self.cluster = data.cluster
+        self.node_id = data.node_id
+
+    def metadata(self) -> ControllerMetadata:
+        return self.cluster.metadata
+
+    def topic(self, name: str) -> TopicMetadata:
+        return self.data.topic(name)
+
+    def known_node(self, node_id: str) -> None:
+        if node_id not in self.cluster.node_ids:
+            raise UnknownNode(node_id)
+
+    def leader_group(self) -> FakeFrontend:
+        self.data._controller_here()
+        return self
+
+    def status(self) -> SimpleNamespace:
+        return SimpleNamespace(voters=tuple(self.cluster.controller_voters))
+
+    async def propose(self, command: ControllerCommand, timeout_ms: int = 0) -> object:
+        self.data._controller_here()
+        return self.cluster.propose(command)
+
+    def members(self) -> FakeFrontend:
+        return self
+
+    def known_nodes(self) -> set[str]:
+        return set(self.cluster.node_ids)
+
+    def alive_nodes(self) -> list[str]:
+        cluster = self.cluster
+        return [n for n in cluster.node_ids if cluster.states[n] == "alive" and n not in cluster.kept_out]
+
+    def placeable(self) -> list[str]:
+        return self.alive_nodes()
+
+    def standby(self) -> list[str]:
+        return [n for n in self.cluster.node_ids if self.cluster.states[n] in ("suspect", "dead")]
+
+    def supported_features(self, node_id: str) -> Mapping[str, int] | None:
+        return SUPPORTED if self.cluster.states[node_id] == "alive" else None  # every node of this release
+
+    def has_leader(self, metadata: TopicMetadata, partition: int) -> bool:
+        state = self.cluster.partitions.get((metadata.name, partition))
+        return state is not None and state.leader is not None
+
+    def http_address(self, node_id: str) -> str | None:
+        return self.cluster.addresses.get(node_id)
+
+
 class FakeAdmin:
     """One node's ``AdminService``: controller operations on the cluster's controller node only."""
 
@@ -568,140 +661,70 @@ class FakeAdmin:
     async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
         return self.data.topic(name)
 
+    def _topics(self) -> TopicChanges:
+        """The real topic changes (placement, checks, proposals) over this node's seat at the controller."""
+        replicas_max = self.cluster.replicas_max or REPLICAS_MAX_DEFAULT
+        return TopicChanges(FakeFrontend(self.data), replicas_max)  # type: ignore[arg-type]
+
     async def create_topic(
         self,
         name: str,
         partitions: int,
         replication_factor: int,
         configs: dict[str, Any],
-        timeout_ms: int | None = None,  # the controller's wait: none in memory
+        timeout_ms: int | None = None,
         assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         self.data._enter("create_topic")
         self.data._controller_here()
-        configs = settable(configs)
-        alive = self._alive()
-        if assignment is not None:
-            existing = {t.name: t.replicas for t in self.cluster.topics.values()}
-            replicas = check_assignment(assignment, alive, existing, self.cluster.replicas_max)
-            return self.cluster.add_topic(name, partitions, replicas, configs)
-        if replication_factor > len(alive):
-            raise PlacementImpossible(replication_factor, len(alive))
-        replicas = [
-            [alive[(p + i) % len(alive)] for i in range(replication_factor)] for p in range(partitions)
-        ]
-        if self.cluster.replicas_max is not None:
-            held = replica_counts(alive, [t.replicas for t in self.cluster.topics.values()])
-            what = f"{partitions} partition(s) x replication factor {replication_factor}"
-            check_capacity(what, held, replica_counts(alive, [replicas]), self.cluster.replicas_max)
-        return self.cluster.add_topic(name, partitions, replicas, configs)
+        changes = self._topics()
+        return await changes.create_topic(
+            name, partitions, replication_factor, configs, timeout_ms, assignment
+        )
 
     async def add_partitions(
         self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
     ) -> TopicMetadata:
         self.data._enter("add_partitions")
         self.data._controller_here()
-        meta = self.data.topic(name)
-        if count <= meta.partitions:
-            raise InvalidTopic(f"topic {name!r} has {meta.partitions} partitions; not {count}")
-        alive = self._alive()
-        added = tuple(
-            tuple(alive[(p + i) % len(alive)] for i in range(len(meta.replicas[0])))
-            for p in range(meta.partitions, count)
-        )
-        grown = TopicMetadata(name, meta.topic_id, meta.replicas + added, meta.configs)
-        if not validate_only:
-            self.cluster.topics[name] = grown
-            for p in range(meta.partitions, count):
-                replicas = grown.replicas[p]
-                self.cluster.partitions[(name, p)] = self.cluster.storage.new_partition(
-                    replicas[0], replicas, grown
-                )
-        return grown
+        return await self._topics().add_partitions(name, count, validate_only, timeout_ms)
 
-    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
+    async def delete_topic(
+        self, name: str, timeout_ms: int | None = None, topic_id: int | None = None
+    ) -> None:
         self.data._enter("delete_topic")
         self.data._controller_here()
-        self.data.topic(name)
-        self.cluster.drop_topic(name)
+        await self._topics().delete_topic(name, timeout_ms, topic_id)
 
     async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
         self.data._enter("alter_configs")
         self.data._controller_here()
-        meta = self.data.topic(name)
-        configs = alterable(configs)  # as the controller's TopicChanges.alter_configs
-        merged = {**meta.configs, **configs}
-        LogConfig.from_properties(merged)
-        altered = TopicMetadata(meta.name, meta.topic_id, meta.replicas, merged)
-        self.cluster.topics[name] = altered
-        return altered
+        return await self._topics().alter_configs(name, configs)
 
     async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
         self.data._enter("move_replicas")
         self.data._controller_here()
-        current = self.data.topic(topic).replicas[partition]
-        moving = self.cluster.moves.get((topic, partition))
-        if moving is not None and replicas == list(moving.target):
-            return MoveProgress.of(moving, current)
-        if moving is not None:
-            raise ReassignmentInProgress(topic, partition, self.cluster.moves[(topic, partition)].target)
-        target = reconfigure.validate_move(
-            current, replicas, self.cluster.node_ids, self._alive(), self.cluster.flags["decommissioning"]
-        )
-        move = Reassignment(current, tuple(target))
-        self.cluster.moves[(topic, partition)] = move
-        return MoveProgress.of(move, current)
+        return await self._topics().move_replicas(topic, partition, replicas)
 
     async def move_state(self, topic: str, partition: int) -> MoveState:
         self.data._controller_here()
-        replicas = self.data.topic(topic).replicas[partition]
-        move = self.cluster.moves.get((topic, partition))
-        return MoveState(
-            topic, partition, list(replicas), None if move is None else MoveProgress.of(move, replicas)
-        )
+        return self._topics().move_state(topic, partition)
 
     async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
         self.data._enter("cancel_move")
         self.data._controller_here()
-        move = self.cluster.moves.get((topic, partition))
-        if move is None:
-            raise NoReassignment(topic, partition)
-        cancelled = Reassignment(move.original, move.original, move.adding, True)
-        self.cluster.moves[(topic, partition)] = cancelled
-        return MoveProgress.of(cancelled, self.data.topic(topic).replicas[partition])
+        return await self._topics().cancel_move(topic, partition)
 
     async def update_feature(self, feature: str, level: int) -> dict[str, int]:
         self.data._enter("update_feature")
-        self.data._controller_here()  # every node of the fake runs this release: finalized at its levels
-        check_upgrade(feature, level, SUPPORTED, {node: SUPPORTED for node in self.cluster.node_ids})
-        return dict(SUPPORTED)
+        self._topics().check_feature(feature, level)
+        self.data._controller_here()
+        return await self._topics().update_feature(feature, level)
 
     async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
         self.data._enter("set_node_flag")
         self.data._controller_here()
-        if node_id not in self.cluster.node_ids:
-            raise UnknownNode(node_id)
-        nodes = self.cluster.flags[flag]
-        if flag == "decommissioning" and on and node_id not in nodes:
-            stuck = [b for b in self._decommission_blockers(node_id) if b.kind == "no_target"]
-            if stuck:
-                message = decommission.refusal(node_id, stuck, self._alive(), {*nodes, node_id})
-                raise DecommissionImpossible(
-                    node_id, message, tuple((b.topic, b.partition, b.reason) for b in stuck)
-                )
-        if on:
-            nodes.add(node_id)
-        else:
-            nodes.discard(node_id)
-
-    def _decommission_blockers(self, node_id: str) -> list[decommission.Blocked]:
-        return decommission.blockers(
-            node_id,
-            {m.name: m.replicas for m in self.cluster.topics.values()},
-            self.cluster.moves,
-            self._alive(),
-            {*self.cluster.flags["decommissioning"], node_id},
-        )
+        await self._topics().set_node_flag(node_id, flag, on)
 
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         self.data._controller_here()
@@ -784,7 +807,7 @@ class FakeAdmin:
         self.data._controller_here()
         cluster = self.cluster
         assert cluster.controller is not None
-        index = len(cluster.topics)
+        index = cluster.controller_machine.applied_index
         members = cluster.controller_voters + cluster.controller_learners
         others = [n for n in members if n != cluster.controller]
         return ControllerMembers(
@@ -825,31 +848,7 @@ class FakeAdmin:
 
     async def decommission_status(self, node_id: str) -> dict[str, Any]:
         self.data._controller_here()
-        if node_id not in self.cluster.node_ids:
-            raise UnknownNode(node_id)
-        holding = [
-            {"topic": m.name, "partition": p}
-            for m in self.cluster.topics.values()
-            for p, replicas in enumerate(m.replicas)
-            if node_id in replicas
-        ]
-        leaving = node_id in self.cluster.flags["decommissioning"]
-        return {
-            "node_id": node_id,
-            "decommissioning": leaving,
-            "replicas_remaining": len(holding),
-            "partitions": holding,
-            "moving": [],
-            "done": decommission.finished(
-                node_id,
-                self.cluster.flags["decommissioning"],
-                {m.name: m.replicas for m in self.cluster.topics.values()},
-            ),
-            "blocked": [
-                {"topic": b.topic, "partition": b.partition, "reason": b.reason}
-                for b in (self._decommission_blockers(node_id) if leaving else [])
-            ],
-        }
+        return self._topics().decommission_status(node_id)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         self.data._enter("partition_state")
@@ -943,11 +942,7 @@ class FakeMetadata:
         ]
 
     def moves(self) -> list[MoveState]:
-        return [
-            MoveState(t, p, list(self.topic(t).replicas[p]), MoveProgress.of(move, self.topic(t).replicas[p]))
-            for (t, p), move in sorted(self.cluster.moves.items())
-            if t in self.cluster.topics
-        ]
+        return TopicChanges(FakeFrontend(self.data), REPLICAS_MAX_DEFAULT).moves()  # type: ignore[arg-type]
 
     def failed_replicas(self) -> list[ReplicaFailure]:
         return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
@@ -976,7 +971,7 @@ class FakeMetadata:
         return log_dir(f"/fake/{self.node_id}", None, replicas)
 
     def features(self) -> Features:
-        return Features(lambda: dict(SUPPORTED))  # a cluster of this release, finalized
+        return Features(lambda: self.cluster.metadata.features)
 
     def histograms(self) -> dict[str, HistogramSnapshot]:
         return {}

@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from partitions.controller.state import TopicMetadata
@@ -142,7 +142,9 @@ class FakeReplicas:
     """What the data plane asks of a node's ``ReplicaManager``: its replica of a partition (None when the
     node holds none) and the replication throttle it serves peers under (none set here)."""
 
-    def __init__(self, node_id: str, topics: dict[str, TopicMetadata], partitions: PartitionsOf) -> None:
+    def __init__(
+        self, node_id: str, topics: Callable[[], Mapping[str, TopicMetadata]], partitions: PartitionsOf
+    ) -> None:
         self.node_id = node_id
         self._topics = topics
         self._partitions = partitions
@@ -151,7 +153,7 @@ class FakeReplicas:
     def get(self, group_id: str) -> Replica | None:
         head, _, topic_id = group_id.rpartition(".")  # TopicMetadata.group_id: "{name}-{partition}.{id}"
         name, _, partition = head.rpartition("-")
-        meta = self._topics.get(name)
+        meta = self._topics().get(name)
         if meta is None or str(meta.topic_id) != topic_id or not partition.isdigit():
             return None
         if meta.group_id(int(partition)) != group_id or int(partition) >= meta.partitions:

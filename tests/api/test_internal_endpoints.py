@@ -171,7 +171,7 @@ async def test_a_peer_call_answers_typed_results_and_raises_typed_errors(
         await remote_peer(peer, "n1").change_membership("t", 0, "add", "n3", 1000)
         assert cluster.partitions[("t", 0)].replicas == ("n1", "n2", "n3")
         claims = await remote_peer(peer, "n1").leadership()
-        assert claims.node == "n1" and claims.claims == {"t-0.1": 1}
+        assert claims.node == "n1" and claims.claims == {cluster.topics["t"].group_id(0): 1}
 
         snapshot = await remote_peer(peer, "n1").controller_snapshot(None)
         assert snapshot.leader == "n1" and snapshot.snapshot is not None

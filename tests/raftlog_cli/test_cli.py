@@ -56,11 +56,12 @@ async def test_topic_add_partitions_grows_a_topic_and_refuses_a_lower_count(
     code, out, _ = await run(
         capsys, "topic", "add-partitions", "grow", "--partitions", "4", "--validate-only", "--server", n1.url
     )
-    assert (code, out) == (0, "topic grow would have 4 partition(s): 0:n1 1:n1 2:n1 3:n2\n")
+    # the new partitions placed as the controller places them: on the nodes holding the fewest replicas
+    assert (code, out) == (0, "topic grow would have 4 partition(s): 0:n1 1:n1 2:n2 3:n2\n")
     assert cluster.topics["grow"].partitions == 2, "validate only: nothing changed"
     grow = ("topic", "add-partitions", "grow", "--server", n1.url)
     code, out, _ = await run(capsys, *grow, "--partitions", "3")
-    assert (code, out) == (0, "topic grow now has 3 partition(s): 0:n1 1:n1 2:n1\n")
+    assert (code, out) == (0, "topic grow now has 3 partition(s): 0:n1 1:n1 2:n2\n")
     assert cluster.topics["grow"].partitions == 3
     code, _, err = await run(capsys, *grow, "--partitions", "2")
     assert code == 1 and "40001" in err and "has 3 partitions" in err

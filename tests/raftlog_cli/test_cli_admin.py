@@ -10,7 +10,7 @@ import pytest
 from fake_node import FakeCluster
 from harness import Harness, Node
 
-from partitions.controller.state import Reassignment
+from partitions.controller.commands import CancelMove, MoveReplicas, StepMove
 from raftlog_cli.admin import every_level_up
 from raftlog_cli.cli import main
 
@@ -116,8 +116,9 @@ async def test_wait_prints_progress_until_done(
     auth = ("--server", guarded.url)
 
     async def finish_later() -> None:
-        await asyncio.sleep(0.8)
-        del cluster.moves[("t", 0)]
+        await asyncio.sleep(0.8)  # then the move turned back and ended where it began (the fake drives none)
+        cluster.propose(CancelMove("t", 0))
+        cluster.propose(StepMove("t", 0, ["n1", "n2"]))
 
     finishing = asyncio.create_task(finish_later())
     code, out, _ = await run(capsys, "partition", "move", "t", "0", "--replicas", "n1,n3", "--wait", *auth)
@@ -170,7 +171,8 @@ async def test_a_decommission_whose_only_target_died_says_why_nothing_moves(
     code, out, _ = await run(capsys, "node", "decommission", "n3", *auth)
     assert code == 0 and out.strip() == "n3: decommissioning, 1 replica(s) left; moving now: none"
     # the controller leader started the move to n4 (the fake drives none), then n4 died
-    cluster.moves[("orders", 0)] = Reassignment(("n1", "n2", "n3"), ("n1", "n2", "n4"), adding="n4")
+    cluster.propose(MoveReplicas("orders", 0, ["n1", "n2", "n4"]))
+    cluster.propose(StepMove("orders", 0, ["n1", "n2", "n3"], adding="n4"))
     cluster.states["n4"] = "dead"
     code, out, _ = await run(capsys, "node", "status", "n3", *auth)
     assert code == 0 and out.splitlines()[1:] == [
