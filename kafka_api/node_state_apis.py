@@ -10,14 +10,27 @@ one (raftlog moves no replica between directories of a node).
 DescribeQuorum describes raftlog's controller group as Kafka's ``__cluster_metadata`` partition 0: its
 leader, term (the leader epoch), commit index (the high watermark), voters and the learners joining it
 (observers), each with the index of the controller log it has (the leader's match index; the leader's
-own: the commit index). raftlog does not keep when a member last fetched or caught up: -1, as Kafka
-answers for a replica it has no time for. Any node answers, asking the controller's leader, as a Kafka
-broker forwards it to the active controller.
+own: the commit index), when the leader last heard from it and when it last held the leader's whole log
+(``ControllerMembers.heard_at_ms``, ``caught_up_at_ms``; -1, as Kafka answers for a replica it has no
+time for, when the leader has none), and its directory id (``directory_id``). Any node answers, asking
+the controller's leader, as a Kafka broker forwards it to the active controller.
 
-ACLs as Kafka's: DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
+RemoveRaftVoter (``kafka-metadata-quorum remove-controller``) removes a controller voter named by its
+broker id and directory id, as ``raftlog controller remove`` does (``AdminService.remove_controller_voter``:
+a leader asked to leave hands over first), with the answers of Kafka 4.4's ``KafkaRaftClient`` and
+``RemoveVoterHandler``: a cluster id not the cluster's ``INCONSISTENT_CLUSTER_ID``; no voter id or
+directory id ``INVALID_REQUEST``; a voter that is not one (wrong directory id, a learner) or the last one
+``VOTER_NOT_FOUND``; while another change is under way ``REQUEST_TIMED_OUT``.
+
+ACLs as Kafka's: DESCRIBE on the cluster for DescribeQuorum, ALTER for RemoveRaftVoter
+(CLUSTER_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -117,7 +130,7 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
         return wire.build(
             replica_cls,
             replica_id=broker_id(node),
-            replica_directory_id=None,
+            replica_directory_id=directory_id(door.cluster_id, node),
             log_end_offset=end,
             last_fetch_timestamp=heard_at_ms.get(node, UNKNOWN_TIME),
             last_caught_up_timestamp=caught_up_at_ms.get(node, UNKNOWN_TIME),
@@ -151,6 +164,77 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
         topics=(wire.build(topic_cls, topic_name=METADATA_TOPIC, partitions=(partition,)),),
         nodes=tuple(nodes),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def directory_id(cluster_id: str, node: str) -> uuid.UUID:
+    """A node's directory id (what Kafka keeps in a log directory's ``meta.properties`` and names a
+    controller by beside its id): the same on every node and across restarts, derived from the cluster id
+    and the node id as topic ids are (``topics.kafka_topic_id``): never Kafka's reserved ids (a version 4
+    UUID is none of them), never one whose base64 form begins with "-", which Kafka's tools would take
+    for an option."""
+    digest = bytearray(hashlib.sha256(f"{cluster_id}/directory/{node}".encode()).digest()[:16])
+    digest[0] &= 0x7F
+    return uuid.UUID(bytes=bytes(digest), version=4)
+
+
+def kafka_uuid(value: uuid.UUID | None) -> str:
+    """A UUID as Kafka's ``Uuid.toString`` writes it (URL-safe base64, no padding)."""
+    raw = (value or uuid.UUID(int=0)).bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+# -- RemoveRaftVoter --------------------------------------------------------------------------------
+
+
+async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    body = request.body
+
+    def answer(code: ErrorCode, message: str | None = None) -> Any:
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message)
+
+    if not door.allows(AclOperation.ALTER, CLUSTER):
+        refused = door.refusal(AclOperation.ALTER, CLUSTER)
+        return answer(code_of(refused), str(refused))
+    if body.cluster_id is not None and body.cluster_id != door.cluster_id:
+        return answer(
+            ErrorCode.inconsistent_cluster_id,
+            f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
+        )
+    wanted = body.voter_directory_id
+    if body.voter_id < 0 or wanted is None or wanted.int == 0:
+        return answer(ErrorCode.invalid_request, "Remove voter request didn't include a valid voter")
+    with Caught() as caught:  # no controller leader reached: the request's answer
+        members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
+    if caught.failed:
+        return answer(caught.code, caught.message)
+    if members.learners or members.pending is not None:  # Kafka's RemoveVoterHandler asks this first
+        busy = f"{members.learners[0]} is joining" if members.learners else members.pending
+        return answer(
+            ErrorCode.request_timed_out,
+            f"Request timed out waiting for leader to handle previous voter change request ({busy})",
+        )
+    keys = {directory_id(door.cluster_id, node): node for node in members.voters}
+    node = keys.get(wanted)
+    if node is None or broker_id(node) != body.voter_id or len(members.voters) < 2:
+        voters = ", ".join(
+            _replica_key(broker_id(voter), directory) for directory, voter in sorted(keys.items(), key=str)
+        )
+        return answer(
+            ErrorCode.voter_not_found,
+            f"Cannot remove voter {_replica_key(body.voter_id, wanted)} from the set of voters [{voters}]",
+        )
+    with Caught() as caught:
+        await door.node.cluster.admin.call(AdminService.remove_controller_voter, node)
+    if caught.failed:
+        return answer(caught.code, caught.message)
+    return answer(ErrorCode.none)
+
+
+def _replica_key(voter_id: int, directory: uuid.UUID) -> str:
+    """Kafka's ``ReplicaKey.toString``."""
+    return f"ReplicaKey(id={voter_id}, directoryId={kafka_uuid(directory)})"
 
 
 # -- UnregisterBroker -------------------------------------------------------------------------------
