@@ -577,18 +577,23 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def member_ages(self, now: float) -> dict[str, tuple[float | None, float | None]]:
         """Leader only: for each other member (voters and learners), how long before ``now`` (this
         core's clock) it was last heard from in this leadership and last caught up with this leader's log,
-        in seconds (None: not since it leads). A quiet leader's connected followers hold its whole log
-        (see "Quiescence"): heard and caught up now. Any thread (reads copies of the tick thread's maps)."""
+        in seconds (None: not since it leads). A quiet leader sends nothing and hears nothing (see
+        "Quiescence"): its connected followers are heard from now, and those that acknowledged its whole
+        log to let it go quiet are caught up now. Any thread (reads copies of the tick thread's maps)."""
         if self._SyncObj__raftState != _LEADER:
             return {}
         heard, caught_up = dict(self._heard_at), dict(self._caught_up_at)
-        connected = frozenset(self._SyncObj__connectedNodes) if self._quiet else frozenset()
+        quiet = self._quiet
+        connected = frozenset(self._SyncObj__connectedNodes) if quiet else frozenset()
+        acks = dict(self._quiet_acks) if quiet else {}
+        last_index = self._journal.last_index
         ages: dict[str, tuple[float | None, float | None]] = {}
         for node in list(self._SyncObj__raftMatchIndex):
-            if node in connected:
-                ages[str(node.id)] = (0.0, 0.0)
-                continue
             heard_at, caught_up_at = heard.get(node), caught_up.get(node)
+            if node in connected:
+                heard_at = now
+                if acks.get(node, -1) >= last_index:
+                    caught_up_at = now
             ages[str(node.id)] = (
                 None if heard_at is None else max(0.0, now - heard_at),
                 None if caught_up_at is None else max(0.0, now - caught_up_at),

@@ -131,3 +131,22 @@ def test_a_quiet_leader_counts_its_connected_followers_heard_and_caught_up_now()
     _propose(script, 1)
     assert not script.nodes[L].quiet
     assert script.nodes[L].member_ages(clock.now)[ID[F]][1] == 0.0  # caught up
+
+
+def test_a_follower_back_while_its_group_is_quiet_is_heard_but_not_caught_up() -> None:
+    """The group went quiet without G (cut off, entries committed meanwhile): G's node back is heard from,
+    but G never acknowledged the leader's whole log, so it is caught up only as of its last reply."""
+    clock = FakeClock()
+    options = {"clock": clock, "quiesce": True, "pre_vote": True}
+    script = Script(PatchedSimReplica, options={name: options for name in (L, F, G)})
+    script.elect(L, [F, G])
+    disconnect(script, L, G)
+    _propose(script, 1)
+    for _ in range(5):
+        script.force_send(L)
+        script.settle([L, F])
+    assert script.nodes[L].quiet
+    clock.now += 30
+    connect(script, L, G)  # what G sends on connecting (a wake) is not delivered yet
+    assert script.nodes[L].quiet
+    assert script.nodes[L].member_ages(clock.now) == {ID[F]: (0.0, 0.0), ID[G]: (0.0, 30.0)}
