@@ -41,14 +41,12 @@ from partitions.controller import acls as controller_acls
 from partitions.controller import decommission
 from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import members as controller_members
-from partitions.controller import quotas as controller_quotas
-from partitions.controller import resource_configs as controller_configs
 from partitions.controller import tokens as controller_tokens
 from partitions.controller.commands import ControllerCommand, CreateTopic, DeleteTopic, FormCluster
 from partitions.controller.commands import encode as encode_controller
 from partitions.controller.defaults import REPLICAS_MAX_DEFAULT
 from partitions.controller.members import ControllerMembers
-from partitions.controller.quotas import AlterClientQuotas, Entity, QuotaChange
+from partitions.controller.quotas import Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import (
     ControllerMetadata,
@@ -81,6 +79,7 @@ from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.group_commands import GroupCommand
 from partitions.groups.group_commands import encode as encode_group
 from partitions.groups.state import GroupResult, GroupTable
+from partitions.metadata.security_records import SecurityRecords
 from partitions.metadata.service import (
     ControllerSnapshot,
     MoveState,
@@ -137,8 +136,6 @@ class FakeCluster:
         self.replicas_max: int | None = None  # partition replicas a node may hold (None: no limit)
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.transaction_partitions = 2  # of __transactions, created on first use
-        self.quotas: dict[Entity, dict[str, float]] = {}  # client quotas, as the controller keeps them
-        self.resource_configs: dict[tuple[str, str], dict[str, str]] = {}  # (kind, name) -> configs
         self.transaction_tables: dict[tuple[int, int], TransactionTable] = {}  # (topic_id, partition)
         self.schema_table = SchemaTable()  # the registry's, in ``__schemas``
         # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
@@ -200,6 +197,14 @@ class FakeCluster:
     @property
     def flags(self) -> Mapping[str, frozenset[str]]:
         return self.metadata.node_flags
+
+    @property
+    def quotas(self) -> Mapping[Entity, Mapping[str, float]]:
+        return self.metadata.quotas
+
+    @property
+    def resource_configs(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
+        return self.metadata.resource_configs
 
     def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
         """A replica reported failed by a node that is up (a down node reports nothing)."""
@@ -642,24 +647,26 @@ class FakeAdmin:
         return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
 
     async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
-        after = controller_quotas.apply(self.cluster.quotas, AlterClientQuotas(tuple(changes)))
-        if not validate_only:
-            self.cluster.quotas = after
+        self.data._controller_here()
+        await self._security().alter_client_quotas(changes, validate_only)
 
     async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        self.data._controller_here()
         resources = self.cluster.resource_configs
         return {name: dict(values) for (of, name), values in resources.items() if of == kind}
 
     async def alter_resource_configs(
         self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
     ) -> None:
-        command = controller_configs.AlterResourceConfigs(kind, name, tuple(changes.items()))
-        after = controller_configs.apply(self.cluster.resource_configs, command)
-        if not validate_only:
-            self.cluster.resource_configs = after
+        self.data._controller_here()
+        await self._topics().alter_resource_configs(kind, name, changes, validate_only)
 
     async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
         return self.data.topic(name)
+
+    def _security(self) -> SecurityRecords:
+        """The real users, ACLs, tokens and quotas changes over this node's seat at the controller."""
+        return SecurityRecords(FakeFrontend(self.data))  # type: ignore[arg-type]
 
     def _topics(self) -> TopicChanges:
         """The real topic changes (placement, checks, proposals) over this node's seat at the controller."""

@@ -16,6 +16,7 @@ from fake_node import FakeCluster
 from harness import Node
 
 from api.app import ROUTES
+from partitions.controller.quotas import AlterClientQuotas, QuotaChange
 from partitions.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 
 QUOTA = 1_000  # bytes a second: ten seconds of it (the meter's window) is 10,000 bytes
@@ -24,7 +25,8 @@ V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
 
 
 def _quota(cluster: FakeCluster, kind: str) -> None:
-    cluster.quotas = {(("user", None),): {kind: float(QUOTA)}}  # every user, ANONYMOUS here, by itself
+    every_user = (("user", None),)  # every user, ANONYMOUS here, by itself
+    cluster.propose(AlterClientQuotas((QuotaChange(every_user, ((kind, float(QUOTA)),)),)))
 
 
 def _body() -> bytes:
