@@ -37,15 +37,14 @@ from typing import Any
 from fake_partition import FakePartition, FakeReplicas, Storage, run_now
 
 from partitions.consumers.service import ConsumerService
-from partitions.controller import acls as controller_acls
 from partitions.controller import decommission
 from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import members as controller_members
-from partitions.controller import tokens as controller_tokens
 from partitions.controller.commands import ControllerCommand, CreateTopic, DeleteTopic, FormCluster
 from partitions.controller.commands import encode as encode_controller
 from partitions.controller.defaults import REPLICAS_MAX_DEFAULT
 from partitions.controller.members import ControllerMembers
+from partitions.controller.producer_owners import RegisterProducerOwner
 from partitions.controller.quotas import Entity, QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import (
@@ -67,11 +66,9 @@ from partitions.errors import (
     InvalidReassignment,
     InvalidTxnState,
     NodeKeptOut,
-    UnknownCredential,
     UnknownNode,
     UnknownPartition,
     UnknownTopic,
-    UnknownUser,
 )
 from partitions.features import SUPPORTED, Features, kept_out
 from partitions.groups.assignors import TopicPartition
@@ -88,7 +85,7 @@ from partitions.metadata.service import (
     ReplicaState,
 )
 from partitions.metadata.topic_changes import TopicChanges
-from partitions.names import GROUPS_TOPIC, SCHEMAS_TOPIC, TRANSACTIONS_TOPIC, check_user_name
+from partitions.names import GROUPS_TOPIC, SCHEMAS_TOPIC, TRANSACTIONS_TOPIC
 from partitions.peers.client import PeerClient
 from partitions.peers.cluster import Cluster
 from partitions.peers.service import Claims, Failures
@@ -140,11 +137,6 @@ class FakeCluster:
         self.schema_table = SchemaTable()  # the registry's, in ``__schemas``
         # every transaction marker written: (topic, partition, producer id, epoch, commit, coordinator epoch)
         self.markers: list[tuple[str, int, int, int, bool, int]] = []
-        self.users: dict[str, tuple[ScramCredential, ...]] = {}
-        self.acls: tuple[AclBinding, ...] = ()  # replaced whole by each change, as the controller does
-        self.tokens: dict[str, ApiToken] = {}  # by id; a deleted user's go with it, as the controller does
-        self.delegation_tokens: dict[str, DelegationToken] = {}  # by id
-        self.producer_owners: dict[str, int] = {}  # each principal holding producer ids: its number
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
         self.controller_voters: list[str] = self.node_ids[:5]
         self.controller_learners: list[str] = []  # joining; nothing promotes them here
@@ -197,6 +189,26 @@ class FakeCluster:
     @property
     def flags(self) -> Mapping[str, frozenset[str]]:
         return self.metadata.node_flags
+
+    @property
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
+        return self.metadata.users
+
+    @property
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self.metadata.acls
+
+    @property
+    def tokens(self) -> Mapping[str, ApiToken]:
+        return self.metadata.tokens
+
+    @property
+    def delegation_tokens(self) -> Mapping[str, DelegationToken]:
+        return self.metadata.delegation_tokens
+
+    @property
+    def producer_owners(self) -> Mapping[str, int]:
+        return self.metadata.producer_owners
 
     @property
     def quotas(self) -> Mapping[Entity, Mapping[str, float]]:
@@ -397,8 +409,10 @@ class FakeData:
         )
 
     async def _register_owner(self, principal: str) -> int:
-        owners = self.cluster.producer_owners  # as the controller numbers them
-        return owners.setdefault(principal, len(owners) + 1)
+        """The controller's number for ``principal`` (the real node asks the controller leader for it)."""
+        number = self.cluster.propose(RegisterProducerOwner(principal))
+        assert isinstance(number, int)
+        return number
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -735,80 +749,43 @@ class FakeAdmin:
 
     async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
         self.data._controller_here()
-        if check_user_name(name) in self.cluster.users:  # a new password: its tokens go (the controller's)
-            self._revoke_tokens(name)
-        self.cluster.users[name] = tuple(credentials)
-        return sorted(c.mechanism for c in credentials)
+        return await self._security().set_user(name, credentials)
 
     async def delete_user(self, name: str) -> None:
         self.data._controller_here()
-        if self.cluster.users.pop(name, None) is None:
-            raise UnknownUser(name)
-        self._revoke_tokens(name)
-
-    def _revoke_tokens(self, user: str) -> None:
-        """A deleted user's tokens go with it, as in the controller's apply."""
-        remaining = controller_tokens.without_user(self.cluster.tokens, user)
-        if remaining is not None:
-            self.cluster.tokens = remaining
+        await self._security().delete_user(name)
 
     async def alter_user(
         self, name: str, upsertions: list[ScramCredential], deletions: list[str]
     ) -> list[str]:
         self.data._controller_here()
-        credentials = {c.mechanism: c for c in self.cluster.users.get(check_user_name(name), ())}
-        for mechanism in deletions:
-            if credentials.pop(mechanism, None) is None:
-                raise UnknownCredential(name, mechanism)
-        credentials.update({c.mechanism: c for c in upsertions})
-        if credentials:
-            if name in self.cluster.users:  # a password set or removed: its tokens go (the controller's)
-                self._revoke_tokens(name)
-            self.cluster.users[name] = tuple(credentials[m] for m in sorted(credentials))
-        else:
-            self.cluster.users.pop(name, None)
-            self._revoke_tokens(name)
-        return sorted(credentials)
+        return await self._security().alter_user(name, upsertions, deletions)
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
         self.data._controller_here()
-        acls, created = controller_acls.apply(self.cluster.acls, controller_acls.CreateAcls(tuple(bindings)))
-        self.cluster.acls = acls
-        return [acl for acl in created if isinstance(acl, AclBinding)]
+        return await self._security().create_acls(bindings)
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        self.data._controller_here()
+        return await self._security().delete_acls(filters)
 
     async def register_producer_owner(self, principal: str) -> int:
         self.data._controller_here()
-        owners = self.cluster.producer_owners
-        return owners.setdefault(principal, len(owners) + 1)
+        return await self._security().register_producer_owner(principal)
 
     async def change_delegation_token(
         self, command: controller_delegation_tokens.DelegationTokenCommand
     ) -> DelegationToken:
         self.data._controller_here()
-        self.cluster.delegation_tokens, token = controller_delegation_tokens.apply(
-            self.cluster.delegation_tokens, self.cluster.users, command
-        )
-        return token
+        return await self._security().change_delegation_token(command)
 
     async def create_token(self, token: ApiToken) -> ApiToken:
         self.data._controller_here()
-        command = controller_tokens.CreateToken(token)
-        self.cluster.tokens, made = controller_tokens.apply(self.cluster.tokens, self.cluster.users, command)
-        return made
+        return await self._security().create_token(token)
 
     async def delete_token(self, user: str, token_id: str) -> ApiToken:
         self.data._controller_here()
-        command = controller_tokens.DeleteToken(user, token_id)
-        self.cluster.tokens, revoked = controller_tokens.apply(
-            self.cluster.tokens, self.cluster.users, command
-        )
-        return revoked
-
-    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        self.data._controller_here()
-        acls, removed = controller_acls.apply(self.cluster.acls, controller_acls.DeleteAcls(tuple(filters)))
-        self.cluster.acls = acls
-        return [list(matched) for matched in removed if isinstance(matched, tuple)]
+        return await self._security().delete_token(user, token_id)
 
     async def controller_members(self) -> ControllerMembers:
         self.data._controller_here()

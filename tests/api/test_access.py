@@ -21,6 +21,7 @@ from api import auth
 from api.access import Access
 from api.app import ROUTES, build_app
 from api.typed_records import SUBJECT_NEEDS as SCHEMA_SUBJECTS
+from partitions.controller.commands import SetUser
 from partitions.names import GROUPS_TOPIC
 from partitions.security.users import make_credential
 
@@ -158,8 +159,8 @@ def test_the_routes_ask_what_kafka_asks_for_the_same_work() -> None:
 
 @pytest.fixture
 def secured(cluster: FakeCluster) -> FakeCluster:
-    cluster.users["alice"] = (make_credential("SCRAM-SHA-256", "alice's password"),)
-    cluster.users["root"] = (make_credential("SCRAM-SHA-256", "root's password"),)
+    cluster.propose(SetUser("alice", (make_credential("SCRAM-SHA-256", "alice's password"),)))
+    cluster.propose(SetUser("root", (make_credential("SCRAM-SHA-256", "root's password"),)))
     cluster.add_topic("orders", 1, [["n1"]])
     cluster.add_topic("logs-eu", 1, [["n2"]])
     cluster.add_topic("secret", 1, [["n1"]])

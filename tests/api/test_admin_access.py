@@ -14,6 +14,7 @@ from harness import Harness, Node
 from test_access import ADMIN, ALICE, _start, a1, a2, acl, answer, basic, grant, secured
 from test_transactions_api import coordinator_of
 
+from partitions.controller.commands import SetUser
 from partitions.names import GROUPS_TOPIC
 
 __all__ = ["a1", "a2", "secured"]  # the fixtures, shared with test_access
@@ -159,7 +160,7 @@ async def test_a_user_makes_and_revokes_its_own_tokens_but_not_anothers(
     more = await call(a1, "POST", "/v1/users/alice/tokens", as_token)  # a token makes no token
     assert refused(more, "alter", "cluster", "kafka-cluster")
 
-    secured.users["bob"] = secured.users["alice"]  # bob, with alice's password: another user
+    secured.propose(SetUser("bob", secured.users["alice"]))  # bob, with alice's password: another user
     bobs = await call(a1, "POST", "/v1/users/bob/tokens", ADMIN)
     assert refused(await call(a1, "POST", "/v1/users/bob/tokens"), "alter", "cluster", "kafka-cluster")
     assert refused(await call(a1, "GET", "/v1/users/bob/tokens"), "describe", "cluster", "kafka-cluster")

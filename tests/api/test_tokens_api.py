@@ -16,6 +16,7 @@ from harness import Harness, Node
 
 from api import state
 from partitions.controller import tokens as controller_tokens
+from partitions.controller.commands import SetUser
 from partitions.security.users import make_credential
 
 TOKEN = "the-admin-token"
@@ -26,8 +27,8 @@ WRONG = {"error_code": 40101, "message": "wrong, expired or revoked bearer token
 
 @pytest.fixture
 def secured(cluster: FakeCluster) -> FakeCluster:
-    cluster.users["alice"] = (make_credential("SCRAM-SHA-256", "alice's password"),)
-    cluster.users["bob"] = (make_credential("SCRAM-SHA-256", "bob's password"),)
+    cluster.propose(SetUser("alice", (make_credential("SCRAM-SHA-256", "alice's password"),)))
+    cluster.propose(SetUser("bob", (make_credential("SCRAM-SHA-256", "bob's password"),)))
     cluster.add_topic("orders", 1, [["n1"]])
     return cluster
 

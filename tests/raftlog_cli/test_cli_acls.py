@@ -13,6 +13,7 @@ import pytest
 from fake_node import FakeCluster
 from harness import Harness, Node
 
+from partitions.controller.commands import SetUser
 from partitions.security.users import make_credential
 from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient
@@ -34,7 +35,7 @@ async def run(capsys: Any, *argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 async def node(harness: Harness) -> Node:
     cluster = FakeCluster(["n1"])
-    cluster.users["alice"] = (make_credential("SCRAM-SHA-256", "alice's password"),)
+    cluster.propose(SetUser("alice", (make_credential("SCRAM-SHA-256", "alice's password"),)))
     cluster.add_topic("orders", 1)
     return await harness.start(cluster, "n1", admin_token="tok", require_auth=True, enforce_acls=True)
 

@@ -16,6 +16,7 @@ from fake_node import FakeCluster
 from harness import Harness, Node
 from test_cli_acls import run
 
+from partitions.controller.commands import SetUser
 from partitions.security.tokens import TOKEN_LIFETIME_MS_DEFAULT
 from partitions.security.users import make_credential
 from raftlog_cli import profile
@@ -43,7 +44,7 @@ def clean_env(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathli
 @pytest.fixture
 async def node(harness: Harness, clean_env: pathlib.Path) -> Node:
     cluster = FakeCluster(["n1"])
-    cluster.users["alice"] = (make_credential("SCRAM-SHA-256", "alice's password"),)
+    cluster.propose(SetUser("alice", (make_credential("SCRAM-SHA-256", "alice's password"),)))
     cluster.add_topic("orders", 1)
     return await harness.start(cluster, "n1", admin_token="tok", require_auth=True)
 
