@@ -47,7 +47,7 @@ from typing import Any
 from jepsen import control, fault_shapes, fault_tools, lazyfs, nemesis, old_release_fault, upgrade_fault
 from jepsen.drives import ENDS_MAX_S, WorkloadPhase
 from jepsen.run_config import CLIENTS, FILE_SYSTEMS, GROUP_PROTOCOLS, MARKER_FAULTS, WORKLOADS, RunConfig
-from raftlog_dev import releases
+from raftlog_dev import layout, releases
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -165,6 +165,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise ValueError("--workload group: its processes are Kafka clients (--clients kafka)")
     if args.workload == "share" and clients != ("http",):
         raise ValueError("--workload share: its processes are HTTP share members (--clients http)")
+    refused = layout.serve_arg_refusal(list(args.serve_arg))  # said before anything starts, not per node
+    if refused is not None:
+        raise ValueError(f"--serve-arg: {refused} (raftlog serve --help)")
     computed = {
         "faults": faults,
         "time_limit_s": args.time_limit,

@@ -134,6 +134,15 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def serve_arg_refusal(argv: list[str]) -> str | None:
+    """Why a node of this checkout would refuse ``argv`` as extra ``raftlog serve`` options (an option it
+    has not, a value not of its type or past its bounds), or None: asked before a cluster starts, so a bad
+    option is said once (the option table's ``refusal_of``, loaded here only, where nodes start)."""
+    from raftlog_node.options import refusal_of
+
+    return refusal_of(argv)
+
+
 def node_argv(
     node: DevNode,
     cluster: list[DevNode],

@@ -91,6 +91,15 @@ def test_run_options_name_what_is_wrong_and_take_both_doors() -> None:
     for bad in (["--clients", "grpc"], ["--clients", ","], ["--rate", "0"]):
         with pytest.raises(ValueError, match=r"--clients|--rate"):
             runner.config_from_args(parser.parse_args(bad))
+    # a node option this checkout's serve refuses: said before any node starts, naming what is wrong
+    for bad, words in (
+        (["--serve-arg=--no-such-option"], "no such option: --no-such-option"),
+        (["--serve-arg=--kafka-connections-max=-1"], "--kafka-connections-max"),
+    ):
+        with pytest.raises(ValueError, match=r"--serve-arg: ") as refused:
+            runner.config_from_args(parser.parse_args(bad))
+        assert words in str(refused.value)
+    assert runner.config_from_args(parser.parse_args(["--serve-arg=--kafka-connections-max=50"])).serve_args
 
 
 def test_the_group_protocol_option_is_the_group_workloads() -> None:
