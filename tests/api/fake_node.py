@@ -1,11 +1,11 @@
 """Nodes in the test's process with honest semantics, for testing the HTTP layer (test code only).
 
-A ``FakeCluster`` holds the shared truth (topics, each partition's records, leader, producer table and
-consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local services (``FakeData``
-for data and peer calls, ``FakeAdmin``, ``FakeMetadata``) refuse, like the real node's, what only a
-partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``; its
-cluster-wide services are the real ``partitions.peers.cluster.Cluster`` over the real peer client, so a call
-another node must serve crosses HTTP to that node's internal endpoints as between real nodes.
+A ``FakeCluster`` holds the shared truth (the controller's metadata, each partition's records, leader,
+producer table and consumer offsets); each ``FakeNode`` is one node's ``FrontDoor`` over it. Its local
+services (``FakeData`` for data and peer calls, ``FakeAdmin``, ``FakeMetadata``) refuse, like the real node's,
+what only a partition's leader (or the controller) may do, raising ``NotLeader(leader_hint)`` / ``NoLeader``;
+its cluster-wide services are the real ``partitions.peers.cluster.Cluster`` over the real peer client, so a
+call another node must serve crosses HTTP to that node's internal endpoints as between real nodes.
 
 Data: each node runs the real ``DataPlane`` (``partitions.data.plane``) over the cluster's partitions,
 each a real ``PartitionStateMachine`` over a real segmented ``Log`` in a temporary folder, whose Raft group
@@ -15,6 +15,13 @@ transaction markers and reads are the product's own, and only replication and el
 hooks the tests set before the plane is called: errors injected per method, a node's wrong belief of who
 leads, a delay before a produce, answers lost after it appended. ``test_fake_answers_as_a_leader`` sends
 the same batches to a real node and compares the answers.
+
+The controller's metadata (topics, their configs and moves, node flags, features, users, ACLs, tokens,
+quotas, resource configs, producer ids' owners) is the real ``ControllerStateMachine``'s, one for the
+cluster, applying each proposal at once (``FakeCluster.propose``); ``FakeAdmin`` runs the real
+``TopicChanges`` and ``SecurityRecords`` over it (``FakeFrontend``), so placement, every check before a
+proposal and the apply are the product's, and the partitions follow the metadata. Left out: the controller
+group's replication, elections and membership (the cluster says who leads it; its voters are a list).
 
 Consumer groups run the real ``ConsumerService`` and ``GroupCoordinator`` over ``FakeGroupLog``: the group
 tables of the ``__consumer_groups`` partitions live in the cluster and commands apply at once on the
@@ -45,7 +52,7 @@ from partitions.controller.commands import encode as encode_controller
 from partitions.controller.defaults import REPLICAS_MAX_DEFAULT
 from partitions.controller.members import ControllerMembers
 from partitions.controller.producer_owners import RegisterProducerOwner
-from partitions.controller.quotas import Entity, QuotaChange
+from partitions.controller.quotas import QuotaChange
 from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
 from partitions.controller.state import (
     ControllerMetadata,
@@ -130,7 +137,7 @@ class FakeCluster:
         self.storage = Storage()  # the partitions' logs, in a temporary folder
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self.group_partitions = 2  # of __consumer_groups, created on first use
-        self.replicas_max: int | None = None  # partition replicas a node may hold (None: no limit)
+        self.replicas_max = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (serve --replicas-max)
         self.group_tables: dict[tuple[int, int], GroupTable] = {}  # (topic_id, partition) -> table
         self.transaction_partitions = 2  # of __transactions, created on first use
         self.transaction_tables: dict[tuple[int, int], TransactionTable] = {}  # (topic_id, partition)
@@ -201,22 +208,6 @@ class FakeCluster:
     @property
     def tokens(self) -> Mapping[str, ApiToken]:
         return self.metadata.tokens
-
-    @property
-    def delegation_tokens(self) -> Mapping[str, DelegationToken]:
-        return self.metadata.delegation_tokens
-
-    @property
-    def producer_owners(self) -> Mapping[str, int]:
-        return self.metadata.producer_owners
-
-    @property
-    def quotas(self) -> Mapping[Entity, Mapping[str, float]]:
-        return self.metadata.quotas
-
-    @property
-    def resource_configs(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
-        return self.metadata.resource_configs
 
     def failed(self, node: str, topic: str, partition: int) -> ReplicaFailure | None:
         """A replica reported failed by a node that is up (a down node reports nothing)."""
@@ -404,7 +395,7 @@ class FakeData:
             self.topic,
             lambda: int(time.time() * 1000),
             TransactionalWrites(None, tuple, _no_coordinator, _no_transaction),
-            ProducerIds(lambda: cluster.producer_owners, self._register_owner),
+            ProducerIds(lambda: cluster.metadata.producer_owners, self._register_owner),
             run_now,
         )
 
@@ -657,16 +648,13 @@ class FakeAdmin:
         self.data = data
         self.cluster = data.cluster
 
-    def _alive(self) -> list[str]:
-        return [n for n in self.cluster.node_ids if self.cluster.states[n] == "alive"]
-
     async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
         self.data._controller_here()
         await self._security().alter_client_quotas(changes, validate_only)
 
     async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
         self.data._controller_here()
-        resources = self.cluster.resource_configs
+        resources = self.cluster.metadata.resource_configs
         return {name: dict(values) for (of, name), values in resources.items() if of == kind}
 
     async def alter_resource_configs(
@@ -684,8 +672,7 @@ class FakeAdmin:
 
     def _topics(self) -> TopicChanges:
         """The real topic changes (placement, checks, proposals) over this node's seat at the controller."""
-        replicas_max = self.cluster.replicas_max or REPLICAS_MAX_DEFAULT
-        return TopicChanges(FakeFrontend(self.data), replicas_max)  # type: ignore[arg-type]
+        return TopicChanges(FakeFrontend(self.data), self.cluster.replicas_max)  # type: ignore[arg-type]
 
     async def create_topic(
         self,
@@ -787,6 +774,11 @@ class FakeAdmin:
         self.data._controller_here()
         return await self._security().delete_token(user, token_id)
 
+    # The controller group's members are its Raft group's configuration, not the state machine's: the real
+    # ControllerVoters changes them on a ReplicaGroup (add_learner, remove_replica, a leadership transfer),
+    # which the fake controller has none of. Its voters stay a list here; who may join or leave is the
+    # real rule (controller_members).
+
     async def controller_members(self) -> ControllerMembers:
         self.data._controller_here()
         cluster = self.cluster
@@ -809,7 +801,8 @@ class FakeAdmin:
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
         leaving = self.cluster.flags["decommissioning"]
-        refusal = controller_members.add_refusal(members, node_id, self._alive(), leaving)
+        alive = FakeFrontend(self.data).alive_nodes()
+        refusal = controller_members.add_refusal(members, node_id, alive, leaving)
         if refusal is not None:
             raise ControllerChangeRefused(node_id, refusal)
         self.cluster.controller_learners.append(node_id)
@@ -820,7 +813,8 @@ class FakeAdmin:
         members = await self.controller_members()
         if node_id not in self.cluster.node_ids:
             raise UnknownNode(node_id)
-        refusal = controller_members.remove_refusal(members, node_id, self._alive())
+        alive = FakeFrontend(self.data).alive_nodes()
+        refusal = controller_members.remove_refusal(members, node_id, alive)
         if refusal is not None:
             raise ControllerChangeRefused(node_id, refusal)
         for nodes in (self.cluster.controller_voters, self.cluster.controller_learners):
@@ -870,10 +864,10 @@ class FakeMetadata:
         self.data = data
         self.cluster = data.cluster
         self.node_id = data.node_id
-        self._client_quotas = ClientQuotas(lambda: self.cluster.quotas)
+        self._client_quotas = ClientQuotas(lambda: self.cluster.metadata.quotas)
 
     def topics(self) -> list[str]:
-        return list(self.cluster.topics)
+        return sorted(self.cluster.topics)
 
     def topic(self, name: str) -> TopicMetadata:
         return self.data.topic(name)
@@ -941,13 +935,13 @@ class FakeMetadata:
         return self.cluster.tokens
 
     def delegation_tokens(self) -> dict[str, DelegationToken]:
-        return self.cluster.delegation_tokens
+        return self.cluster.metadata.delegation_tokens
 
     def client_quotas(self) -> ClientQuotas:
         return self._client_quotas  # the cluster's quotas, metered here
 
     def resource_configs(self) -> dict[tuple[str, str], dict[str, str]]:
-        return self.cluster.resource_configs
+        return self.cluster.metadata.resource_configs
 
     def log_dir(self) -> LogDir:
         held = [(t, p) for (t, p), part in self.cluster.partitions.items() if self.node_id in part.replicas]
