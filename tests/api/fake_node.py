@@ -45,15 +45,13 @@ from fake_partition import FakePartition, FakeReplicas, Storage, run_now
 
 from partitions.consumers.service import ConsumerService
 from partitions.controller import decommission
-from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import members as controller_members
 from partitions.controller.commands import ControllerCommand, CreateTopic, DeleteTopic, FormCluster
 from partitions.controller.commands import encode as encode_controller
 from partitions.controller.defaults import REPLICAS_MAX_DEFAULT
 from partitions.controller.members import ControllerMembers
 from partitions.controller.producer_owners import RegisterProducerOwner
-from partitions.controller.quotas import QuotaChange
-from partitions.controller.reconfigure import MemberView, MoveProgress, ReplicaLog
+from partitions.controller.reconfigure import MemberView, ReplicaLog
 from partitions.controller.state import (
     ControllerMetadata,
     ControllerStateMachine,
@@ -101,7 +99,7 @@ from partitions.registry.table import Done, Refusal, RegistryCommand, SchemaTabl
 from partitions.registry.types import TYPES
 from partitions.replicas.failures import ReplicaFailure, digest
 from partitions.replicas.log_dirs import LogDir, ReplicaDir, log_dir
-from partitions.security.acls import AclBinding, AclFilter
+from partitions.security.acls import AclBinding
 from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.producer_ids import ProducerIds
 from partitions.security.quotas import ClientQuotas
@@ -641,6 +639,24 @@ class FakeFrontend:
         return self.cluster.addresses.get(node_id)
 
 
+def on_controller(room: type[TopicChanges | SecurityRecords], name: str) -> Callable[..., Awaitable[Any]]:
+    """An ``AdminService`` method of ``FakeAdmin``: the fault hooks (the call counted, and refused by an
+    injected error, under its name), then, on the controller only (as ``LocalAdmin``), the real method of
+    ``room`` (``TopicChanges`` or ``SecurityRecords``) over this node's seat at the fake controller. Its
+    signature is the real method's (``functools.wraps``); it is async whether that one is or not."""
+    real = getattr(room, name)
+
+    @functools.wraps(real)
+    async def served(self: FakeAdmin, *args: Any, **kwargs: Any) -> Any:
+        self.data._enter(name)
+        self.data._controller_here()
+        changes = self._security() if room is SecurityRecords else self._topics()
+        answer = getattr(changes, name)(*args, **kwargs)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    return served
+
+
 class FakeAdmin:
     """One node's ``AdminService``: controller operations on the cluster's controller node only."""
 
@@ -648,20 +664,10 @@ class FakeAdmin:
         self.data = data
         self.cluster = data.cluster
 
-    async def alter_client_quotas(self, changes: list[QuotaChange], validate_only: bool) -> None:
-        self.data._controller_here()
-        await self._security().alter_client_quotas(changes, validate_only)
-
     async def resource_configs(self, kind: str) -> dict[str, dict[str, str]]:
         self.data._controller_here()
         resources = self.cluster.metadata.resource_configs
         return {name: dict(values) for (of, name), values in resources.items() if of == kind}
-
-    async def alter_resource_configs(
-        self, kind: str, name: str, changes: dict[str, str | None], validate_only: bool
-    ) -> None:
-        self.data._controller_here()
-        await self._topics().alter_resource_configs(kind, name, changes, validate_only)
 
     async def topic(self, name: str, fresh: bool = False) -> TopicMetadata:
         return self.data.topic(name)
@@ -674,105 +680,33 @@ class FakeAdmin:
         """The real topic changes (placement, checks, proposals) over this node's seat at the controller."""
         return TopicChanges(FakeFrontend(self.data), self.cluster.replicas_max)  # type: ignore[arg-type]
 
-    async def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        replication_factor: int,
-        configs: dict[str, Any],
-        timeout_ms: int | None = None,
-        assignment: list[list[str]] | None = None,
-    ) -> TopicMetadata:
-        self.data._enter("create_topic")
-        self.data._controller_here()
-        changes = self._topics()
-        return await changes.create_topic(
-            name, partitions, replication_factor, configs, timeout_ms, assignment
-        )
-
-    async def add_partitions(
-        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
-    ) -> TopicMetadata:
-        self.data._enter("add_partitions")
-        self.data._controller_here()
-        return await self._topics().add_partitions(name, count, validate_only, timeout_ms)
-
-    async def delete_topic(
-        self, name: str, timeout_ms: int | None = None, topic_id: int | None = None
-    ) -> None:
-        self.data._enter("delete_topic")
-        self.data._controller_here()
-        await self._topics().delete_topic(name, timeout_ms, topic_id)
-
-    async def alter_configs(self, name: str, configs: dict[str, Any]) -> TopicMetadata:
-        self.data._enter("alter_configs")
-        self.data._controller_here()
-        return await self._topics().alter_configs(name, configs)
-
-    async def move_replicas(self, topic: str, partition: int, replicas: object) -> MoveProgress:
-        self.data._enter("move_replicas")
-        self.data._controller_here()
-        return await self._topics().move_replicas(topic, partition, replicas)
-
-    async def move_state(self, topic: str, partition: int) -> MoveState:
-        self.data._controller_here()
-        return self._topics().move_state(topic, partition)
-
-    async def cancel_move(self, topic: str, partition: int) -> MoveProgress:
-        self.data._enter("cancel_move")
-        self.data._controller_here()
-        return await self._topics().cancel_move(topic, partition)
-
     async def update_feature(self, feature: str, level: int) -> dict[str, int]:
         self.data._enter("update_feature")
-        self._topics().check_feature(feature, level)
+        self._topics().check_feature(feature, level)  # as LocalAdmin: here first, then on the controller
         self.data._controller_here()
         return await self._topics().update_feature(feature, level)
 
-    async def set_node_flag(self, node_id: str, flag: str, on: bool) -> None:
-        self.data._enter("set_node_flag")
-        self.data._controller_here()
-        await self._topics().set_node_flag(node_id, flag, on)
-
-    async def set_user(self, name: str, credentials: list[ScramCredential]) -> list[str]:
-        self.data._controller_here()
-        return await self._security().set_user(name, credentials)
-
-    async def delete_user(self, name: str) -> None:
-        self.data._controller_here()
-        await self._security().delete_user(name)
-
-    async def alter_user(
-        self, name: str, upsertions: list[ScramCredential], deletions: list[str]
-    ) -> list[str]:
-        self.data._controller_here()
-        return await self._security().alter_user(name, upsertions, deletions)
-
-    async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
-        self.data._controller_here()
-        return await self._security().create_acls(bindings)
-
-    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        self.data._controller_here()
-        return await self._security().delete_acls(filters)
-
-    async def register_producer_owner(self, principal: str) -> int:
-        self.data._controller_here()
-        return await self._security().register_producer_owner(principal)
-
-    async def change_delegation_token(
-        self, command: controller_delegation_tokens.DelegationTokenCommand
-    ) -> DelegationToken:
-        self.data._controller_here()
-        return await self._security().change_delegation_token(command)
-
-    async def create_token(self, token: ApiToken) -> ApiToken:
-        self.data._controller_here()
-        return await self._security().create_token(token)
-
-    async def delete_token(self, user: str, token_id: str) -> ApiToken:
-        self.data._controller_here()
-        return await self._security().delete_token(user, token_id)
+    # the rest of the controller's changes and reads: the real ones, after the same hooks
+    create_topic = on_controller(TopicChanges, "create_topic")
+    add_partitions = on_controller(TopicChanges, "add_partitions")
+    delete_topic = on_controller(TopicChanges, "delete_topic")
+    alter_configs = on_controller(TopicChanges, "alter_configs")
+    alter_resource_configs = on_controller(TopicChanges, "alter_resource_configs")
+    move_replicas = on_controller(TopicChanges, "move_replicas")
+    move_state = on_controller(TopicChanges, "move_state")
+    cancel_move = on_controller(TopicChanges, "cancel_move")
+    set_node_flag = on_controller(TopicChanges, "set_node_flag")
+    decommission_status = on_controller(TopicChanges, "decommission_status")
+    set_user = on_controller(SecurityRecords, "set_user")
+    delete_user = on_controller(SecurityRecords, "delete_user")
+    alter_user = on_controller(SecurityRecords, "alter_user")
+    create_acls = on_controller(SecurityRecords, "create_acls")
+    delete_acls = on_controller(SecurityRecords, "delete_acls")
+    create_token = on_controller(SecurityRecords, "create_token")
+    delete_token = on_controller(SecurityRecords, "delete_token")
+    change_delegation_token = on_controller(SecurityRecords, "change_delegation_token")
+    alter_client_quotas = on_controller(SecurityRecords, "alter_client_quotas")
+    register_producer_owner = on_controller(SecurityRecords, "register_producer_owner")
 
     # The controller group's members are its Raft group's configuration, not the state machine's: the real
     # ControllerVoters changes them on a ReplicaGroup (add_learner, remove_replica, a leadership transfer),
@@ -823,10 +757,6 @@ class FakeAdmin:
         if self.cluster.controller == node_id:
             self.cluster.controller = self.cluster.controller_voters[0]
         return await self.controller_members()
-
-    async def decommission_status(self, node_id: str) -> dict[str, Any]:
-        self.data._controller_here()
-        return self._topics().decommission_status(node_id)
 
     async def partition_state(self, topic: str, partition: int) -> PartitionState:
         self.data._enter("partition_state")
@@ -925,22 +855,22 @@ class FakeMetadata:
     def failed_replicas(self) -> list[ReplicaFailure]:
         return [f for f in self.cluster.failures if self.cluster.failed(f.node, f.topic, f.partition)]
 
-    def users(self) -> dict[str, tuple[ScramCredential, ...]]:
+    def users(self) -> Mapping[str, tuple[ScramCredential, ...]]:
         return self.cluster.users
 
     def acls(self) -> tuple[AclBinding, ...]:
         return self.cluster.acls
 
-    def tokens(self) -> dict[str, ApiToken]:
+    def tokens(self) -> Mapping[str, ApiToken]:
         return self.cluster.tokens
 
-    def delegation_tokens(self) -> dict[str, DelegationToken]:
+    def delegation_tokens(self) -> Mapping[str, DelegationToken]:
         return self.cluster.metadata.delegation_tokens
 
     def client_quotas(self) -> ClientQuotas:
         return self._client_quotas  # the cluster's quotas, metered here
 
-    def resource_configs(self) -> dict[tuple[str, str], dict[str, str]]:
+    def resource_configs(self) -> Mapping[tuple[str, str], Mapping[str, str]]:
         return self.cluster.metadata.resource_configs
 
     def log_dir(self) -> LogDir:
