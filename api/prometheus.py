@@ -184,9 +184,10 @@ CATALOGUE: dict[str, Family] = {
     "kafka_connections_cut": Family(
         "counter",
         "Kafka connections this node refused or cut, by reason (refused_connections, refused_per_address, "
-        "refused_connection_rate, refused_unauthenticated, cut_unauthenticated, cut_for_newcomer, refused_frames_before_auth, "
-        "cut_login_timeout, cut_frame_timeout, cut_idle_timeout, cut_credential_gone, refused_per_user, "
-        "refused_reserved, cut_for_login, cut_idle_at_cap, cut_over_share; --kafka-*).",
+        "refused_connection_rate, refused_unauthenticated, cut_unauthenticated, cut_for_newcomer, "
+        "refused_frames_before_auth, cut_login_timeout, cut_frame_timeout, cut_idle_timeout, "
+        "cut_credential_gone, refused_per_user, refused_reserved, cut_for_login, cut_idle_at_cap, "
+        "cut_over_share; --kafka-*).",
     ),
     "kafka_fetch_sessions": Family(
         "gauge", "Incremental fetch sessions (KIP-227) this node holds (at most 1000, Kafka's cache slots)."

@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\n{' '.join(command)}: {ran}")
     print(f"{'kind':<18} {'processes':>9} {'CPU s':>8} {'share':>6}")
     for kind, cpu in sorted(totals.items(), key=lambda item: -item[1]):
-        print(f"{kind:<18} {counts[kind]:>9} {cpu:>8.0f} {cpu / spent:>6.0%}")
+        print(f"{kind:<18} {counts[kind]:>9} {cpu:>8.0f} {cpu / spent if spent else 0.0:>6.0%}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump([{"command": c, "cpu_s": cpu} for c, cpu in seen.values()], f, indent=0)
