@@ -30,6 +30,7 @@ from api.openapi import Operation, Param
 from api.schemas import query_str, require_object
 from partitions.metadata.service import AdminService
 from partitions.security.acls import ONE_NAME, AclBinding, AclFilter, InvalidAcl, select
+from raftlog_contract import ACLS_PATH
 
 FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 _DEFAULTS = {"pattern_type": "literal", "host": "*", "permission": "allow"}
@@ -136,18 +137,18 @@ _FILTER_QUERY = tuple(
 
 ROUTES: tuple[Operation, ...] = (
     Operation(
-        "GET", "/v1/acls", list_acls, "listAcls", "ACLs, those a filter matches (pattern_type match: those "
+        "GET", ACLS_PATH, list_acls, "listAcls", "ACLs, those a filter matches (pattern_type match: those "
         "that apply to the name)", "admin", query=_FILTER_QUERY, ok_schema="Acls", local=True,
         access=needs(cluster(DESCRIBE)),
     ),
     Operation(
-        "POST", "/v1/acls", create_acls, "createAcls",
+        "POST", ACLS_PATH, create_acls, "createAcls",
         "Add ACLs in one controller change (one that exists already is no error)", "admin",
         body="CreateAclsRequest", ok_schema="CreatedAcls", errors=(415, 507), write=True,
         access=needs(cluster(ALTER)),
     ),
     Operation(
-        "DELETE", "/v1/acls", delete_acls, "deleteAcls",
+        "DELETE", ACLS_PATH, delete_acls, "deleteAcls",
         "Remove the ACLs a filter (query parameters) or filters (body) match, in one controller change",
         "admin", query=_FILTER_QUERY, body="DeleteAclsRequest", body_required=False, ok_schema="DeletedAcls",
         errors=(415, 507), write=True,

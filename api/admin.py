@@ -26,7 +26,7 @@ from partitions.metadata.service import AdminService, MoveState
 from partitions.peers.cluster import FrontDoor, Routed
 from partitions.topic_configs import alterable
 from raftlog.storage.config import LogConfig
-from raftlog_contract import replicas_path
+from raftlog_contract import CONTROLLER_PATH, CONTROLLER_VOTERS_PATH, FEATURES_PATH, replicas_path
 
 CONFIG_KEYS_MAX = 64
 
@@ -299,25 +299,25 @@ ROUTES: tuple[Operation, ...] = (
         access=needs(cluster(ALTER)),
     ),
     Operation(
-        "GET", "/v1/features", describe_features, "describeFeatures",
+        "GET", FEATURES_PATH, describe_features, "describeFeatures",
         "The cluster's finalized feature levels and each node's version and supported levels", "admin",
         ok_schema="Features", local=True, access=needs(cluster(DESCRIBE)),
     ),
     Operation(
-        "POST", "/v1/features", update_feature, "updateFeature",
+        "POST", FEATURES_PATH, update_feature, "updateFeature",
         "Finalize a feature at a higher level once every node supports it (409 naming those that do not, "
         "or for a downgrade)", "admin",
         body="FeatureUpdateRequest", ok_schema="Features", errors=(409, 415), write=True,
         access=needs(cluster(ALTER)),
     ),
     Operation(
-        "GET", "/v1/controller", describe_controller, "describeController",
+        "GET", CONTROLLER_PATH, describe_controller, "describeController",
         "The controller group: its leader, voters, learners joining and how far each is", "admin",
         ok_schema="Controller",
         access=needs(cluster(DESCRIBE)),
     ),
     Operation(
-        "POST", "/v1/controller/voters", add_controller_voter, "addControllerVoter",
+        "POST", CONTROLLER_VOTERS_PATH, add_controller_voter, "addControllerVoter",
         "Add a node to the controller group: a learner now, a voter once caught up (202: started; 409 "
         "while another change is in progress)", "admin",
         body="ControllerVoterRequest", ok_status=202, ok_schema="Controller", errors=(404, 409, 415),

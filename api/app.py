@@ -99,14 +99,21 @@ from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.errors import RaftlogError
 from raftlog.histogram import HistogramSnapshot
 from raftlog_contract import (
+    ADMIN_TOPICS_PATH,
     BINARY_V2,
     COLUMNAR_JSON,
     COLUMNAR_MSGPACK,
+    HEALTH_PATH,
     JSON_V2,
     LEADER_HEADER,
+    LIVE_PATH,
+    METRICS_PATH,
+    NODES_PATH,
     PLAIN_JSON,
+    READY_PATH,
     RECORD_BATCH,
     SCHEMA_FORMATS,
+    TOPICS_PATH,
     delete_records_path,
     partition_path,
     topic_path,
@@ -249,7 +256,7 @@ ROUTES: tuple[Operation, ...] = (
         ok_schema="Brokers", local=True,
         access=open_to_users("the brokers, which Kafka's Metadata names to every authenticated client"),
     ),
-    Operation("GET", "/topics", topics.list_topics, "listTopics", "Topic names", "client",
+    Operation("GET", TOPICS_PATH, topics.list_topics, "listTopics", "Topic names", "client",
               ok_schema="TopicNames", local=True,
               access=needs(in_handler="lists only the topics the caller may DESCRIBE")),
     Operation(
@@ -326,10 +333,10 @@ ROUTES: tuple[Operation, ...] = (
         access=needs(group(DESCRIBE), topic(DESCRIBE, "topic", query=True)),
     ),
     Operation(
-        "GET", "/v1/cluster/health", topics.cluster_health, "clusterHealth", "Cluster health overview",
+        "GET", HEALTH_PATH, topics.cluster_health, "clusterHealth", "Cluster health overview",
         "admin", ok_schema="Health", local=True, access=needs(cluster(DESCRIBE)),
     ),
-    Operation("GET", "/v1/nodes", topics.list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes",
+    Operation("GET", NODES_PATH, topics.list_nodes, "listNodes", "Known nodes", "admin", ok_schema="Nodes",
               local=True, access=needs(cluster(DESCRIBE))),
     Operation(
         "GET", "/v1/cluster/metrics", cluster_metrics.cluster_metrics, "clusterMetrics",
@@ -337,7 +344,7 @@ ROUTES: tuple[Operation, ...] = (
         ok_schema="ClusterMetrics", local=True, access=needs(cluster(DESCRIBE)),
     ),
     Operation(
-        "POST", "/v1/topics", topics.create_topic, "createTopic", "Create a topic", "admin",
+        "POST", ADMIN_TOPICS_PATH, topics.create_topic, "createTopic", "Create a topic", "admin",
         body="CreateTopicRequest", ok_status=201, ok_schema="CreatedTopic", errors=(409, 415, 507),
         write=True, access=needs(in_handler=topics.CREATE_TOPIC_NEEDS),
     ),
@@ -361,13 +368,13 @@ ROUTES: tuple[Operation, ...] = (
     *acls.ROUTES,  # who may do what (ACLs)
     *transactions.ROUTES,  # Kafka's transactional producers, as their coordinators hold them
     Operation(
-        "GET", "/metrics", metrics, "metrics", "Prometheus metrics", "operations",
+        "GET", METRICS_PATH, metrics, "metrics", "Prometheus metrics", "operations",
         ok_type="text/plain", local=True,
     ),
-    Operation("GET", "/status/live", live, "live", "The process is up", "operations", ok_schema="Status",
+    Operation("GET", LIVE_PATH, live, "live", "The process is up", "operations", ok_schema="Status",
               local=True),
     Operation(
-        "GET", "/status/ready", ready, "ready",
+        "GET", READY_PATH, ready, "ready",
         "The node knows a controller and caught up with its metadata (503 otherwise)", "operations",
         ok_schema="Status", errors=(503,), local=True,
     ),

@@ -61,6 +61,7 @@ from partitions.security.quotas import CONSUMER_BYTE_RATE
 from raftlog.errors import check
 from raftlog_contract import (
     BINARY_V2,
+    CONSUMER_GROUPS_PATH,
     GENERATION_HEADER,
     JSON_V2,
     KAFKA_V2,
@@ -626,7 +627,7 @@ ROUTES: tuple[Operation, ...] = (
         ),
     ),
     Operation(
-        "GET", "/v1/consumer-groups", list_groups, "listConsumerGroups", "Consumer groups with members",
+        "GET", CONSUMER_GROUPS_PATH, list_groups, "listConsumerGroups", "Consumer groups with members",
         "admin",
         query=(
             Param(

@@ -30,7 +30,7 @@ from partitions.metadata.service import AdminService
 from partitions.names import check_user_name
 from partitions.security.tokens import check_token_id, issue_token, token_expiry
 from partitions.security.users import ITERATIONS_DEFAULT, MECHANISMS, check_password, make_credential
-from raftlog_contract import user_tokens_path
+from raftlog_contract import USERS_PATH, user_tokens_path
 
 
 async def list_users(request: web.Request) -> web.Response:
@@ -121,12 +121,12 @@ _TOKENS = user_tokens_path.template  # as the clients build it (raftlog_contract
 
 ROUTES: tuple[Operation, ...] = (
     Operation(
-        "GET", "/v1/users", list_users, "listUsers", "Users and their SCRAM mechanisms (never a password)",
+        "GET", USERS_PATH, list_users, "listUsers", "Users and their SCRAM mechanisms (never a password)",
         "admin", ok_schema="Users", local=True,
         access=needs(cluster(DESCRIBE)),
     ),
     Operation(
-        "POST", "/v1/users", set_user, "setUser",
+        "POST", USERS_PATH, set_user, "setUser",
         "Create a user, or set its password (created: false); stored as salted SCRAM credentials", "admin",
         body="UserRequest", ok_schema="User", errors=(400, 415), write=True,
         access=needs(cluster(ALTER)),
