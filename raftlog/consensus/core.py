@@ -1757,31 +1757,18 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 match[node], nexts[node], reply_next_index=next_index, success=success, reset=message["reset"]
             )
         if success:
-            self._note_caught_up(node, match[node], now)
+            last = self._journal.last_index
+            previous, before = self._last_reply.get(node), self._caught_up_at.get(node)
+            at = decisions.caught_up_at(match[node], last, now, previous, before)
+            if at is not None:
+                self._caught_up_at[node] = at
+            self._last_reply[node] = (now, last)
             if message.get("quiet") is True:
                 self._quiet_acks[node] = acknowledged
             else:
                 self._quiet_acks.pop(node, None)
         elif message["reset"]:
             self._quiet_acks.pop(node, None)
-
-    def _note_caught_up(self, node: Any, matched: int, now: float) -> None:
-        """A reply of ``node`` holding up to ``matched`` arrived at ``now``: caught up now if that is this
-        leader's last index, else as of its previous reply if it holds the last index of then (Kafka's
-        ``LeaderState.ReplicaState.updateFollowerState``: a follower always a little behind a leader that
-        keeps appending is caught up as of its previous fetch)."""
-        last = self._journal.last_index
-        if matched >= last:
-            self._caught_up_at[node] = now
-        else:
-            previous = self._last_reply.get(node)
-            if (
-                previous is not None
-                and 0 < previous[1] <= matched
-                and previous[0] > self._caught_up_at.get(node, -math.inf)
-            ):
-                self._caught_up_at[node] = previous[0]
-        self._last_reply[node] = (now, last)
 
     # -- replication (leader) -----------------------------------------------------------------------
     def _SyncObj__sendAppendEntries(self) -> None:

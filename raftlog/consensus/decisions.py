@@ -15,6 +15,7 @@ size of the voter set, this replica included.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
@@ -328,3 +329,19 @@ def progress(
     if reset:
         return match, max(match + 1, min(reply_next_index, next_index))
     return match, next_index
+
+
+def caught_up_at(
+    matched: int, last_index: int, now: float, previous: tuple[float, int] | None, caught_up: float | None
+) -> float | None:
+    """When a follower whose reply holding up to ``matched`` came at ``now`` was last caught up with the
+    leader, as Kafka's ``LeaderState.ReplicaState.updateFollowerState`` says it (DescribeQuorum's
+    LastCaughtUpTimestamp): now if it holds ``last_index``, the leader's last index; else as of its
+    ``previous`` reply (when, the leader's last index then) if it now holds what the leader had then (a
+    follower always a little behind a leader that keeps appending); None: unchanged from ``caught_up``."""
+    if matched >= last_index:
+        return now
+    since = -math.inf if caught_up is None else caught_up
+    if previous is not None and 0 < previous[1] <= matched and previous[0] > since:
+        return previous[0]
+    return None

@@ -150,3 +150,15 @@ def test_a_follower_back_while_its_group_is_quiet_is_heard_but_not_caught_up() -
     connect(script, L, G)  # what G sends on connecting (a wake) is not delivered yet
     assert script.nodes[L].quiet
     assert script.nodes[L].member_ages(clock.now) == {ID[F]: (0.0, 0.0), ID[G]: (0.0, 30.0)}
+
+
+def test_the_caught_up_rule_is_kafkas_and_pure() -> None:
+    """``decisions.caught_up_at``: now when the reply holds the leader's last index; else as of the previous
+    reply when it now holds what the leader had then (a clock at 0.0 included); else unchanged."""
+    from raftlog.consensus.decisions import caught_up_at
+
+    assert caught_up_at(10, 10, 5.0, None, None) == 5.0
+    assert caught_up_at(9, 10, 5.0, (0.0, 9), None) == 0.0  # the previous reply's time, even at 0.0
+    assert caught_up_at(9, 10, 5.0, (4.0, 9), 4.5) is None  # already caught up since
+    assert caught_up_at(8, 10, 5.0, (4.0, 9), None) is None  # still behind what the leader had then
+    assert caught_up_at(9, 10, 5.0, None, 1.0) is None
