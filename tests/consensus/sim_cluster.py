@@ -22,6 +22,16 @@ L, F, G = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"  # never bound: the simula
 X = "127.0.0.1:4"  # a fourth node, joining a group of the three
 
 
+class FakeClock:
+    """A monotonic clock a test moves by hand (``clock.now += 1``), for replicas' ``clock`` option."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class StockSimReplica(SyncObj):  # type: ignore[misc]
     def __init__(self, me: str, others: list[str], network: SimNetwork) -> None:
         conf = SyncObjConf(

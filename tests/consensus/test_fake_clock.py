@@ -4,18 +4,10 @@ passes its time (elections after the election timeout, heartbeats after the hear
 
 from __future__ import annotations
 
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script
 
 ELECTION_TIMEOUT_MAX_S = 30.0  # PatchedSimReplica's
 HEARTBEAT_PERIOD_S = 1.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _script(clock: FakeClock) -> Script:

@@ -7,19 +7,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sim_cluster import F, G, L, PatchedSimReplica, Script, connect, disconnect
+from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script, connect, disconnect
 
 from raftlog.consensus.group import _member_times
 
 ID = {L: "127.0.0.1:1", F: "127.0.0.1:2", G: "127.0.0.1:3"}
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _script(clock: FakeClock) -> Script:

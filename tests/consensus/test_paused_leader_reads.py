@@ -13,7 +13,7 @@ election timeouts 20-30 s (read lease 10 s, stall 5 s), check-quorum after 30 s.
 
 from __future__ import annotations
 
-from sim_cluster import F, G, L, PatchedSimReplica, Script, disconnect
+from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script, disconnect
 
 from raftlog.consensus.core import RaftCore
 from raftlog.consensus.interface import (
@@ -29,14 +29,6 @@ ELECTION_TIMEOUT_MIN_S = 20.0
 ELECTION_TIMEOUT_MAX_S = 30.0
 READ_LEASE_S = ELECTION_TIMEOUT_MIN_S / 2
 STEP_S = 1.0  # one heartbeat interval
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Cluster:

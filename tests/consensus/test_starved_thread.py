@@ -12,20 +12,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-from sim_cluster import F, G, L, PatchedSimReplica, Script
+from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script
 
 from raftlog.consensus.core import RaftCore
 
 FALLBACK_S = 30.0
 ELECTION_TIMEOUT_MAX_S = 30.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _script(clock: FakeClock) -> Script:
