@@ -3,8 +3,8 @@ Google's own RE2 through its maintained binding ``google-re2``), whose matching 
 text, never Python's backtracking ``re`` (``o(([a-z-]*)*)*!`` against one long name held a node's event
 loop, and with it the GIL, for seconds). A consumer group's topic subscription (``SubscribedTopicRegex``,
 ``groups.consumer.topic_regex``) and a transaction listing's ``TransactionalIdPattern`` (KIP-1152,
-``transactions.service.TransactionFilter``) are compiled here, each turning ``RegexRefused`` into its own
-API's error (both Kafka's INVALID_REGULAR_EXPRESSION). Pure."""
+``transactions.service.TransactionFilter``) and a JSON schema's ``pattern`` (``registry.patterns``) are
+compiled here, each turning ``RegexRefused`` into its own API's error. Pure."""
 
 from __future__ import annotations
 
@@ -24,16 +24,18 @@ class RegexRefused(ValueError):
         self.reason = reason
 
 
-def check_length(regex: str) -> None:
-    if len(regex) > REGEX_CHARS_MAX:
-        raise RegexRefused(f"longer than {REGEX_CHARS_MAX} characters")
+def check_length(regex: str, chars_max: int = REGEX_CHARS_MAX) -> None:
+    if len(regex) > chars_max:
+        raise RegexRefused(f"longer than {chars_max} characters")
 
 
-def compile_re2(regex: str) -> Any:
-    """The RE2 program of ``regex`` (match with its ``fullmatch``: Kafka's ``Matcher.matches``, the whole
-    text); RegexRefused when RE2 refuses it (a syntax it has not, as a backreference or a lookaround; a
-    program over ``REGEX_MEMORY_BYTES``) or it is longer than ``REGEX_CHARS_MAX``."""
-    check_length(regex)
+def compile_re2(regex: str, chars_max: int | None = REGEX_CHARS_MAX) -> Any:
+    """The RE2 program of ``regex`` (a yes or no: its ``fullmatch``, Kafka's ``Matcher.matches``, or its
+    ``search``); RegexRefused when RE2 refuses it (a syntax it has not, as a backreference or a lookaround;
+    a program over ``REGEX_MEMORY_BYTES``) or it is longer than ``chars_max`` (None: a schema's pattern,
+    bounded by the schema's own size)."""
+    if chars_max is not None:
+        check_length(regex, chars_max)
     options = re2.Options()
     options.max_mem = REGEX_MEMORY_BYTES
     options.log_errors = False

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import re2
+from partitions.regex import RegexRefused, compile_re2
 
 PATTERNS_KEPT = 1024  # compiled patterns kept (one schema's, many schemas')
 
@@ -28,15 +28,12 @@ class UnsupportedPattern(ValueError):
 @functools.lru_cache(maxsize=PATTERNS_KEPT)
 def compiled(pattern: str) -> Any:
     """The compiled pattern (UnsupportedPattern naming it and why)."""
-    options = re2.Options()
-    options.log_errors = False
     try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+        return compile_re2(pattern, chars_max=None)
+    except RegexRefused as refused:
         raise UnsupportedPattern(
-            f"pattern {pattern!r} is not supported: {why} (patterns are matched in linear time, with RE2: "
-            "no backreferences or lookaround)"
+            f"pattern {pattern!r} is not supported: {refused.reason} (patterns are matched in linear time, "
+            "with RE2: no backreferences or lookaround)"
         ) from None
 
 
