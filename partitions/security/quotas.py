@@ -145,6 +145,16 @@ def resolve(
     return None
 
 
+def throttle_ms(meter: Rate, bound: float, now_ms: int, cap_ms: int | None = None) -> int:
+    """How long the metered client must stay quiet for its rate to come back to ``bound`` (Kafka's
+    ``QuotaUtils.throttleTime``), at most ``cap_ms``; 0 when within it."""
+    rate = meter.rate(now_ms)
+    if rate <= bound:
+        return 0
+    throttle = round((rate - bound) / bound * meter.window_ms(now_ms))
+    return max(1, throttle if cap_ms is None else min(throttle, cap_ms))
+
+
 def connection_quota(quotas: Mapping[Entity, Mapping[str, float]], address: str) -> float | None:
     """The connection creation rate an address may open connections at: its own ``ip`` entity's, else the
     default ``ip`` entity's, else none (Kafka's ``ConnectionQuotas.connectionRateForIp``)."""
@@ -182,13 +192,11 @@ class ClientQuotas:
                 self._connection_meters = {a: m for a, m in meters if not m.idle(now_ms)}
             meter = self._connection_meters[address] = Rate()
         meter.record(1.0, now_ms)
-        rate = meter.rate(now_ms)
-        if rate <= bound:
-            return 0
-        meter.record(-1.0, now_ms)
-        self.throttled_connections += 1
-        throttle = round((rate - bound) / bound * meter.window_ms(now_ms))
-        return max(1, min(throttle, WINDOW_MS))
+        held = throttle_ms(meter, bound, now_ms, WINDOW_MS)
+        if held:
+            meter.record(-1.0, now_ms)
+            self.throttled_connections += 1
+        return held
 
     def active(self) -> bool:
         """Whether any quota is set (else nothing is metered)."""
@@ -261,10 +269,5 @@ class ClientQuotas:
 
     @staticmethod
     def _throttle_ms(meter: Rate, applied: Applied, kind: str, now_ms: int) -> int:
-        rate = meter.rate(now_ms)
-        if rate <= applied.bound:
-            return 0
-        throttle = round((rate - applied.bound) / applied.bound * meter.window_ms(now_ms))
-        if kind == REQUEST_PERCENTAGE:
-            throttle = min(throttle, SAMPLES * WINDOW_MS)
-        return max(1, throttle)
+        cap = SAMPLES * WINDOW_MS if kind == REQUEST_PERCENTAGE else None
+        return throttle_ms(meter, applied.bound, now_ms, cap)
