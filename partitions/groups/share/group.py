@@ -79,7 +79,8 @@ def _share_topic(
     """One topic's partitions shared among ``members`` (sorted), added to ``given``."""
     sharing = -(-len(members) // len(partitions))
     base, extra = divmod(sharing * len(partitions), len(members))
-    held = {m: sorted(tp for tp in previous.get(m, ()) if tp in set(partitions)) for m in members}
+    topic_partitions = set(partitions)
+    held = {m: sorted(tp for tp in previous.get(m, ()) if tp in topic_partitions) for m in members}
     load = {m: len(given[m]) for m in members}  # partitions of the topics shared before this one
     # a quota each: the extra partitions go to those that held the most here, then the least loaded
     order = sorted(members, key=lambda m: (-len(held[m]), load[m], m))
