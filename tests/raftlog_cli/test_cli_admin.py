@@ -13,6 +13,7 @@ from harness import Harness, Node
 from partitions.controller.commands import CancelMove, MoveReplicas, StepMove
 from raftlog_cli.admin import every_level_up
 from raftlog_cli.cli import main
+from tests.waiting import wait_until
 
 
 async def run(capsys: Any, *argv: str) -> tuple[int, str, str]:
@@ -116,7 +117,8 @@ async def test_wait_prints_progress_until_done(
     auth = ("--server", guarded.url)
 
     async def finish_later() -> None:
-        await asyncio.sleep(0.8)  # then the move turned back and ended where it began (the fake drives none)
+        # once the command's move is under way, it turns back and ends where it began (the fake drives none)
+        await wait_until(lambda: ("t", 0) in cluster.moves, "the move started", 30.0, every_s=0.02)
         cluster.propose(CancelMove("t", 0))
         cluster.propose(StepMove("t", 0, ["n1", "n2"]))
 
