@@ -36,7 +36,7 @@ from typing import Any
 
 from jepsen import disks, lazyfs
 from raftlog_client import probe
-from raftlog_dev.layout import DevNode, free_base_port, plan
+from raftlog_dev.layout import DevNode, free_base_port, placement_arguments, plan
 
 SUBNET_BASE = "10.241"
 SUBNET_CLAIMS_DIR = "/tmp/raftlog-jepsen-subnets"  # machine-wide, whatever TMPDIR a run was given
@@ -447,24 +447,11 @@ class Cluster:
     def _argv(self, node: NodeSpec, secret_file: str) -> list[str]:
         argv = [sys.executable, "-m", "jepsen.nodeshim", self.trace_file(node.node_id),
                 self.clock_file(node.node_id), *self.shim_args,
-                "--node-id", node.node_id,
-                "--data-dir", self.data_dir(node.node_id),
-                "--http", f"{node.host}:{node.http_port}",
-                "--raft", f"{node.host}:{node.raft_port}",
-                "--gossip", f"{node.host}:{node.gossip_port}",
-                "--kafka", node.kafka,
-                "--secret-file", secret_file,
+                *placement_arguments(node, list(self.nodes), self.data_dir(node.node_id), secret_file),
                 "--admin-token-file", self.token_file,
                 # the test hosts' own addresses on a closed bridge: serve refuses a non-loopback address
                 # without authentication unless told the network is closed
                 "--allow-unauthenticated"]  # fmt: skip
-        for peer in self.nodes:
-            if peer is not node:
-                argv += [
-                    "--peer",
-                    f"{peer.node_id},{peer.host}:{peer.http_port},{peer.host}:{peer.raft_port}",
-                ]
-                argv += ["--seed", f"{peer.host}:{peer.gossip_port}"]
         argv += self.serve_args
         if node.namespace is not None:
             argv = ["ip", "netns", "exec", node.namespace, *argv]

@@ -155,13 +155,7 @@ def node_argv(
 
     argv = [
         sys.executable, "-m", "raftlog_node",
-        "--node-id", node.node_id,
-        "--data-dir", os.path.join(data_dir, node.node_id),
-        "--http", f"127.0.0.1:{node.http_port}",
-        "--raft", f"127.0.0.1:{node.raft_port}",
-        "--gossip", f"127.0.0.1:{node.gossip_port}",
-        "--kafka", node.kafka,
-        "--secret-file", secret_file,
+        *placement_arguments(node, cluster, os.path.join(data_dir, node.node_id), secret_file),
         # what the options' declaration gives every dev node: consumers starting together share the first
         # assignment at once (Kafka's development setting), a producer's first record creates its topic
         *dev_arguments(auto_create_topics),
@@ -169,10 +163,27 @@ def node_argv(
     if certificates is not None:
         argv += ["--tls-cert", certificates.node_cert, "--tls-key", certificates.node_key,
                  "--tls-ca", certificates.ca]  # fmt: skip
+    return argv
+
+
+def placement_arguments(node: DevNode, cluster: list[DevNode], data_dir: str, secret_file: str) -> list[str]:
+    """The ``raftlog serve`` options that place ``node`` in ``cluster`` (which may include it): its name,
+    data directory, listeners and secret, and every other node as a peer and a gossip seed. Spelled here
+    once for ``raftlog dev`` and the fault harness; the flags are the same since release 0.1.0, so a node
+    of the previous release takes them too."""
+    argv = [
+        "--node-id", node.node_id,
+        "--data-dir", data_dir,
+        "--http", f"{node.host}:{node.http_port}",
+        "--raft", f"{node.host}:{node.raft_port}",
+        "--gossip", f"{node.host}:{node.gossip_port}",
+        "--kafka", node.kafka,
+        "--secret-file", secret_file,
+    ]  # fmt: skip
     for peer in cluster:
-        if peer is not node:
-            argv += ["--peer", f"{peer.node_id},127.0.0.1:{peer.http_port},127.0.0.1:{peer.raft_port}"]
-            argv += ["--seed", f"127.0.0.1:{peer.gossip_port}"]
+        if peer.node_id != node.node_id:
+            argv += ["--peer", f"{peer.node_id},{peer.host}:{peer.http_port},{peer.host}:{peer.raft_port}"]
+            argv += ["--seed", f"{peer.host}:{peer.gossip_port}"]
     return argv
 
 
