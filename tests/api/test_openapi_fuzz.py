@@ -107,6 +107,11 @@ class ServedCluster:
         self.data: dict[str, FakeData] = {}
         self.made: dict[str, TopicMetadata] | None = None  # the topics as the last reset left them
         self.applied: dict[tuple[str, int], int] = {}  # and the entries each partition had applied
+        # One session for every case: its connections are kept alive (a case no longer costs a connect,
+        # an accept and a close on each side), and it reads no proxy settings from the environment for
+        # each request (requests walks every variable: 6 of the file's 150 CPU seconds).
+        self.session = requests.Session()
+        self.session.trust_env = False
         self.thread.start()
         for node_id in self.cluster.node_ids:
             self.cluster.addresses[node_id] = self.run(self._serve(node_id))
@@ -187,6 +192,7 @@ class ServedCluster:
         self.run(self._reset())
 
     def close(self) -> None:
+        self.session.close()
         for runner in self.runners:
             self.run(runner.cleanup())
         for node in self.nodes:
@@ -317,7 +323,7 @@ def served() -> Iterator[ServedCluster]:
 
 def _call(case: Case, served: ServedCluster) -> None:
     served.reset()
-    case.call_and_validate(base_url=served.url, checks=CHECKS, timeout=10)
+    case.call_and_validate(base_url=served.url, session=served.session, checks=CHECKS, timeout=10)
 
 
 # A test per operation, named by it, whose cases are made when it runs: schemathesis's own parametrize
