@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import cpu_costs
 import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
 import pytest
+from cpu_costs import pytest_runtest_logfinish, pytest_sessionfinish, pytest_sessionstart  # noqa: F401  (hooks)
 from hang_report import pytest_runtest_protocol  # noqa: F401  (a hook: what a hung test awaits)
 from required_tools import pytest_configure, pytest_runtest_setup  # noqa: F401  (hooks: @pytest.mark.needs)
 
@@ -35,6 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="run only the test files that cost less than SECONDS in tests/file_costs.json (make unit-fast)",
     )
+    cpu_costs.add_option(parser)
 
 
 @pytest.hookimpl(trylast=True)
