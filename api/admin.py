@@ -208,6 +208,10 @@ def _controller_body(members: ControllerMembers) -> dict[str, Any]:
         "commit_index": members.commit_index,
         "match_index": dict(members.match_index),
         "pending": members.pending,
+        # wall-clock ms, as Kafka's DescribeQuorum: when the leader last heard from each member and when
+        # each last held its whole log (empty below raftlog.version 2: a 0.1.0 leader keeps neither)
+        "last_heard_ms": dict(members.heard_at_ms),
+        "caught_up_at_ms": dict(members.caught_up_at_ms),
     }
 
 

@@ -186,8 +186,20 @@ ADMIN_SCHEMAS: dict[str, dict[str, Any]] = {
             "commit_index": INT,
             "match_index": {"type": "object", "additionalProperties": INT},
             "pending": nullable(STR),  # why no change may start now (a change not yet applied)
+            "last_heard_ms": {"type": "object", "additionalProperties": INT},  # wall-clock ms, per member
+            "caught_up_at_ms": {"type": "object", "additionalProperties": INT},
         },
-        ["leader", "term", "voters", "learners", "commit_index", "match_index", "pending"],
+        [
+            "leader",
+            "term",
+            "voters",
+            "learners",
+            "commit_index",
+            "match_index",
+            "pending",
+            "last_heard_ms",
+            "caught_up_at_ms",
+        ],
     ),
     "ControllerVoterRequest": closed(obj({"node_id": STR}, ["node_id"])),
     "FeatureUpdateRequest": closed(obj({"feature": STR, "level": INT}, ["feature", "level"])),

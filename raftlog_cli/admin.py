@@ -197,12 +197,21 @@ def decommission_summary(body: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def controller_summary(body: dict[str, Any]) -> str:
+def controller_summary(body: dict[str, Any], now_ms: int | None = None) -> str:
     match = body["match_index"]
+    # the leader's times (absent from a node of release 0.1.0, empty below raftlog.version 2)
+    heard, caught_up = body.get("last_heard_ms", {}), body.get("caught_up_at_ms", {})
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+
+    def ago(at: int | None) -> str:
+        return "never" if at is None else f"{max(0, now_ms - at) / 1000:.1f} s ago"
+
     lines = [f"leader {body['leader']} (term {body['term']}), commit index {body['commit_index']}"]
     for role, nodes in (("voter", body["voters"]), ("learner", body["learners"])):
         for node in nodes:
             progress = "" if node == body["leader"] else f"  match index {match.get(node, 0)}"
+            if node != body["leader"] and heard:
+                progress += f", heard {ago(heard.get(node))}, caught up {ago(caught_up.get(node))}"
             lines.append(f"  {node}  {role}{progress}")
     if body["pending"]:
         lines.append(f"no change may start yet: {body['pending']}")

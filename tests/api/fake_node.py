@@ -145,6 +145,8 @@ class FakeCluster:
         self.failures: list[ReplicaFailure] = []  # replicas that cannot open or replay, on any node
         self.controller_voters: list[str] = self.node_ids[:5]
         self.controller_learners: list[str] = []  # joining; nothing promotes them here
+        # the leader's account of its members' times (wall-clock ms), as a test sets it
+        self.controller_times: dict[str, tuple[int, int | None]] = {}  # node: (heard at, caught up at)
         self.joined_controller: list[tuple[str, list[str]]] = []  # (node, voters) of join_controller calls
         self.left_controller: list[str] = []  # nodes of leave_controller calls
         self.catching_up: set[str] = set()  # nodes whose metadata has not caught up since they started
@@ -720,6 +722,7 @@ class FakeAdmin:
         index = cluster.controller_machine.applied_index
         members = cluster.controller_voters + cluster.controller_learners
         others = [n for n in members if n != cluster.controller]
+        times = cluster.controller_times
         return ControllerMembers(
             cluster.controller,
             1,
@@ -727,6 +730,8 @@ class FakeAdmin:
             tuple(cluster.controller_learners),
             index,
             {n: index for n in others},
+            heard_at_ms=tuple(sorted((n, heard) for n, (heard, _) in times.items())),
+            caught_up_at_ms=tuple(sorted((n, at) for n, (_, at) in times.items() if at is not None)),
         )
 
     async def add_controller_voter(self, node_id: str) -> ControllerMembers:

@@ -31,6 +31,11 @@ async def test_describe_add_and_remove(cluster: FakeCluster, n1: Node) -> None:
     body = await answer(await n1.client.get("/v1/controller"), 200)
     assert body["leader"] == "n1" and body["voters"] == ["n1", "n2", "n3"] and body["learners"] == []
     assert set(body["match_index"]) == {"n2", "n3"} and body["pending"] is None
+    assert body["last_heard_ms"] == {} and body["caught_up_at_ms"] == {}  # none kept (below level 2)
+    cluster.controller_times = {"n1": (1_700_000_000_500, 1_700_000_000_500), "n2": (1_700_000_000_400, None)}
+    body = await answer(await n1.client.get("/v1/controller"), 200)
+    assert body["last_heard_ms"] == {"n1": 1_700_000_000_500, "n2": 1_700_000_000_400}
+    assert body["caught_up_at_ms"] == {"n1": 1_700_000_000_500}, "n2 heard, never caught up"
 
     added = await answer(await n1.client.post("/v1/controller/voters", json={"node_id": "n4"}), 202)
     assert added["learners"] == ["n4"] and added["voters"] == ["n1", "n2", "n3"]

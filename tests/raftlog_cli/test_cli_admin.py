@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
 from typing import Any
 
 import pytest
@@ -199,3 +201,21 @@ def test_every_level_up_is_each_feature_at_the_highest_level_every_node_supports
     assert every_level_up(upgraded) == {"raftlog.version": 2}
     upgraded["finalized"] = {"raftlog.version": 2, "transaction.version": 1}
     assert every_level_up(upgraded) == {}
+
+
+async def test_controller_describe_shows_how_long_ago_the_leader_heard_each_member(
+    cluster: FakeCluster, guarded: Node, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAFTLOG_ADMIN_TOKEN", "tok")
+    auth = ("--server", guarded.url)
+    code, out, _ = await run(capsys, "controller", "describe", *auth)
+    assert code == 0 and "heard" not in out, "a leader below raftlog.version 2 keeps no times: none shown"
+    now = int(time.time() * 1000)
+    cluster.controller_times = {"n1": (now, now), "n2": (now - 60_000, None), "n3": (now, now - 30_000)}
+    code, out, _ = await run(capsys, "controller", "describe", *auth)
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert code == 0 and "heard" not in rows["n1"], out  # the leader itself
+    progress = r"\s*n\d  voter  match index \d+, heard (\d+\.\d) s ago, caught up (never|(\d+\.\d) s ago)"
+    n2, n3 = re.fullmatch(progress, rows["n2"]), re.fullmatch(progress, rows["n3"])
+    assert n2 is not None and float(n2[1]) >= 60 and n2[2] == "never", out
+    assert n3 is not None and float(n3[1]) < 30 <= float(n3[3]), out
