@@ -47,7 +47,7 @@ async def cluster(
         for node in nodes:
             await node.start()
         for node in nodes[1:]:
-            assert await node.join([nodes[0].address], timeout_s=2.0) == 1
+            assert await node.join([nodes[0].address], timeout_s=10.0) == 1  # at once unless starved
         await wait_until(lambda: all_alive(nodes), "all members alive everywhere", 10.0, every_s=0.01)
         yield nodes
     finally:
