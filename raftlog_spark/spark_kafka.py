@@ -51,21 +51,27 @@ def options(
     user: str | None = None,
     password: str | None = None,
     mechanism: str = "SCRAM-SHA-512",
+    token: bool = False,
 ) -> dict[str, str]:
     """The ``kafka.*`` options of Spark's Kafka source and sink for a raftlog cluster: its Kafka listeners
     (``LocalCluster.bootstrap_servers``, or ``raftlog dev``'s 9092-9094), TLS trusting the PEM ``ca``
     (Java 17 reads PEM truststores), and SASL as ``user`` with ``mechanism`` (PLAIN, SCRAM-SHA-256 or
-    SCRAM-SHA-512)."""
+    SCRAM-SHA-512). ``token``: ``user`` and ``password`` are a Kafka delegation token's id and HMAC
+    (``kafka-delegation-tokens --create``), sent with SCRAM's ``tokenauth`` extension: the connection acts
+    as the token's owner while the token lives."""
     out = {"kafka.bootstrap.servers": bootstrap_servers}
     if (user is None) != (password is None):
         raise ValueError("user and password come together")
+    if token and (user is None or not mechanism.startswith("SCRAM-")):
+        raise ValueError("a delegation token logs in with SCRAM-SHA-256 or SCRAM-SHA-512, its id and HMAC")
     if user is not None and password is not None:
         if mechanism not in LOGIN_MODULES:
             raise ValueError(f"mechanism {mechanism!r}: one of {', '.join(LOGIN_MODULES)}")
         quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+        extension = ' tokenauth="true"' if token else ""
         out["kafka.sasl.mechanism"] = mechanism
         out["kafka.sasl.jaas.config"] = (
-            f'{LOGIN_MODULES[mechanism]} required username="{user}" password="{quoted}";'
+            f'{LOGIN_MODULES[mechanism]} required username="{user}" password="{quoted}"{extension};'
         )
     if ca is not None:
         out["kafka.ssl.truststore.type"] = "PEM"

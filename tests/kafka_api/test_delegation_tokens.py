@@ -19,7 +19,6 @@ import ssl
 import struct
 import subprocess
 import types
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,13 +27,12 @@ from kafka.net.sasl.scram import ScramClient
 from kafka_fixtures import RawKafka
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
+from token_tool import delegation_tokens, java_config, kafka_tool
 
 from kafka_api import wire
-from raftlog_bench.kafka_peer import kafka_libs  # the reference's jars: missing, it says to install them
 from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
 
-JAVA_TIMEOUT_S = 120
 PATIENCE_S = 15.0  # a change made through one node reaches the others' controller metadata within it
 CREATE, RENEW, EXPIRE, DESCRIBE = 38, 39, 40, 41
 
@@ -172,35 +170,6 @@ def describe(raw: RawKafka, owners: list[str] | None = None) -> Any:
 
 def _ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
-
-
-def java_config(
-    tmp_path: pathlib.Path, cluster: LocalCluster, user: str, password: str, token: bool = False
-) -> str:
-    """A client config file (the password in a file, never in argv) for SASL_SSL with SCRAM-SHA-512."""
-    extension = ' tokenauth="true"' if token else ""
-    path = tmp_path / f"{uuid.uuid4().hex}.properties"
-    path.write_text(
-        "security.protocol=SASL_SSL\n"
-        "sasl.mechanism=SCRAM-SHA-512\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-        f'username="{user}" password="{password}"{extension};\n'
-        "ssl.truststore.type=PEM\n"
-        f"ssl.truststore.location={cluster.security['ca']}\n"
-    )
-    path.chmod(0o600)
-    return str(path)
-
-
-def kafka_tool(main: str, cluster: LocalCluster, config: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    command = ["java", "-cp", f"{kafka_libs()}/*", main, "--bootstrap-server", cluster.bootstrap_servers]
-    return subprocess.run(
-        [*command, "--command-config", config, *argv], capture_output=True, text=True, timeout=JAVA_TIMEOUT_S
-    )
-
-
-def delegation_tokens(cluster: LocalCluster, config: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    return kafka_tool("org.apache.kafka.tools.DelegationTokenCommand", cluster, config, *argv)
 
 
 def test_kafkas_tool_makes_a_token_that_logs_in_on_every_node_as_its_owner(

@@ -2,11 +2,13 @@
 ``--require-auth``, ``--enforce-acls``), written by Spark as a user with a password and read back as
 that user's API token, both over https trusting the cluster's CA; and refused, with the words that say
 why, without the CA, with a wrong password, with a revoked token and with no user at all. Spark's own
-Kafka source and sink over SASL_SSL against the same cluster's Kafka listeners."""
+Kafka source and sink over SASL_SSL against the same cluster's Kafka listeners, with a password and with a
+Kafka delegation token."""
 
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +19,7 @@ from raftlog_client.blocking import BlockingClient
 from raftlog_client.client import RaftlogClient
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_spark import spark_kafka
+from tests.kafka_api.token_tool import create_token, delegation_tokens, java_config
 
 pytestmark = pytest.mark.spark
 
@@ -148,3 +151,33 @@ def test_spark_kafka_format_over_sasl_ssl(spark: Any, secure: LocalCluster) -> N
     refused["kafka.request.timeout.ms"] = refused["kafka.default.api.timeout.ms"] = QUICK_MS
     with pytest.raises(Exception, match=r"SaslAuthenticationException|Authentication failed"):
         spark.read.format("kafka").options(**refused).option("subscribe", topic).load().count()
+
+
+def test_spark_kafka_format_reads_with_a_delegation_token(
+    spark: Any, secure: LocalCluster, tmp_path: pathlib.Path
+) -> None:
+    """Spark's own Kafka source with a Kafka delegation token, as a job is handed one instead of its
+    user's password: the user makes it with Kafka's tool (``kafka-delegation-tokens --create``), Spark logs
+    in with its id and HMAC (SCRAM with ``tokenauth``) and reads as the token's owner; once the owner has
+    expired it with the tool, the same read is refused."""
+    topic = new_topic(secure)
+    user, password, ca = secure.security["user"], secure.security["password"], secure.security["ca"]
+    as_user = spark_kafka.options(secure.bootstrap_servers, ca=ca, user=user, password=password)
+    rows = spark.range(0, 100, 1, 2).selectExpr("CAST(id AS STRING) value", "CAST(id % 2 AS INT) partition")
+    rows.write.format("kafka").options(**as_user).option("topic", topic).save()
+    token_id, hmac = create_token(tmp_path, secure, user, password)
+    by_token = spark_kafka.options(secure.bootstrap_servers, ca=ca, user=token_id, password=hmac, token=True)
+    assert 'tokenauth="true"' in by_token["kafka.sasl.jaas.config"]
+
+    def read(options: dict[str, str]) -> list[int]:
+        df = spark.read.format("kafka").options(**options).option("subscribe", topic).load()
+        return sorted(r.v for r in df.selectExpr("CAST(CAST(value AS STRING) AS INT) v").collect())
+
+    assert read(by_token) == list(range(100))
+    owner = java_config(tmp_path, secure, user, password)
+    expired = delegation_tokens(secure, owner, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
+    assert expired.returncode == 0 and "Completed expire operation" in expired.stdout, expired.stderr
+    refused = {**by_token, "kafka.request.timeout.ms": QUICK_MS, "kafka.default.api.timeout.ms": QUICK_MS}
+    with pytest.raises(Exception, match=r"SaslAuthenticationException|Authentication failed"):
+        read(refused)
+    assert read(as_user) == list(range(100)), "the owner's own login is untouched"

@@ -32,6 +32,7 @@ from raftlog.storage.batch_reads import decode_batch, split_batches
 from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.blocking import BlockingClient, Page
 from raftlog_client.errors import OffsetOutOfRange, RequestFailed, Unavailable
+from raftlog_spark import spark_kafka
 from raftlog_spark.arrow import ARROW_SCHEMA, LOG_APPEND_TIME, record_batch
 from raftlog_spark.errors import BadRow, DataLoss, OptionError, SchemaError
 from raftlog_spark.offsets import (
@@ -659,3 +660,20 @@ def test_read_range_waits_for_planned_offsets_then_calls_it_data_loss(
         list(read_range(strict, planned))
     lenient = parse_read_options(options(**given, failOnDataLoss="false"), streaming=False)
     assert [o for b in read_range(lenient, planned) for o in b.column("offset").to_pylist()] == list(range(5))
+
+
+def test_kafka_options_log_in_with_a_password_or_a_delegation_token() -> None:
+    servers = "127.0.0.1:9092"
+    plain = spark_kafka.options(servers)
+    assert plain == {"kafka.bootstrap.servers": servers, "kafka.security.protocol": "PLAINTEXT"}
+    as_user = spark_kafka.options(servers, ca="ca.pem", user="ann", password='p"w\\')
+    assert as_user["kafka.security.protocol"] == "SASL_SSL"
+    assert as_user["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert as_user["kafka.sasl.jaas.config"].endswith('username="ann" password="p\\"w\\\\";')
+    token = spark_kafka.options(servers, user="tid", password="hmac", mechanism="SCRAM-SHA-256", token=True)
+    assert token["kafka.sasl.jaas.config"].endswith('username="tid" password="hmac" tokenauth="true";')
+    for wrong in ({"user": "tid", "password": "hmac", "mechanism": "PLAIN"}, {}):
+        with pytest.raises(ValueError, match="delegation token logs in with SCRAM"):
+            spark_kafka.options(servers, token=True, **wrong)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="come together"):
+        spark_kafka.options(servers, user="ann")
