@@ -4,12 +4,14 @@ removed). Admin endpoints: the admin token, or with ACLs enforced a user who may
 list) the cluster.
 
 An ACL in JSON is Kafka's binding with names for its codes, in any case: ``{"resource_type": "topic" |
-"group" | "cluster" | "transactional_id" | "subject" | "registry", "name", "pattern_type": "literal" |
-"prefixed", "principal": "User:alice" | "User:*", "host", "operation": "read" | "write" | ...,
+"group" | "cluster" | "transactional_id" | "user" | "subject" | "registry", "name", "pattern_type":
+"literal" | "prefixed", "principal": "User:alice" | "User:*", "host", "operation": "read" | "write" | ...,
 "permission": "allow" | "deny"}`` (``pattern_type`` literal, ``host`` ``*`` and ``permission`` allow by
 default; the cluster is named ``kafka-cluster`` and the registry ``schema-registry``, the name of either
 may be left out). ``subject`` and ``registry`` are the schema registry's (as Redpanda's), which Kafka's
-ACL APIs do not show; a change naming them waits for ``raftlog.version`` 2 (409/40932 before). A filter
+ACL APIs do not show; a change naming them, or a ``user`` (KIP-373: who may make or see that user's
+delegation tokens, ``create_tokens`` and ``describe_tokens``), waits for ``raftlog.version`` 2 (409/40932
+before). A filter
 has the same fields, each optional (any), and ``pattern_type`` also ``any`` or
 ``match`` (every ACL that would apply to the name). Each change is one controller change: all of its ACLs
 or none. The answers are read from this node's controller metadata (``GET``), or are what the controller

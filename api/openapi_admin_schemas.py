@@ -7,6 +7,7 @@ from typing import Any
 
 from api.openapi_parts import INT, STR, STR_LIST, closed, nullable, obj
 from api.openapi_schemas import TOPIC_CONFIGS
+from partitions.security.acls import Operation, ResourceType
 from partitions.security.tokens import TOKEN_DESCRIPTION_BYTES_MAX, TOKEN_LIFETIME_MS_MAX
 from partitions.security.users import ITERATIONS_DEFAULT, MECHANISMS
 
@@ -38,23 +39,20 @@ _TOKEN = obj(_TOKEN_FIELDS, list(_TOKEN_FIELDS))
 _ACL_FIELDS: dict[str, Any] = {
     "resource_type": {
         "type": "string",
-        "enum": ["topic", "group", "cluster", "transactional_id", "subject", "registry"],
+        "enum": [kind.name.lower() for kind in ResourceType if kind is not ResourceType.ANY],
     },
     "name": {
         "type": "string",
         "minLength": 1,
-        "description": "a topic, a group, a transactional id, a registry subject, '*', kafka-cluster or "
-        "schema-registry",
+        "description": "a topic, a group, a transactional id, a user as User:NAME, a registry subject, '*', "
+        "kafka-cluster or schema-registry",
     },
     "pattern_type": {"type": "string", "enum": ["literal", "prefixed"]},
     "principal": {"type": "string", "pattern": "^User:.+$", "description": "User:NAME, or User:* for all"},
     "host": {"type": "string", "minLength": 1, "description": "a client's IP address, or * for any"},
     "operation": {
         "type": "string",
-        "enum": [
-            "all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",
-            "describe_configs", "alter_configs", "idempotent_write",
-        ],
+        "enum": [operation.name.lower() for operation in Operation if operation is not Operation.ANY],
     },
     "permission": {"type": "string", "enum": ["allow", "deny"]},
 }  # fmt: skip

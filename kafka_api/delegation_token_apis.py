@@ -5,16 +5,17 @@ and ``DelegationTokenControlManager`` answer them. The rules and the tokens live
 
 Who may: a connection that authenticated with SASL and not with a token (Kafka's ``allowTokenRequests``);
 any other is answered DELEGATION_TOKEN_REQUEST_NOT_ALLOWED. A token is its requester's unless the request
-names another owner, which only a super user may (Kafka asks for CREATE_TOKENS on the owner's User
-resource; raftlog's ACLs have no User resource yet): others are answered
-DELEGATION_TOKEN_AUTHORIZATION_FAILED. Owners and renewers are users (INVALID_PRINCIPAL_TYPE else); the
-owner must be a user of the cluster (RESOURCE_NOT_FOUND). A token's max lifetime and renew interval are
-the node's options (``--delegation-token-max-lifetime-ms``, ``--delegation-token-expiry-time-ms``: Kafka's
+names another owner, which needs CREATE_TOKENS on that owner's User resource (``User:alice``; KIP-373,
+as Kafka asks it; a super user may): others are answered DELEGATION_TOKEN_AUTHORIZATION_FAILED. Owners
+and renewers are users (INVALID_PRINCIPAL_TYPE else); the owner must be a user of the cluster
+(RESOURCE_NOT_FOUND). A token's max lifetime and renew interval are the node's options
+(``--delegation-token-max-lifetime-ms``, ``--delegation-token-expiry-time-ms``: Kafka's
 ``delegation.token.max.lifetime.ms`` and ``delegation.token.expiry.time.ms``); a request may ask for less.
 Renew and expire find the token by its HMAC and are for its owner and renewers
 (DELEGATION_TOKEN_OWNER_MISMATCH else); Describe answers the tokens the caller owns, requested or may
-renew (a super user: every token), with their HMACs, as Kafka does. Past the caps on tokens (per owner, in
-the cluster) a creation is answered POLICY_VIOLATION.
+renew, and those of each owner whose User resource it may DESCRIBE_TOKENS (a super user: every token),
+with their HMACs, as Kafka does. Past the caps on tokens (per owner, in the cluster) a creation is
+answered POLICY_VIOLATION.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from partitions.controller.delegation_tokens import (
 )
 from partitions.errors import FeatureNotFinalized, InvalidName
 from partitions.metadata.service import AdminService
+from partitions.security.acls import AclOperation, ResourceType
 from partitions.security.delegation_tokens import (
     RENEWERS_MAX,
     USER_TYPE,
@@ -87,10 +89,12 @@ async def create_delegation_token(door: Door, request: wire.Request) -> Any:
         if refusal is not None:
             raise refusal
         owner = principal_user(owner_type, owner_name, "owner") if owner_name else requester
-        if owner != requester and requester not in door.security.super_users:
+        on_owner = (AclOperation.CREATE_TOKENS, ResourceType.USER, f"User:{owner}")
+        if owner != requester and not door.allows(*on_owner):
             raise Refused(
                 ErrorCode.delegation_token_authorization_failed,
-                "a token for another owner is made by a super user (raftlog serve --super-user)",
+                f"a token for User:{owner} needs CREATE_TOKENS on the resource User:{owner} (an ACL of type "
+                "user), or a super user",
             )
         if len(body.renewers) > RENEWERS_MAX:
             raise Refused(ErrorCode.invalid_request, f"at most {RENEWERS_MAX} renewers")
@@ -175,6 +179,16 @@ async def describe_delegation_token(door: Door, request: wire.Request) -> Any:
         return wire.build(cls, error_code=refusal.code, tokens=(), throttle_time=wire.NO_THROTTLE)
     user = door.session.user or ""
     everyone = user in door.security.super_users
+    owners_seen: dict[str, bool] = {}  # owner -> whether this connection may DESCRIBE_TOKENS its tokens
+
+    def may_see(token: DelegationToken) -> bool:
+        if everyone or token.may_describe(user):
+            return True
+        if token.owner not in owners_seen:
+            owner = f"User:{token.owner}"
+            owners_seen[token.owner] = door.allows(AclOperation.DESCRIBE_TOKENS, ResourceType.USER, owner)
+        return owners_seen[token.owner]
+
     # None: every owner; an empty list: none (Kafka's ownersListEmpty)
     owners = (
         None
@@ -188,7 +202,7 @@ async def describe_delegation_token(door: Door, request: wire.Request) -> Any:
     ):
         if owners is not None and not any(token.may_describe(owner) for owner in owners):
             continue
-        if not (everyone or token.may_describe(user)):
+        if not may_see(token):
             continue
         answered.append(
             wire.build(

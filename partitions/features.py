@@ -83,6 +83,12 @@ REGISTRY_ACLS = Format(
     RAFTLOG_VERSION,
     2,
 )
+USER_ACLS = Format(
+    "controller commands CreateAcls / DeleteAcls naming the User resource type (7) or the operations "
+    "CreateTokens (13) and DescribeTokens (14) of KIP-373, and such ACLs in the controller snapshot",
+    RAFTLOG_VERSION,
+    2,
+)
 SCHEMA_CONSUMERS = Format(
     "group table Join of an HTTP consumer instance of format avro, jsonschema or protobuf", RAFTLOG_VERSION, 2
 )

@@ -1,11 +1,13 @@
 """``raftlog acl create|list|delete``: who may do what on a cluster serving with ``--enforce-acls``
 (``/v1/acls``; Kafka's admin clients see the same ACLs). A principal is ``User:NAME`` or ``User:*`` (a bare
-name means ``User:NAME``); a resource is ``--topic NAME``, ``--group NAME``, ``--transactional-id NAME``
-or ``--cluster``, ``*`` for every one of its type, ``--prefixed`` for the names that start with NAME.
+name means ``User:NAME``); a resource is ``--topic NAME``, ``--group NAME``, ``--transactional-id NAME``,
+``--user-principal USER`` (whose delegation tokens another user may make or see) or ``--cluster``, ``*``
+for every one of its type, ``--prefixed`` for the names that start with NAME.
 
     raftlog acl create alice --topic orders --operation write --operation read
     raftlog acl create User:* --topic logs- --prefixed --operation read
     raftlog acl create payments --transactional-id payments- --prefixed --operation write
+    raftlog acl create spark-jobs --user-principal alice --operation create_tokens
     raftlog acl list --principal alice
     raftlog acl delete --principal alice --topic orders --operation write
 """
@@ -21,7 +23,7 @@ from raftlog_client.client import RaftlogClient
 
 OPERATIONS = (
     "all", "read", "write", "create", "delete", "alter", "describe", "cluster_action", "describe_configs",
-    "alter_configs", "idempotent_write",
+    "alter_configs", "idempotent_write", "create_tokens", "describe_tokens",
 )  # fmt: skip
 CLUSTER = "kafka-cluster"
 
@@ -62,6 +64,8 @@ def _resource(args: argparse.Namespace) -> tuple[str | None, str | None]:
         return "group", args.group
     if args.transactional_id is not None:
         return "transactional_id", args.transactional_id
+    if args.user_principal is not None:
+        return "user", principal(args.user_principal)
     if args.cluster:
         return "cluster", CLUSTER
     return None, None
@@ -74,6 +78,10 @@ def _resource_options(parser: argparse.ArgumentParser, required: bool) -> None:
     which.add_argument(
         "--transactional-id", metavar="NAME", help="a transactional producer's id ('*': every one)"
     )
+    which.add_argument(
+        "--user-principal", metavar="USER",
+        help="a user whose delegation tokens others may make (create_tokens) or see (describe_tokens)",
+    )  # fmt: skip
     which.add_argument("--cluster", action="store_true", help="the cluster (creating topics, managing ACLs)")
 
 

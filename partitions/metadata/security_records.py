@@ -4,7 +4,7 @@ tokens and client quotas, read from the applied metadata and changed by proposal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
 from partitions import features
 from partitions.controller import quotas as controller_quotas
@@ -17,7 +17,14 @@ from partitions.controller.tokens import CreateToken, DeleteToken
 from partitions.errors import FeatureNotFinalized
 from partitions.metadata.frontend import MetadataFrontend
 from partitions.names import check_user_name
-from partitions.security.acls import REGISTRY_TYPES, AclBinding, AclFilter, ResourceType
+from partitions.security.acls import (
+    REGISTRY_TYPES,
+    TOKEN_OPERATIONS,
+    AclBinding,
+    AclFilter,
+    Operation,
+    ResourceType,
+)
 from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
@@ -54,27 +61,35 @@ class SecurityRecords:
         return self._frontend.metadata().acls
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
-        self._check_registry_acls(binding.resource_type for binding in bindings)
+        self._check_acl_codes([(b.resource_type, b.operation) for b in bindings])
         result = await self._frontend.propose(CreateAcls(tuple(bindings)))
         if not isinstance(result, tuple):
             raise InvariantViolation(f"create ACLs returned {result!r}")
         return list(result)
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        self._check_registry_acls(acl_filter.resource_type for acl_filter in filters)
+        self._check_acl_codes([(f.resource_type, f.operation) for f in filters])
         result = await self._frontend.propose(DeleteAcls(tuple(filters)))
         if not isinstance(result, tuple) or len(result) != len(filters):
             raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
         return [list(removed) for removed in result]
 
-    def _check_registry_acls(self, kinds: Iterable[ResourceType]) -> None:
-        """FeatureNotFinalized for a change naming the registry's resource types while a node of release
-        0.1.0 could not read it (their codes are unknown to it)."""
-        gate = features.REGISTRY_ACLS
-        if REGISTRY_TYPES.isdisjoint(kinds):
-            return
-        if not features.Features(lambda: self._frontend.metadata().features).allows(gate):
-            raise FeatureNotFinalized("an ACL of the schema registry", gate.feature, gate.level)
+    def _check_acl_codes(self, codes: Sequence[tuple[ResourceType, Operation]]) -> None:
+        """FeatureNotFinalized for a change naming a resource type or an operation whose code a node of
+        release 0.1.0 does not know (the registry's types, the User type and its token operations) while
+        one could still read it."""
+        finalized = features.Features(lambda: self._frontend.metadata().features)
+        kinds, operations = {kind for kind, _ in codes}, {operation for _, operation in codes}
+        for gate, what, used in (
+            (features.REGISTRY_ACLS, "an ACL of the schema registry", not REGISTRY_TYPES.isdisjoint(kinds)),
+            (
+                features.USER_ACLS,
+                "an ACL of a User resource or of its tokens (KIP-373)",
+                ResourceType.USER in kinds or not TOKEN_OPERATIONS.isdisjoint(operations),
+            ),
+        ):
+            if used and not finalized.allows(gate):
+                raise FeatureNotFinalized(what, gate.feature, gate.level)
 
     def producer_owners(self) -> Mapping[str, int]:
         """Each principal holding producer ids and its number (``controller.producer_owners``)."""

@@ -2,7 +2,8 @@
 
 An ACL (``AclBinding``) says: a principal (``User:alice``, or ``User:*`` for every user), from a host
 (``*`` for any), is allowed or denied an operation on resources of a type (topic, consumer group, the
-cluster, a transactional producer's id; and, as Redpanda's schema registry ACLs, a registry subject and
+cluster, a transactional producer's id, a user whose delegation tokens others may make or see (KIP-373:
+its name is the principal, ``User:alice``); and, as Redpanda's schema registry ACLs, a registry subject and
 the registry itself) whose name is given literally (``*`` for every one of the type) or as a prefix.
 The controller replicates them like topics and users; every node decides from its copy (``Authorizer``),
 as Kafka's ``AclAuthorizer`` does:
@@ -52,6 +53,7 @@ class ResourceType(enum.IntEnum):
     GROUP = 3
     CLUSTER = 4
     TRANSACTIONAL_ID = 5  # a transactional producer's id (Kafka's transactional.id)
+    USER = 7  # a user, named as a principal (User:alice): who may make or see its delegation tokens
     SUBJECT = 100  # a schema registry subject (Redpanda's sr_subject; not on Kafka's wire)
     REGISTRY = 101  # the schema registry's global config, mode and listings (Redpanda's sr_registry)
 
@@ -63,6 +65,7 @@ KAFKA_RESOURCE_TYPES = frozenset(
         ResourceType.GROUP,
         ResourceType.CLUSTER,
         ResourceType.TRANSACTIONAL_ID,
+        ResourceType.USER,
     }
 )
 """The types Kafka's ACL APIs know; the others are the HTTP API's alone."""
@@ -89,7 +92,11 @@ class Operation(enum.IntEnum):
     DESCRIBE_CONFIGS = 10
     ALTER_CONFIGS = 11
     IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13  # a delegation token for another owner (KIP-373), on that owner's User resource
+    DESCRIBE_TOKENS = 14  # another owner's delegation tokens, on that owner's User resource
 
+
+TOKEN_OPERATIONS = frozenset({Operation.CREATE_TOKENS, Operation.DESCRIBE_TOKENS})  # KIP-373's, on a User
 
 AclOperation = Operation  # the name front doors use, whose route tables have operations of their own
 
@@ -148,6 +155,7 @@ VALID_OPERATIONS: Mapping[ResourceType, frozenset[Operation]] = MappingProxyType
         ),
         ResourceType.GROUP: frozenset({Operation.ALL, Operation.READ, Operation.DELETE, Operation.DESCRIBE}),
         ResourceType.TRANSACTIONAL_ID: frozenset({Operation.ALL, Operation.WRITE, Operation.DESCRIBE}),
+        ResourceType.USER: frozenset({Operation.ALL, Operation.CREATE_TOKENS, Operation.DESCRIBE_TOKENS}),
         ResourceType.SUBJECT: _REGISTRY_OPERATIONS,
         ResourceType.REGISTRY: _REGISTRY_OPERATIONS,
         ResourceType.CLUSTER: frozenset(

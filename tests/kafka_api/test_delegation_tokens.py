@@ -6,7 +6,8 @@
 renewals and expiries follow Kafka's rules. The abuse: a token-authenticated connection may not make,
 renew or describe tokens; an anonymous one neither; a user who is neither owner nor renewer may not renew
 or expire another's token; an expired token logs in nowhere and a connection it opened is cut; a user
-may hold at most 100 tokens (POLICY_VIOLATION past it); a token for another owner is a super user's."""
+may hold at most 100 tokens (POLICY_VIOLATION past it); a token for another owner is a super user's, or
+one's who holds CREATE_TOKENS on that owner's User resource (KIP-373)."""
 
 from __future__ import annotations
 
@@ -268,7 +269,7 @@ def test_only_the_owner_and_renewers_renew_or_expire(cluster: LocalCluster) -> N
     friend = logged_in(cluster, "friend", "friend's password", node="n3")
     wait_for(lambda: renew(friend, made.hmac, 1000).error_code is ErrorCode.none, "friend renews", PATIENCE_S)
     assert [t.token_id for t in describe(friend).tokens] == [made.token_id]  # a renewer sees it
-    # a token for another owner is a super user's to make
+    # a token for another owner is a super user's to make (without an ACL on the owner's User resource)
     assert create(mallory, owner="owner").error_code is ErrorCode.delegation_token_authorization_failed
     admin = logged_in(cluster, cluster.security["user"], cluster.security["password"])
     on_behalf = create(admin, owner="owner")
@@ -276,6 +277,45 @@ def test_only_the_owner_and_renewers_renew_or_expire(cluster: LocalCluster) -> N
     assert on_behalf.token_requester_principal_name == cluster.security["user"]
     assert create(admin, owner="nobody").error_code is ErrorCode.resource_not_found  # owners are users
     for raw in (owner, mallory, friend, admin):
+        raw.close()
+
+
+def test_a_user_acl_lets_another_user_make_or_see_an_owners_tokens(
+    cluster: LocalCluster, tmp_path: pathlib.Path
+) -> None:
+    """KIP-373, made with Kafka's own ``kafka-acls --user-principal`` as an operator would: CREATE_TOKENS on
+    an owner's User resource lets a user who is no super user make tokens for that owner (for no other),
+    DESCRIBE_TOKENS lets one see that owner's tokens (and no one else's)."""
+    for name in ("holder", "maker", "auditor"):
+        make_user(cluster, name, f"{name}'s password")
+    maker = logged_in(cluster, "maker", "maker's password")
+    auditor = logged_in(cluster, "auditor", "auditor's password", node="n3")
+    assert create(maker, owner="holder").error_code is ErrorCode.delegation_token_authorization_failed
+    admin = java_config(tmp_path, cluster, cluster.security["user"], cluster.security["password"])
+    for who, operation in (("User:maker", "CreateTokens"), ("User:auditor", "DescribeTokens")):
+        added = kafka_tool("org.apache.kafka.tools.AclCommand", cluster, admin, "--add", "--allow-principal",
+                           who, "--operation", operation, "--user-principal", "User:holder")  # fmt: skip
+        assert added.returncode == 0, added.stderr
+    listed = kafka_tool("org.apache.kafka.tools.AclCommand", cluster, admin, "--list", "--user-principal",
+                        "User:holder")  # fmt: skip
+    assert "resourceType=USER, name=User:holder, patternType=LITERAL" in listed.stdout, listed.stdout
+    assert "principal=User:maker, host=*, operation=CREATE_TOKENS, permissionType=ALLOW" in listed.stdout
+    made: list[Any] = []
+
+    def made_for_holder() -> bool:  # once n1's metadata has the ACL
+        made.append(create(maker, owner="holder"))
+        return made[-1].error_code is ErrorCode.none
+
+    wait_for(made_for_holder, "maker makes holder's token", PATIENCE_S)
+    token = made[-1]
+    assert (token.principal_name, token.token_requester_principal_name) == ("holder", "maker")
+    assert create(maker, owner="auditor").error_code is ErrorCode.delegation_token_authorization_failed
+    wait_for(lambda: [t.token_id for t in describe(auditor).tokens] == [token.token_id],
+             "the auditor sees holder's token, and no other", PATIENCE_S)  # fmt: skip
+    assert [t.principal_name for t in describe(auditor, ["holder"]).tokens] == ["holder"]
+    assert create(auditor, owner="holder").error_code is ErrorCode.delegation_token_authorization_failed
+    assert token.token_id in [t.token_id for t in describe(maker).tokens]  # its requester sees it (Kafka too)
+    for raw in (maker, auditor):
         raw.close()
 
 

@@ -102,6 +102,15 @@ async def test_grant_list_and_revoke_through_the_command(
     assert code == 0 and "allow       User:alice  write      transactional_id  pay-  prefixed  *" in out, out
     code, out, _ = await run(capsys, "acl", "delete", "--transactional-id", "pay-", "--json", *auth)
     assert code == 0 and [a["resource_type"] for a in json.loads(out)] == ["transactional_id"]
+    # who may make another user's delegation tokens (KIP-373): a User resource, named as its principal
+    code, out, _ = await run(
+        capsys, "acl", "create", "jobs", "--user-principal", "alice", "--operation", "create_tokens", *auth
+    )
+    assert code == 0 and "allow       User:jobs  create_tokens  user  User:alice  literal  *" in out, out
+    code, out, _ = await run(capsys, "acl", "delete", "--user-principal", "User:alice", "--json", *auth)
+    assert code == 0 and [(a["resource_type"], a["name"]) for a in json.loads(out)] == [
+        ("user", "User:alice")
+    ]
 
     code, out, _ = await run(capsys, "acl", "delete", "--principal", "alice", "--operation", "write", *auth)
     assert code == 0 and out.startswith("deleted 1 ACL(s)")

@@ -154,6 +154,27 @@ def test_a_registry_acl_is_proposed_only_once_every_node_can_read_its_type() -> 
     assert new.proposed == [CreateAcls((subject,))]
 
 
+def test_a_user_acl_or_a_token_operation_is_proposed_only_once_every_node_can_read_its_code() -> None:
+    on_user = acl("User:bob", "create_tokens", kind="user")
+    old = LeaderAtLevel(1, _nothing_done)  # a node of release 0.1.0 knows neither code 7 nor 13 and 14
+    records = SecurityRecords(old)  # type: ignore[arg-type]
+    with pytest.raises(
+        FeatureNotFinalized, match=r"ACL of a User resource or of its tokens .*raftlog\.version"
+    ):
+        asyncio.run(records.create_acls([acl(), on_user]))
+    with pytest.raises(FeatureNotFinalized):  # any type, but an operation 0.1.0 cannot decode
+        asyncio.run(records.delete_acls([AclFilter.of(operation="describe_tokens")]))
+    with pytest.raises(FeatureNotFinalized):
+        asyncio.run(records.delete_acls([AclFilter.of(resource_type="user")]))
+    assert old.proposed == []
+    new = LeaderAtLevel(2, _nothing_done)
+    asyncio.run(SecurityRecords(new).create_acls([on_user]))  # type: ignore[arg-type]
+    assert new.proposed == [CreateAcls((on_user,))]
+    command = decode(encode(CreateAcls((on_user,))))
+    assert command == CreateAcls((on_user,)) and int(command.bindings[0].resource_type) == 7
+    assert int(command.bindings[0].operation) == 13
+
+
 def test_a_registry_acl_crosses_the_controller_log_and_snapshot_as_its_code() -> None:
     held = (
         acl("orders-", kind="subject", pattern="prefixed"),

@@ -107,6 +107,24 @@ def test_a_transactional_id_takes_write_and_describe_by_kafka_s_code_5_and_write
     assert not authorizer.allows("User:alice", "h", Operation.WRITE, T, "payments-1")  # another type
 
 
+def test_a_user_resource_takes_kafka_s_token_operations_by_code_7() -> None:
+    user = ResourceType.USER
+    assert VALID_OPERATIONS[user] == {Operation.ALL, Operation.CREATE_TOKENS, Operation.DESCRIBE_TOKENS}
+    by_code = AclBinding.of(7, "User:alice", "literal", "User:bob", "*", 13, "allow")  # as kafka-acls sends
+    assert by_code.to_json()["resource_type"] == "user" and by_code.operation is Operation.CREATE_TOKENS
+    authorizer = Authorizer([by_code])
+    assert authorizer.allows("User:bob", "h", Operation.CREATE_TOKENS, user, "User:alice")
+    assert not authorizer.allows(
+        "User:bob", "h", Operation.DESCRIBE_TOKENS, user, "User:alice"
+    )  # not implied
+    assert not authorizer.allows("User:bob", "h", Operation.CREATE_TOKENS, user, "User:carol")
+    assert not authorizer.allows("User:bob", "h", Operation.CREATE_TOKENS, T, "User:alice")  # another type
+    with pytest.raises(InvalidAcl, match="a topic takes"):
+        AclBinding.of("topic", "t", "literal", "User:bob", "*", "create_tokens", "allow")
+    with pytest.raises(InvalidAcl, match="a user takes all, create_tokens, describe_tokens"):
+        AclBinding.of("user", "User:alice", "literal", "User:bob", "*", "read", "allow")
+
+
 def test_a_deny_of_describe_does_not_deny_read_as_kafka_decides() -> None:
     authorizer = Authorizer(
         [acl(operation=Operation.READ), acl(operation=Operation.DESCRIBE, permission=DENY)]
