@@ -236,14 +236,14 @@ APIS: dict[int, Api] = {
         Api(50, "DescribeUserScramCredentials", 0, 0, describe_user_scram_credentials, "DESCRIBE cluster"),
         Api(51, "AlterUserScramCredentials", 0, 0, alter_user_scram_credentials, "ALTER cluster"),
         Api(38, "CreateDelegationToken", 1, 3, create_delegation_token,
-            "SASL, not a token; another owner: a super user (Kafka: CREATE_TOKENS user)"),
+            "SASL, not a token; another owner: CREATE_TOKENS on its User resource (`User:alice`)"),
         Api(39, "RenewDelegationToken", 1, 2, renew_delegation_token,
             "SASL, not a token; the token's owner or a renewer"),
         Api(40, "ExpireDelegationToken", 1, 2, expire_delegation_token,
             "SASL, not a token; the token's owner or a renewer"),
         Api(41, "DescribeDelegationToken", 1, 3, describe_delegation_token,
-            "SASL, not a token; its owner, requester or a renewer, or a super user "
-            "(Kafka: DESCRIBE_TOKENS user)"),
+            "SASL, not a token; its owner, requester or a renewer, or DESCRIBE_TOKENS on its owner's User "
+            "resource"),
         Api(60, "DescribeCluster", 0, 2, describe_cluster, "none"),
         Api(65, "DescribeTransactions", 0, 0, describe_transactions,
             "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),
