@@ -4,7 +4,7 @@ tokens and client quotas, read from the applied metadata and changed by proposal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from partitions import features
 from partitions.controller import quotas as controller_quotas
@@ -29,6 +29,11 @@ from partitions.security.delegation_tokens import DelegationToken
 from partitions.security.tokens import ApiToken
 from partitions.security.users import ScramCredential
 from raftlog.errors import InvariantViolation
+
+
+def _names_user_codes(kind: ResourceType, operation: Operation) -> bool:
+    """Whether an ACL or a filter names a code of KIP-373's that release 0.1.0 does not know."""
+    return kind is ResourceType.USER or operation in TOKEN_OPERATIONS
 
 
 class SecurityRecords:
@@ -61,35 +66,40 @@ class SecurityRecords:
         return self._frontend.metadata().acls
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
-        self._check_acl_codes([(b.resource_type, b.operation) for b in bindings])
+        self._check_registry_acls(binding.resource_type for binding in bindings)
+        gate = features.USER_ACLS
+        if any(_names_user_codes(b.resource_type, b.operation) for b in bindings) and not self._allows(gate):
+            raise FeatureNotFinalized(
+                "an ACL of a User resource or of its tokens (KIP-373)", gate.feature, gate.level
+            )
         result = await self._frontend.propose(CreateAcls(tuple(bindings)))
         if not isinstance(result, tuple):
             raise InvariantViolation(f"create ACLs returned {result!r}")
         return list(result)
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        self._check_acl_codes([(f.resource_type, f.operation) for f in filters])
-        result = await self._frontend.propose(DeleteAcls(tuple(filters)))
-        if not isinstance(result, tuple) or len(result) != len(filters):
-            raise InvariantViolation(f"delete ACLs of {len(filters)} filters returned {result!r}")
-        return [list(removed) for removed in result]
+        """What each filter removed. Below ``USER_ACLS`` a filter naming the User type or a token operation
+        removes nothing and is not proposed (no such ACL can exist before the level, and a node of 0.1.0
+        could not decode it): Kafka's DeleteAcls of every type names the User type too."""
+        self._check_registry_acls(acl_filter.resource_type for acl_filter in filters)
+        readable = self._allows(features.USER_ACLS)
+        kept = [readable or not _names_user_codes(f.resource_type, f.operation) for f in filters]
+        sent = tuple(f for f, keep in zip(filters, kept, strict=True) if keep)
+        result = await self._frontend.propose(DeleteAcls(sent)) if sent or not filters else ()
+        if not isinstance(result, tuple) or len(result) != len(sent):
+            raise InvariantViolation(f"delete ACLs of {len(sent)} filters returned {result!r}")
+        removed = iter(result)
+        return [list(next(removed)) if keep else [] for keep in kept]
 
-    def _check_acl_codes(self, codes: Sequence[tuple[ResourceType, Operation]]) -> None:
-        """FeatureNotFinalized for a change naming a resource type or an operation whose code a node of
-        release 0.1.0 does not know (the registry's types, the User type and its token operations) while
-        one could still read it."""
-        finalized = features.Features(lambda: self._frontend.metadata().features)
-        kinds, operations = {kind for kind, _ in codes}, {operation for _, operation in codes}
-        for gate, what, used in (
-            (features.REGISTRY_ACLS, "an ACL of the schema registry", not REGISTRY_TYPES.isdisjoint(kinds)),
-            (
-                features.USER_ACLS,
-                "an ACL of a User resource or of its tokens (KIP-373)",
-                ResourceType.USER in kinds or not TOKEN_OPERATIONS.isdisjoint(operations),
-            ),
-        ):
-            if used and not finalized.allows(gate):
-                raise FeatureNotFinalized(what, gate.feature, gate.level)
+    def _allows(self, gate: features.Format) -> bool:
+        return features.Features(lambda: self._frontend.metadata().features).allows(gate)
+
+    def _check_registry_acls(self, kinds: Iterable[ResourceType]) -> None:
+        """FeatureNotFinalized for a change naming the registry's resource types while a node of release
+        0.1.0 could not read it (their codes are unknown to it)."""
+        gate = features.REGISTRY_ACLS
+        if not REGISTRY_TYPES.isdisjoint(kinds) and not self._allows(gate):
+            raise FeatureNotFinalized("an ACL of the schema registry", gate.feature, gate.level)
 
     def producer_owners(self) -> Mapping[str, int]:
         """Each principal holding producer ids and its number (``controller.producer_owners``)."""
