@@ -197,11 +197,11 @@ def decommission_summary(body: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def controller_summary(body: dict[str, Any], now_ms: int | None = None) -> str:
+def controller_summary(body: dict[str, Any]) -> str:
     match = body["match_index"]
     # the leader's times (absent from a node of release 0.1.0, empty below raftlog.version 2)
     heard, caught_up = body.get("last_heard_ms", {}), body.get("caught_up_at_ms", {})
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    now_ms = int(time.time() * 1000)
 
     def ago(at: int | None) -> str:
         return "never" if at is None else f"{max(0, now_ms - at) / 1000:.1f} s ago"
