@@ -67,11 +67,11 @@ class SecurityRecords:
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[AclBinding]:
         self._check_registry_acls(binding.resource_type for binding in bindings)
-        gate = features.USER_ACLS
-        if any(_names_user_codes(b.resource_type, b.operation) for b in bindings) and not self._allows(gate):
-            raise FeatureNotFinalized(
-                "an ACL of a User resource or of its tokens (KIP-373)", gate.feature, gate.level
-            )
+        self._refuse_below(
+            features.USER_ACLS,
+            "an ACL of a User resource or of its tokens (KIP-373)",
+            any(_names_user_codes(b.resource_type, b.operation) for b in bindings),
+        )
         result = await self._frontend.propose(CreateAcls(tuple(bindings)))
         if not isinstance(result, tuple):
             raise InvariantViolation(f"create ACLs returned {result!r}")
@@ -94,12 +94,16 @@ class SecurityRecords:
     def _allows(self, gate: features.Format) -> bool:
         return features.Features(lambda: self._frontend.metadata().features).allows(gate)
 
+    def _refuse_below(self, gate: features.Format, what: str, used: bool) -> None:
+        """FeatureNotFinalized for a change that ``used`` a code a node of release 0.1.0 could not read,
+        while the cluster is below ``gate``."""
+        if used and not self._allows(gate):
+            raise FeatureNotFinalized(what, gate.feature, gate.level)
+
     def _check_registry_acls(self, kinds: Iterable[ResourceType]) -> None:
-        """FeatureNotFinalized for a change naming the registry's resource types while a node of release
-        0.1.0 could not read it (their codes are unknown to it)."""
-        gate = features.REGISTRY_ACLS
-        if not REGISTRY_TYPES.isdisjoint(kinds) and not self._allows(gate):
-            raise FeatureNotFinalized("an ACL of the schema registry", gate.feature, gate.level)
+        """A change naming the registry's resource types (codes 0.1.0 does not know) waits for its level."""
+        used = not REGISTRY_TYPES.isdisjoint(kinds)
+        self._refuse_below(features.REGISTRY_ACLS, "an ACL of the schema registry", used)
 
     def producer_owners(self) -> Mapping[str, int]:
         """Each principal holding producer ids and its number (``controller.producer_owners``)."""
