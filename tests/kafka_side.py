@@ -18,7 +18,10 @@ kafka_answers.py``, ``jepsen/kafka_histories.py``): a replay holds only while no
 - the third-party distributions the reached Python files import, with those each requires (its extras
   left out), at the versions installed where they run: this interpreter's environment, or one beside it
   under ``.venv/`` (quixstreams' own, for the example it runs). The test runner (pytest) is left out: it
-  decides nothing a Kafka side sends.
+  decides nothing a Kafka side sends. In this interpreter's environment only what ``make test`` installs
+  counts (raftlog's requirements with the ``TEST_EXTRAS``, and theirs): a package a developer added
+  (``make bench-setup``'s NATS client, imported by a bench peer no Kafka side runs) would otherwise put a
+  key out of reach of every clean checkout, and CI would run every Kafka side live.
 
 ``judges`` are modules an entry imports to judge what Kafka did, never to decide it (the fault harness's
 checkers read a recorded history): they are not followed, and any reached module importing one is an
@@ -33,6 +36,7 @@ import glob
 import hashlib
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -50,6 +54,8 @@ RECORDS = (
 )
 DOCUMENTS = frozenset({".md"})  # read (a known difference's entry, on raftlog's side), never run
 RUNNER = frozenset({"pytest", "_pytest", "pluggy"})  # the test runner's: decides nothing sent to Kafka
+PROJECT = "raftlog"
+TEST_EXTRAS = ("dev", "spark")  # the extras scripts/bootstrap.sh installs at its test level (make test)
 
 
 @dataclass(frozen=True)
@@ -244,6 +250,37 @@ def _providers(environment: tuple[str, ...]) -> dict[str, list[metadata.Distribu
     return found
 
 
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@functools.cache
+def _test_level() -> frozenset[str]:
+    """The distributions ``make test`` installs in this interpreter's environment: raftlog's requirements
+    with its ``TEST_EXTRAS``, and everything those require (normalized names)."""
+    found: set[str] = set()
+    todo = [(PROJECT, TEST_EXTRAS)]
+    while todo:
+        name, extras = todo.pop()
+        if _normal(name) in found:
+            continue
+        found.add(_normal(name))
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue  # another platform's, or an optional one not installed
+        for text in requires:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({"extra": extra}) for extra in ("", *extras)):
+                todo.append((requirement.name, ()))
+    found.discard(_normal(PROJECT))
+    return frozenset(found)
+
+
 def _distribution_closure(tops: Iterable[str]) -> tuple[str, ...]:
     """``name version`` of the distributions providing ``tops`` and of everything they require (extras
     left out), each in the first environment that has the package (labelled when not this one's)."""
@@ -253,10 +290,14 @@ def _distribution_closure(tops: Iterable[str]) -> tuple[str, ...]:
         found = next(((label, path) for label, path in _environments() if top in _providers(path)), None)
         if found is None:
             continue  # installed nowhere: an optional import (a bench peer's) that no Kafka side can run
-        todo += [(d.metadata["Name"], *found) for d in _providers(found[1])[top]]
+        todo += [
+            (d.metadata["Name"], *found)
+            for d in _providers(found[1])[top]
+            if found[0] or _normal(d.metadata["Name"]) in _test_level()
+        ]
     while todo:
         name, label, environment = todo.pop()
-        key = (label, name.lower().replace("_", "-"))
+        key = (label, _normal(name))
         if key in seen:
             continue
         try:

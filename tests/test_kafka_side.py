@@ -150,3 +150,33 @@ def test_a_kafka_side_module_importing_a_judge_is_refused(tmp_path: pathlib.Path
     (tmp_path / "side_helper.py").write_text("from jepsen import group_checker\n")
     with pytest.raises(ValueError, match=r"side_helper\.py imports the judge jepsen\.group_checker"):
         kafka_side.reach((tmp_path / "test_side.py",), ("jepsen.group_checker",))
+
+
+def test_a_package_make_test_does_not_install_is_never_in_a_key(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key holds only what a clean checkout's ``make test`` installs: a package a developer added here
+    (``make bench-setup``'s NATS client) would put every key out of CI's reach, and CI would run every
+    Kafka side live (it did, once: 25 minutes)."""
+    info = tmp_path / "outside_pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-pkg\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("outside_pkg\n")
+    (tmp_path / "outside_pkg").mkdir()
+    here, *nested = kafka_side._environments()
+    environment = (str(tmp_path), *here[1])
+    monkeypatch.setattr(kafka_side, "_environments", lambda: (("", environment), *nested))
+    assert "outside_pkg" in kafka_side._providers(environment), "installed and seen"
+    assert kafka_side._distribution_closure(["outside_pkg"]) == ()
+    assert [line for line in kafka_side._distribution_closure(["kio"]) if line.startswith("kio ")]
+    bootstrap = (ROOT / "scripts" / "bootstrap.sh").read_text(encoding="utf-8")
+    assert f'test) EXTRAS="[{",".join(kafka_side.TEST_EXTRAS)}]"' in bootstrap
+
+
+def test_every_distribution_in_a_kafka_sides_key_is_one_make_test_installs() -> None:
+    level = kafka_side._test_level()
+    assert {"kio", "confluent-kafka", "aiokafka", "pyspark"} <= level
+    for module in [*_kafka_side_modules(), HISTORIES_TEST]:
+        found = kafka_side.reach((module, REFERENCE / "conftest.py"))
+        ours = [line.rsplit(" ", 1)[0] for line in found.distributions if ": " not in line]
+        assert set(ours) <= level, (module.name, sorted(set(ours) - level))
