@@ -122,6 +122,8 @@ from raftlog_contract import (
 log = logging.getLogger(__name__)
 
 REQUEST_BYTES_MAX = 16 * 1024 * 1024
+# how long a produce waits for its commit before the node answers it with a timeout error
+PRODUCE_TIMEOUT_MS_DEFAULT = 10_000
 HTTP_LIMITS_DEFAULT = HttpLimits()
 # The node's Kafka listener's counters of connections refused and cut, by reason (its ``Stats``), set by
 # the process that runs both doors; the HTTP door only renders them in /metrics
@@ -657,7 +659,7 @@ def build_app(
     require_auth: bool = False,
     enforce_acls: bool = False,
     super_users: frozenset[str] = frozenset(),
-    produce_timeout_ms: int = 10_000,
+    produce_timeout_ms: int = PRODUCE_TIMEOUT_MS_DEFAULT,
     admin_timeout_ms: int = 10_000,
     request_bytes_max: int = REQUEST_BYTES_MAX,
     writes_in_flight_max: int = state.WRITES_IN_FLIGHT_MAX,

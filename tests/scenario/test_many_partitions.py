@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from api.app import PRODUCE_TIMEOUT_MS_DEFAULT
 from tests.waiting import wait_for
 
 from .cluster import ProcessCluster
@@ -62,9 +63,17 @@ def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> b
         return False
 
 
+# A probe waits for the node's own answer: a node answers every produce within its produce timeout, 200
+# once committed or an error once not, so the node decides whether it served, never the test's clock (a
+# client timeout equal to the node's own, as it was, raced the node's answer on a loaded CI machine). The
+# margin is the loopback round trip and the request's wait for a CPU there.
+PROBE_TIMEOUT_S = PRODUCE_TIMEOUT_MS_DEFAULT / 1000 + 20
+
+
 @dataclass
 class Probe:
-    """One single-record produce to ``probe``/0 every 100 ms through the given nodes, round-robin."""
+    """One single-record produce to ``probe``/0 every 100 ms through the given nodes, round-robin: any
+    answer but 200, or none within ``PROBE_TIMEOUT_S``, is a failure."""
 
     urls: list[str]
     failures: list[str] = field(default_factory=list)
@@ -77,7 +86,7 @@ class Probe:
             url = self.urls[self.sent % len(self.urls)] + "/topics/probe/partitions/0"
             started = time.monotonic()
             try:
-                status, body = call(url, "POST", {"records": [{"value": "x"}]})
+                status, body = call(url, "POST", {"records": [{"value": "x"}]}, PROBE_TIMEOUT_S)
                 if status != 200:
                     self.failures.append(f"{status} {body}")
             except OSError as error:
