@@ -83,9 +83,9 @@ from partitions.groups.group_model import (
     GROUP_MEMBERS_MAX,
     SCHEMA_FORMATS,
     ClassicMember,
+    ConsumerInstance,
     Group,
     InstanceConfig,
-    Member,
     Recorded,
 )
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by
@@ -175,7 +175,7 @@ class InstanceView:
     """What a consumer instance call needs: the group as committed, and this member in it."""
 
     group: Group
-    member: Member
+    member: ConsumerInstance
 
     @property
     def generation(self) -> int:
@@ -302,12 +302,12 @@ class GroupCoordinator:
 
     async def create_instance(
         self, group: str, name: str | None, config: InstanceConfig = DEFAULT_INSTANCE, client_host: str = ""
-    ) -> Member:
+    ) -> ConsumerInstance:
         check_group_name(group)
         if name is not None:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
-        member = Member.created(instance_id, config, self._wall(), client_host)
+        member = ConsumerInstance.created(instance_id, config, self._wall(), client_host)
         gate = SCHEMA_CONSUMERS  # a node of 0.1.0 could not apply the Join of such an instance
         if member.format in SCHEMA_FORMATS and self._features is not None and not self._features.allows(gate):
             what = f"a consumer instance of format {member.format}"

@@ -20,7 +20,7 @@ from partitions.groups.group_model import (
     DEFAULT_READS,
     GROUP_MEMBERS_MAX,
     ClassicMember,
-    Member,
+    ConsumerInstance,
     ReadConfig,
 )
 from partitions.groups.share.group import ShareMember
@@ -35,7 +35,7 @@ _SHARE_GROUP = 11
 @dataclass(frozen=True, slots=True)
 class Join:
     group: str
-    member: Member
+    member: ConsumerInstance
     assignor: str  # used when this member creates the group; later members follow the group's
     # the group's most members, counted when the join is applied: joins proposed at once cannot pass it
     # (the leader stamps it, so every replica applies the same bound); None in joins written before it
@@ -236,7 +236,9 @@ def decode(data: bytes) -> GroupCommand:
             reads = ReadConfig.from_row(rest[0]) if rest else DEFAULT_READS  # joins written before it: none
             members_max = int(rest[1]) if len(rest) > 1 and rest[1] is not None else None
             host = str(rest[2]) if len(rest) > 2 else ""
-            member = Member(instance_id, format_, reset, int(timeout_ms), int(now_ms), (), reads, host)
+            member = ConsumerInstance(
+                instance_id, format_, reset, int(timeout_ms), int(now_ms), (), reads, host
+            )
             return Join(group, member, assignor, members_max)
         if kind == _LEAVE:
             _, group, instance_id, now_ms = fields

@@ -1,6 +1,7 @@
 """The group table's values: a group as the table holds it (``Group``), an HTTP consumer instance
-(``Member``, its ``ReadConfig`` and ``InstanceConfig``), a classic group's member as its coordinator writes
-it (``ClassicMember``), and the bounds on what the table holds. Immutable, compared whole."""
+(``ConsumerInstance``, its ``ReadConfig`` and ``InstanceConfig``), a classic group's member as its
+coordinator writes it (``ClassicMember``; the coordinator's live one is
+``classic.members.ClassicGroupMember``), and the bounds on what the table holds. Immutable, compared whole."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ DEFAULT_READS = ReadConfig()
 @dataclass(frozen=True, slots=True)
 class InstanceConfig:
     """What a consumer instance is created with (Confluent's instance configs, and the group's assignor
-    should its creation make the group); its member checks the rest (``Member``)."""
+    should its creation make the group); its member checks the rest (``ConsumerInstance``)."""
 
     format: str = "json"  # one of FORMATS: how its records are rendered
     offset_reset: str = "latest"  # "earliest" | "latest": where to start a partition with no committed offset
@@ -93,7 +94,7 @@ DEFAULT_INSTANCE = InstanceConfig()
 
 
 @dataclass(frozen=True, slots=True)
-class Member:
+class ConsumerInstance:
     instance_id: str
     format: str  # one of FORMATS: how its records are rendered
     offset_reset: str  # "earliest" | "latest": where to start a partition with no committed offset
@@ -115,7 +116,9 @@ class Member:
             )
 
     @classmethod
-    def created(cls, instance_id: str, config: InstanceConfig, joined_ms: int, client_host: str) -> Member:
+    def created(
+        cls, instance_id: str, config: InstanceConfig, joined_ms: int, client_host: str
+    ) -> ConsumerInstance:
         """A consumer instance as it joins, with no topics yet."""
         c = config
         return cls(
@@ -156,7 +159,7 @@ class Group:
     name: str
     assignor: str
     generation: int
-    members: Mapping[str, Member]
+    members: Mapping[str, ConsumerInstance]
     assignment: Mapping[str, tuple[TopicPartition, ...]]
     partition_counts: Mapping[str, int]  # of the subscribed topics, as of the last rebalance
     changed_ms: int

@@ -69,8 +69,8 @@ from partitions.groups.group_model import (
     GROUP_MEMBERS_MAX,
     SHARE_PROTOCOL_TYPE,
     ClassicMember,
+    ConsumerInstance,
     Group,
-    Member,
     ReadConfig,
 )
 from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember
@@ -103,7 +103,7 @@ def _rebalance(
     previous: Group | None,
     name: str,
     assignor: str,
-    members: Mapping[str, Member],
+    members: Mapping[str, ConsumerInstance],
     counts: Mapping[str, int],
     now_ms: int,
 ) -> Group:
@@ -415,7 +415,7 @@ def _classic_from_row(row: list[Any] | None) -> tuple[str | None, tuple[ClassicM
     return (None if leader is None else str(leader)), classic, rebalancing
 
 
-def _member_row(m: Member) -> list[Any]:
+def _member_row(m: ConsumerInstance) -> list[Any]:
     return [
         m.instance_id,
         m.format,
@@ -428,9 +428,9 @@ def _member_row(m: Member) -> list[Any]:
     ]
 
 
-def _member_from_row(row: list[Any]) -> Member:
+def _member_from_row(row: list[Any]) -> ConsumerInstance:
     """A snapshot's member row; rows written before ``ReadConfig`` have six fields, before the client's
     address seven."""
     reads = ReadConfig.from_row(row[6]) if len(row) > 6 else DEFAULT_READS
     host = str(row[7]) if len(row) > 7 else ""
-    return Member(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]), reads, host)
+    return ConsumerInstance(row[0], row[1], row[2], int(row[3]), int(row[4]), tuple(row[5]), reads, host)

@@ -45,13 +45,13 @@ from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.members import (
-    Group,
+    ClassicGroup,
+    ClassicGroupMember,
     GroupCode,
     GroupRefusal,
     GroupState,
     InitialDelay,
     Joined,
-    Member,
     MemberIdRequired,
     fail,
 )
@@ -142,18 +142,18 @@ class ClassicGroups:
         if initial_delay_ms < 0:
             raise ValueError(f"initial rebalance delay {initial_delay_ms} ms: must be >= 0")
         self.initial_delay_ms = initial_delay_ms
-        self.groups: dict[str, Group] = {}
+        self.groups: dict[str, ClassicGroup] = {}
         self._records: GroupRecords = records or Unrecorded()
         self._recording: set[asyncio.Task[None]] = set()
         self._adopted_ms: int | None = None  # when a tick last looked for groups to load or drop
 
-    def group(self, name: str, now_ms: int) -> Group:
+    def group(self, name: str, now_ms: int) -> ClassicGroup:
         """The group this coordinator runs, a new one when the table has no record of it."""
         group = self._current(name, now_ms, create=True)
         assert group is not None
         return group
 
-    def _current(self, name: str, now_ms: int, create: bool = False) -> Group | None:
+    def _current(self, name: str, now_ms: int, create: bool = False) -> ClassicGroup | None:
         """The group as this coordinator runs it now. One it does not hold for the term it leads the
         group's partition in (a failover, a restart, leadership lost and won back) is loaded from the
         table, as Kafka's new coordinator loads it: Stable with its members, each member's session
@@ -181,7 +181,7 @@ class ClassicGroups:
             )
         return group
 
-    def view(self, name: str) -> Group | None:
+    def view(self, name: str) -> ClassicGroup | None:
         """The group to check a call against or describe without loading it: this coordinator's, or the
         table's (a commit or a DescribeGroups before its members' first heartbeat here, or before a tick
         loaded it); None when the table holds none; GroupRefusal(NOT_COORDINATOR) when its partition is
@@ -194,7 +194,7 @@ class ClassicGroups:
             return group
         return None if recorded.group is None else _loaded(name, recorded, 0)
 
-    def _write(self, group: Group, done: Callable[[GroupRefusal | None], None] | None = None) -> None:
+    def _write(self, group: ClassicGroup, done: Callable[[GroupRefusal | None], None] | None = None) -> None:
         """Write the group's metadata (its members with their assignments now) to the group table;
         ``done`` gets None once written, or the refusal its members are answered (Kafka's mapping of a
         failed append: NOT_COORDINATOR when leadership moved, COORDINATOR_NOT_AVAILABLE when it could not
@@ -345,7 +345,7 @@ class ClassicGroups:
             raise GroupRefusal(GroupCode.unknown_member_id, f"member {member_id!r} is not in group {name!r}")
         member = group.members.get(member_id)
         if member is None:
-            member = group.members[member_id] = Member(
+            member = group.members[member_id] = ClassicGroupMember(
                 member_id,
                 client_id,
                 client_host,
@@ -371,8 +371,8 @@ class ClassicGroups:
 
     def _replace_static(
         self,
-        group: Group,
-        old: Member,
+        group: ClassicGroup,
+        old: ClassicGroupMember,
         client_id: str,
         client_host: str,
         protocols: Sequence[tuple[str, bytes]],
@@ -383,7 +383,7 @@ class ClassicGroups:
         once with its generation (no rebalance: the other members never notice); otherwise the group
         rebalances as for any join."""
         fail(old, GroupRefusal(GroupCode.fenced_instance_id, "a newer member has its instance id"))
-        member = Member(
+        member = ClassicGroupMember(
             f"{old.instance_id}-{uuid.uuid4()}",
             client_id,
             client_host,
@@ -412,7 +412,13 @@ class ClassicGroups:
         self._maybe_complete(group, now_ms)
         return joining
 
-    def _replaced(self, group: Group, old: Member, member: Member, refusal: GroupRefusal | None) -> None:
+    def _replaced(
+        self,
+        group: ClassicGroup,
+        old: ClassicGroupMember,
+        member: ClassicGroupMember,
+        refusal: GroupRefusal | None,
+    ) -> None:
         """A static member's replacement was written (``refusal`` None): it is answered the group's
         generation; or not: the old member gets its place back and the new one the refusal, as Kafka
         reverts it. A rebalance begun meanwhile answers it instead."""
@@ -431,7 +437,7 @@ class ClassicGroups:
             group.leader = old.member_id
         fail(member, refusal)
 
-    def _prepare(self, group: Group, now_ms: int) -> None:
+    def _prepare(self, group: ClassicGroup, now_ms: int) -> None:
         longest = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         group.initial = None
         if group.state is GroupState.EMPTY:
@@ -444,7 +450,7 @@ class ClassicGroups:
                 member.syncing.set_exception(GroupRefusal(GroupCode.rebalance_in_progress))
             member.syncing = None
 
-    def _maybe_complete(self, group: Group, now_ms: int, ticked: bool = False) -> None:
+    def _maybe_complete(self, group: ClassicGroup, now_ms: int, ticked: bool = False) -> None:
         """End the join phase if every member joined or the rebalance timed out; a first rebalance
         ends only on a tick (``ticked``), once its initial delay passed with no new member."""
         if group.state is not GroupState.PREPARING_REBALANCE:
@@ -477,7 +483,7 @@ class ClassicGroups:
             member.last_seen_ms = now_ms
             _answer_join(group, member)
 
-    def _initial_delay_over(self, initial: InitialDelay, group: Group, now_ms: int) -> bool:
+    def _initial_delay_over(self, initial: InitialDelay, group: ClassicGroup, now_ms: int) -> bool:
         """Kafka's rule: when the delay is due and new members joined during it, wait
         ``min(delay, remaining)`` more, while the rebalance timeout lasts; else the first rebalance
         ends now."""
@@ -524,7 +530,9 @@ class ClassicGroups:
             self._write(group, lambda refusal: self._synced(group, generation, refusal, now_ms))
         return future
 
-    def _synced(self, group: Group, generation: int, refusal: GroupRefusal | None, now_ms: int) -> None:
+    def _synced(
+        self, group: ClassicGroup, generation: int, refusal: GroupRefusal | None, now_ms: int
+    ) -> None:
         """The leader's assignment was written (``refusal`` None) or not. Unless the group moved on
         meanwhile (a join began another rebalance, another coordinator took it), Stable and every
         waiting member answered its assignment; or each answered the refusal, and the group rebalances."""
@@ -583,7 +591,7 @@ class ClassicGroups:
             self._rebalance_after_loss(group, now_ms)
         return answers
 
-    def _rebalance_after_loss(self, group: Group, now_ms: int) -> None:
+    def _rebalance_after_loss(self, group: ClassicGroup, now_ms: int) -> None:
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             if group.members:
                 self._prepare(group, now_ms)
@@ -667,7 +675,7 @@ class ClassicGroups:
                 topics.update(decode_subscription(dict(member.protocols).get(chosen, b"")))
         return frozenset(topics)
 
-    def _known(self, name: str, now_ms: int) -> Group:
+    def _known(self, name: str, now_ms: int) -> ClassicGroup:
         group = self._current(name, now_ms)
         if group is None:
             raise GroupRefusal(GroupCode.unknown_member_id, f"group {name!r} has no members here")
@@ -714,28 +722,28 @@ class ClassicGroups:
                     self._current(name, now_ms)
 
 
-def _loaded(name: str, recorded: Recorded, now_ms: int) -> Group:
+def _loaded(name: str, recorded: Recorded, now_ms: int) -> ClassicGroup:
     """A group as the table holds it, run in ``recorded.term``: Stable with the members written at its
     last rebalance (each knowing only the protocol chosen, its sessions starting at ``now_ms``),
     PreparingRebalance with those left when it was written collecting joins after a loss, or Empty at
     its generation."""
     held = recorded.group
     if held is None:
-        return Group(name, term=recorded.term)
+        return ClassicGroup(name, term=recorded.term)
     if not held.classic_members:  # a protocol without members: a record of the release before
         protocol_type = held.protocol_type or None
         protocol = (held.assignor or None) if protocol_type else None
-        return Group(name, generation=held.generation, protocol_type=protocol_type, protocol=protocol,
+        return ClassicGroup(name, generation=held.generation, protocol_type=protocol_type, protocol=protocol,
                      term=recorded.term)  # fmt: skip
     members = {
-        m.member_id: Member(
+        m.member_id: ClassicGroupMember(
             m.member_id, m.client_id, m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
             ((held.assignor, m.subscription),), now_ms, m.instance_id, m.assignment,
         )
         for m in held.classic_members
     }  # fmt: skip
     leader = held.classic_leader if held.classic_leader in members else next(iter(members))
-    group = Group(
+    group = ClassicGroup(
         name,
         GroupState.STABLE,
         held.generation,
@@ -760,7 +768,7 @@ def _not_written(exc: RaftlogError) -> GroupRefusal:
     return GroupRefusal(GroupCode.coordinator_not_available, str(exc))
 
 
-def _vote(members: list[Member]) -> str:
+def _vote(members: list[ClassicGroupMember]) -> str:
     """The protocol every member supports that most members prefer (ties: the first member's order)."""
     common = set.intersection(*({p for p, _ in m.protocols} for m in members))
     votes = {name: 0 for name in common}
@@ -770,7 +778,7 @@ def _vote(members: list[Member]) -> str:
     return max(first, key=lambda p: (votes[p], -first.index(p)))
 
 
-def _partitions(group: Group, assignment: bytes) -> tuple[TopicPartition, ...]:
+def _partitions(group: ClassicGroup, assignment: bytes) -> tuple[TopicPartition, ...]:
     """The partitions a member's assignment names (consumers' groups only: another protocol's bytes are
     its own)."""
     if group.protocol_type != "consumer" or not assignment:
@@ -781,7 +789,7 @@ def _partitions(group: Group, assignment: bytes) -> tuple[TopicPartition, ...]:
         return ()
 
 
-def _answer_join(group: Group, member: Member, replaced: str = "") -> None:
+def _answer_join(group: ClassicGroup, member: ClassicGroupMember, replaced: str = "") -> None:
     """Resolve the member's join with the group's generation, protocol and leader; the leader also gets
     every member's metadata for the chosen protocol, to assign from. ``replaced``: the member is a static
     member that took the place of that member id in a Stable group without a rebalance; if it is the

@@ -63,7 +63,7 @@ class Joined:
 
 
 @dataclass(slots=True)
-class Member:
+class ClassicGroupMember:
     member_id: str
     client_id: str
     client_host: str
@@ -91,21 +91,21 @@ class InitialDelay:
 
 
 @dataclass(slots=True)
-class Group:
+class ClassicGroup:
     name: str
     state: GroupState = GroupState.EMPTY
     generation: int = 0
     protocol_type: str | None = None
     protocol: str | None = None
     leader: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # ids handed out (MEMBER_ID_REQUIRED) -> when
     rebalance_deadline_ms: int = 0
     # a rebalance that began from Empty: collecting its first members until then (``InitialDelay``)
     initial: InitialDelay | None = None
     term: int = 0  # the leader term of its ``__consumer_groups`` partition this node runs it in
 
-    def check_member(self, member_id: str, generation: int) -> Member:
+    def check_member(self, member_id: str, generation: int) -> ClassicGroupMember:
         member = self.members.get(member_id)
         if member is None:
             raise GroupRefusal(
@@ -117,7 +117,7 @@ class Group:
             )
         return member
 
-    def static(self, instance_id: str) -> Member | None:
+    def static(self, instance_id: str) -> ClassicGroupMember | None:
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
     def check_instance(self, member_id: str, instance_id: str | None) -> None:
@@ -137,7 +137,7 @@ class MemberIdRequired(GroupRefusal):
         self.member_id = member_id
 
 
-def fail(member: Member, error: GroupRefusal) -> None:
+def fail(member: ClassicGroupMember, error: GroupRefusal) -> None:
     for future in (member.joining, member.syncing):
         if future is not None and not future.done():
             future.set_exception(error)

@@ -36,8 +36,8 @@ from partitions.groups.group_commands import (
 from partitions.groups.group_model import (
     DEFAULT_READS,
     EMPTY_GROUP_RETENTION_MS,
+    ConsumerInstance,
     InstanceConfig,
-    Member,
     ReadConfig,
 )
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
@@ -46,8 +46,8 @@ from raftlog.consensus.errors import NotLeader
 from raftlog.storage import Log, LogConfig
 
 
-def member(instance_id: str, topics: tuple[str, ...] = ()) -> Member:
-    return Member(instance_id, "json", "earliest", 10_000, 5, topics)
+def member(instance_id: str, topics: tuple[str, ...] = ()) -> ConsumerInstance:
+    return ConsumerInstance(instance_id, "json", "earliest", 10_000, 5, topics)
 
 
 def test_codec_round_trips_every_command() -> None:
@@ -68,7 +68,7 @@ def test_read_configs_ride_in_joins_and_snapshots_and_older_ones_read_as_default
     reads = ReadConfig(
         fetch_min_bytes=-1, request_timeout_ms=250, auto_commit=True, auto_commit_interval_ms=0
     )
-    joined = Join("g", Member("a", "binary", "latest", 10_000, 5, (), reads), "range")
+    joined = Join("g", ConsumerInstance("a", "binary", "latest", 10_000, 5, (), reads), "range")
     assert decode(encode(joined)) == joined
     older = msgpack.packb([1, "g", "a", "json", "earliest", 10_000, 5, "range"])  # a join before ReadConfig
     before = decode(older)

@@ -29,7 +29,7 @@ from partitions.groups.group_model import (
     CLASSIC_MEMBER_BYTES_MAX,
     EMPTY_GROUP_RETENTION_MS,
     ClassicMember,
-    Member,
+    ConsumerInstance,
 )
 from partitions.groups.state import GroupChanged, GroupTable
 from partitions.replicas.state_machine import OffsetCommitted, OffsetDeleted, PartitionStateMachine
@@ -40,8 +40,8 @@ def _apply(table: GroupTable, command: object) -> object:
     return table.apply(encode(command))  # type: ignore[arg-type]
 
 
-def _member(name: str, host: str = "10.0.0.7") -> Member:
-    return Member(name, "json", "earliest", 10_000, 1, client_host=host)
+def _member(name: str, host: str = "10.0.0.7") -> ConsumerInstance:
+    return ConsumerInstance(name, "json", "earliest", 10_000, 1, client_host=host)
 
 
 def test_each_record_command_survives_its_codec() -> None:

@@ -26,7 +26,7 @@ from partitions.groups.errors import (
     UnknownMember,
 )
 from partitions.groups.group_commands import Committed, Forget, Join, ShareGroupRecord, decode, encode
-from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Member
+from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, ConsumerInstance
 from partitions.groups.share.coordinator import ShareGroupCoordinator
 from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember
 from partitions.groups.state import GroupTable
@@ -146,7 +146,7 @@ def test_a_coordinator_taking_over_goes_on_with_the_recorded_members_and_epoch()
 
 def test_one_group_one_protocol() -> None:
     table, clock = ShareTable(TOPICS), Clock()
-    member = Member("i", "binary", "earliest", 10_000, 0, ())
+    member = ConsumerInstance("i", "binary", "earliest", 10_000, 0, ())
     table.table.apply(encode(Join("http", member, "range", 10)))
     share = ShareGroupCoordinator(table, clock)
     with pytest.raises(NotConsumerGroup):
