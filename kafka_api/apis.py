@@ -144,18 +144,18 @@ class Api:
 
 async def api_versions(door: Door, request: wire.Request) -> Any:
     gate = door.node.metadata.features()
-    return versions_response(
-        request.api_version, ErrorCode.none, (gate.supported(), gate.levels(), gate.epoch())
-    )
+    return versions_response(request.api_version, ErrorCode.none, (*gate.advertised(), gate.epoch()))
 
 
 def versions_response(
-    version: int, error: ErrorCode, features: tuple[dict[str, int], dict[str, int], int] | None = None
+    version: int,
+    error: ErrorCode,
+    features: tuple[dict[str, tuple[int, int]], dict[str, int], int] | None = None,
 ) -> Any:
     """The ApiVersions answer at ``version`` (v0 for a version this listener does not speak, KIP-511).
-    ``features`` (v3 on: what ``kafka-features describe`` reads, KIP-584): the levels this node's code
-    supports, the cluster's finalized ones, and their epoch (the controller metadata's applied index, as
-    KRaft gives its metadata offset)."""
+    ``features`` (v3 on: what ``kafka-features describe`` reads, KIP-584): the range of levels this node's
+    code supports, the cluster's finalized ones, and their epoch (the controller metadata's applied index,
+    as KRaft gives its metadata offset)."""
     cls = wire.response_class(API_VERSIONS_KEY, version)
     entry = wire.sibling(cls, "ApiVersion")
     keys = tuple(
@@ -169,8 +169,8 @@ def versions_response(
         finalized_key = wire.sibling(cls, "FinalizedFeatureKey")
         extra = {
             "supported_features": tuple(
-                wire.build(supported_key, name=name, min_version=1, max_version=level)
-                for name, level in sorted(supported.items())
+                wire.build(supported_key, name=name, min_version=low, max_version=high)
+                for name, (low, high) in sorted(supported.items())
             ),
             "finalized_features_epoch": epoch,
             "finalized_features": tuple(

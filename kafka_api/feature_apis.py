@@ -1,5 +1,9 @@
 """UpdateFeatures (KIP-584, v0-2): ``kafka-features upgrade`` raising raftlog's own feature levels
 (``partitions.features``) through the controller leader, as ``raftlog cluster features upgrade`` does.
+Kafka's own features (``metadata.version``, ``group.version``, ``share.version``) follow ``raftlog.version``:
+an update asking the level the cluster is at changes nothing and succeeds, any other is refused naming the
+``raftlog.version`` that brings it (``features.check_kafka_update``); those raftlog has no level of
+(``kraft.version``, ``eligible.leader.replicas.version``, ``streams.version``) are refused with the reason.
 DescribeFeatures is Kafka's ApiVersions (``apis.api_versions``). A level is raised once every node runs code
 that supports it; a downgrade (any upgrade type: safe and unsafe downgrades included, since the formats of
 a finalized level may be on disk), level 0 (deleting a feature), an unknown feature or level are
@@ -17,7 +21,6 @@ from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import code_of
 from partitions import features
-from partitions.errors import FeatureUpdateRefused
 from partitions.metadata.service import AdminService
 from partitions.security.acls import AclOperation, ResourceType
 from raftlog.errors import RaftlogError
@@ -44,25 +47,29 @@ async def update_features(door: Door, request: wire.Request) -> Any:
     if not door.allows(AclOperation.ALTER, ResourceType.CLUSTER):
         refusal = str(door.refusal(AclOperation.ALTER, ResourceType.CLUSTER))
         return answer(ErrorCode.cluster_authorization_failed, refusal, {})
-    finalized = door.node.metadata.features().levels()
+    apply, refused = features.plan_updates(updates, door.node.metadata.features().levels())
+    if refused:
+        code = code_of(next(iter(refused.values())))
+        if request.api_version >= 2:  # one error for the request: every refusal named in it
+            message = "; ".join(str(refusal) for refusal in refused.values())
+            return answer(code, message, {})
+        per: dict[str, tuple[ErrorCode, str | None]] = {
+            name: (code, str(refused.get(name) or refused[""]))
+            if name in refused or "" in refused
+            else (ErrorCode.none, None)
+            for name, _ in updates
+        }
+        return answer(ErrorCode.none, None, per)
     try:
-        if len({name for name, _ in updates}) != len(updates):
-            raise FeatureUpdateRefused("", 0, "a feature named more than once in the request")
-        for name, level in updates:
-            if level < 1:
-                raise FeatureUpdateRefused(name, level, "a feature cannot be deleted (level 0)")
-            features.check_known(name, level)
-            if level < finalized.get(name, features.BASE_LEVEL):
-                features.check_upgrade(name, level, finalized, {})  # raises: a downgrade
         if not request.body.validate_only:
-            for name, level in updates:
+            for name, level in apply:
                 await door.node.cluster.admin.call(AdminService.update_feature, name, level)
     except RaftlogError as exc:
         code = code_of(exc)
         if request.api_version >= 2:
             return answer(code, str(exc), {})
         failed = getattr(exc, "feature", "")
-        per: dict[str, tuple[ErrorCode, str | None]] = {
+        per = {
             name: (code, str(exc)) if name == failed or not failed else (ErrorCode.none, None)
             for name, _ in updates
         }

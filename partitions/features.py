@@ -16,7 +16,7 @@ Pure: no I/O. ``docs/upgrades.md`` lists the formats, gated and not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from partitions.errors import FeatureUpdateRefused
@@ -166,6 +166,128 @@ TRANSACTION_PRINCIPAL = Format(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class KafkaFeature:
+    """One of Apache Kafka's own features as raftlog's levels give it: what Kafka's tools and clients read
+    (``kafka-features describe``) and name (``kafka-features upgrade``). It is no level of its own: it
+    follows ``raftlog.version``, whose level ``by_level`` maps to this feature's, and only changes with it."""
+
+    name: str
+    by_level: Mapping[int, int]  # raftlog.version level -> this feature's level
+    meaning: str
+    beyond: str = ""  # what Kafka's levels past the top give, which raftlog does not serve
+
+    def level(self, finalized: Mapping[str, int]) -> int:
+        return self.by_level[finalized_level(finalized, RAFTLOG_VERSION)]
+
+    def supported(self) -> tuple[int, int]:
+        """The least and the highest level this code gives the feature (a new cluster's and the top)."""
+        return min(self.by_level.values()), self.by_level[SUPPORTED[RAFTLOG_VERSION]]
+
+
+METADATA_VERSION = "metadata.version"
+GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
+KAFKA_FEATURES: Mapping[str, KafkaFeature] = {
+    feature.name: feature
+    for feature in (
+        # Kafka's MetadataVersion feature levels: 27 is 4.1-IV1 (Kafka 4.1, release 0.1.0's reference), 33
+        # 4.4-IV2 (Kafka 4.4.0's default): the Kafka release whose protocol the cluster's formats serve
+        KafkaFeature(
+            METADATA_VERSION,
+            {1: 27, 2: 33},
+            "the Kafka release whose protocol the cluster's formats serve: 4.1-IV1 at raftlog.version 1, "
+            "4.4-IV2 at 2",
+        ),
+        # 1 exactly where the cluster allows ``CONSUMER_GROUP`` (tests/partitions/test_features.py)
+        KafkaFeature(
+            GROUP_VERSION,
+            {1: 0, 2: 1},
+            "1: the consumer group protocol (KIP-848), whose groups raftlog.version 2 lets the table hold",
+        ),
+        # 1 exactly where the cluster allows ``SHARE_GROUPS``
+        KafkaFeature(
+            SHARE_VERSION,
+            {1: 0, 2: 1},
+            "1: share groups (KIP-932), whose records raftlog.version 2 lets a partition hold",
+            "share.version 2 (Kafka 4.4's dead-letter topics of share groups) is not served",
+        ),
+    )
+}
+"""Kafka's features a raftlog cluster has, each a view of ``raftlog.version``."""
+KAFKA_NOT_SERVED: Mapping[str, str] = {
+    "kraft.version": "raftlog's controller is a Raft group of its own, not KRaft: its voters change with "
+    "raftlog controller add and remove (RemoveRaftVoter on the Kafka door)",
+    "eligible.leader.replicas.version": "eligible leader replicas (KIP-966) are not served: a partition's "
+    "leader is elected by Raft among a majority of its replicas",
+    "streams.version": "streams groups (KIP-1071) are not served",
+}
+"""Kafka's features raftlog has no level of, each with the reason an update naming one is refused."""
+
+
+def kafka_levels(finalized: Mapping[str, int]) -> dict[str, int]:
+    """Kafka's features at the cluster's ``finalized`` levels, those at level 0 left out (as Kafka leaves a
+    feature at 0 out of the finalized ones)."""
+    levels = {name: feature.level(finalized) for name, feature in KAFKA_FEATURES.items()}
+    return {name: level for name, level in levels.items() if level > 0}
+
+
+def check_kafka_update(feature: str, level: int, finalized: Mapping[str, int]) -> None:
+    """An update of one of Kafka's features (``KAFKA_FEATURES``, ``KAFKA_NOT_SERVED``) to ``level``: allowed
+    when the cluster is there already (a no-op, as Kafka answers one), else FeatureUpdateRefused naming
+    the ``raftlog.version`` level that brings it, or why raftlog has no such level."""
+    if feature in KAFKA_NOT_SERVED:
+        raise FeatureUpdateRefused(feature, level, KAFKA_NOT_SERVED[feature])
+    kafka = KAFKA_FEATURES[feature]
+    current = kafka.level(finalized)
+    if level == current:
+        return
+    if level < current:
+        raise FeatureUpdateRefused(
+            feature,
+            level,
+            f"finalized at {current}: a downgrade is refused (the formats of {current} may be on disk)",
+        )
+    brings = [raftlog for raftlog, mapped in sorted(kafka.by_level.items()) if mapped == level]
+    if not brings:
+        shown = ", ".join(str(mapped) for mapped in sorted(set(kafka.by_level.values())))
+        beyond = f"; {kafka.beyond}" if kafka.beyond and level > kafka.supported()[1] else ""
+        raise FeatureUpdateRefused(feature, level, f"raftlog gives {feature} the levels {shown}{beyond}")
+    raise FeatureUpdateRefused(
+        feature,
+        level,
+        f"{feature} follows raftlog.version: level {level} comes with raftlog.version {brings[0]}, which "
+        f"kafka-features upgrade --feature raftlog.version={brings[0]} raises",
+    )
+
+
+def plan_updates(
+    updates: Sequence[tuple[str, int]], finalized: Mapping[str, int]
+) -> tuple[list[tuple[str, int]], dict[str, FeatureUpdateRefused]]:
+    """A request's updates (Kafka's UpdateFeatures), each checked: those to apply, raftlog's own features in
+    the request's order (each applied through ``check_upgrade`` on the controller), and the refusal of
+    each refused one; when any is refused, none is applied. Kafka's features are no-ops or refused
+    (``check_kafka_update``); a feature named twice refuses the request."""
+    refused: dict[str, FeatureUpdateRefused] = {}
+    if len({name for name, _ in updates}) != len(updates):
+        return [], {"": FeatureUpdateRefused("", 0, "a feature named more than once in the request")}
+    apply = []
+    for name, level in updates:
+        try:
+            if name in KAFKA_FEATURES or name in KAFKA_NOT_SERVED:
+                check_kafka_update(name, level, finalized)
+                continue
+            if level < 1:
+                raise FeatureUpdateRefused(name, level, "a feature cannot be deleted (level 0)")
+            check_known(name, level)
+            if level < finalized_level(finalized, name):
+                check_upgrade(name, level, finalized, {})  # raises: a downgrade
+            apply.append((name, level))
+        except FeatureUpdateRefused as refusal:
+            refused[name] = refusal
+    return apply, refused
+
+
 def release_levels(release: str) -> dict[str, int]:
     """The levels of every feature this code knows that a cluster formed at ``release`` starts at;
     FeatureUpdateRefused for a release this code cannot form."""
@@ -272,3 +394,11 @@ class Features:
     def levels(self) -> dict[str, int]:
         finalized = self._finalized()
         return {feature: finalized_level(finalized, feature) for feature in SUPPORTED}
+
+    def advertised(self) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+        """What a Kafka client is told (ApiVersions v3+, KIP-584, ``kafka-features describe``): each
+        feature's supported range and the finalized levels, raftlog's own and Kafka's as they follow
+        ``raftlog.version`` (``KAFKA_FEATURES``)."""
+        supported = {feature: (BASE_LEVEL, top) for feature, top in SUPPORTED.items()}
+        supported |= {name: kafka.supported() for name, kafka in KAFKA_FEATURES.items()}
+        return supported, self.levels() | kafka_levels(self._finalized())

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from waiting import wait_for
 
-from partitions.features import RAFTLOG_VERSION, SUPPORTED, TRANSACTION_VERSION
+from partitions.features import KAFKA_FEATURES, RAFTLOG_VERSION, SUPPORTED, TRANSACTION_VERSION
 from raftlog_client.local_cluster import LocalCluster
 from tests.kafka_reference.kafka_tools import KafkaTools, Outcome
 
@@ -44,15 +44,64 @@ def test_kafka_features_describe_shows_the_finalized_level(
             # "Feature: f<TAB>SupportedMinVersion: 1..." (Kafka 4.1's tool); 4.4's aligns the fields in spaces
             fields = dict(re.findall(r"(\w+): (\S+)", line))
             found[fields["Feature"]] = fields
-    # raftlog's own, and Kafka's transaction.version, whose level 2 Kafka's Java client reads (KIP-890)
-    assert sorted(found) == [RAFTLOG_VERSION, TRANSACTION_VERSION], described.output
-    for feature, fields in found.items():
+    # raftlog's own; Kafka's transaction.version, whose level 2 Kafka's Java client reads (KIP-890); and
+    # Kafka's features that follow raftlog.version, shown as Kafka's tool shows them (metadata.version as
+    # the release it names)
+    assert sorted(found) == sorted([RAFTLOG_VERSION, TRANSACTION_VERSION, *KAFKA_FEATURES]), described.output
+    for feature in (RAFTLOG_VERSION, TRANSACTION_VERSION):
+        fields = found[feature]
         assert (fields["SupportedMinVersion"], fields["SupportedMaxVersion"]) == (
             "1",
             str(SUPPORTED[feature]),
         )
         assert fields["FinalizedVersionLevel"] == str(SUPPORTED[feature])  # a new cluster: the newest
         assert int(fields["Epoch"]) > 0
+    shown = {
+        feature: (
+            fields["SupportedMinVersion"],
+            fields["SupportedMaxVersion"],
+            fields["FinalizedVersionLevel"],
+        )
+        for feature, fields in found.items()
+        if feature in KAFKA_FEATURES
+    }
+    assert shown == {
+        "metadata.version": ("4.1-IV1", "4.4-IV2", "4.4-IV2"),
+        "group.version": ("0", "1", "1"),
+        "share.version": ("0", "1", "1"),
+    }, described.output
+
+
+def test_kafka_features_that_follow_raftlog_version_upgrade_to_where_they_are_and_no_further(
+    kafka_cluster: LocalCluster, tools: KafkaTools
+) -> None:
+    """Kafka's tool names Kafka's features: asking the level the cluster is at succeeds and changes
+    nothing; a release's whole set (``--release-version``) is refused for the features raftlog has no
+    level of, each with its reason, and nothing changes."""
+
+    def features(*args: str) -> Outcome:
+        return tools.run("kafka-features", "--bootstrap-server", kafka_cluster.bootstrap_servers, *args)
+
+    def levels() -> list[str]:
+        described = features("describe")
+        assert described.status == 0, described.output
+        return [re.sub(r"Epoch: \S+", "", line) for line in described.lines() if line.startswith("Feature: ")]
+
+    before = levels()
+    there = features(
+        "upgrade", "--feature", "group.version=1", "--feature", "share.version=1", "--metadata", "4.4-IV2"
+    )
+    assert there.status == 0, there.output
+    assert "group.version was upgraded to 1." in there.output, there.output
+    down = features("downgrade", "--feature", "group.version=0")
+    assert down.status != 0 and "downgrade is refused" in down.output, down.output
+    release = features("upgrade", "--release-version", "4.4")
+    assert release.status != 0, release.output
+    for reason in ("KIP-966", "not KRaft", "KIP-1071"):
+        assert reason in release.output, release.output
+    dead_letters = features("upgrade", "--feature", "share.version=2")
+    assert dead_letters.status != 0 and "dead-letter" in dead_letters.output, dead_letters.output
+    assert levels() == before
 
 
 def test_kafka_features_upgrade_raises_to_what_every_node_supports_and_refuses_a_downgrade(

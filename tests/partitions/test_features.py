@@ -106,3 +106,46 @@ def test_the_gossiped_version_and_levels_and_the_previous_releases_reading() -> 
     assert _decode_as_0_1_0(blob)[:5] == (1, "http://h:1", "h:2", 3, [])
     old = encode_meta("http://h:1", "h:2", 3, {}, 1400)  # a node of 0.1.0 gossips no release
     assert decode_meta(old).release is None and decode_meta(old).supported is None
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_kafkas_features_follow_raftlog_version_and_the_gates_they_name(level: int) -> None:
+    finalized = {RAFTLOG_VERSION: level}
+    gate = Features(lambda: finalized)
+    shown = features.kafka_levels(finalized)
+    assert shown.get("group.version", 0) == int(gate.allows(features.CONSUMER_GROUP))
+    assert shown.get("share.version", 0) == int(gate.allows(features.SHARE_GROUPS))
+    assert shown["metadata.version"] == {1: 27, 2: 33}[level]  # Kafka's 4.1-IV1 and 4.4-IV2
+    supported, advertised = gate.advertised()
+    assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (27, 33)
+    assert supported[RAFTLOG_VERSION] == (1, features.SUPPORTED[RAFTLOG_VERSION])
+    assert advertised == {**gate.levels(), **shown}
+
+
+@pytest.mark.parametrize(
+    ("feature", "level", "words"),
+    [
+        ("group.version", 1, "comes with raftlog.version 2"),
+        ("metadata.version", 33, "comes with raftlog.version 2"),
+        ("metadata.version", 30, "the levels 27, 33"),
+        ("share.version", 2, "dead-letter"),
+        ("eligible.leader.replicas.version", 1, "KIP-966"),
+        ("kraft.version", 1, "not KRaft"),
+        ("streams.version", 1, "KIP-1071"),
+    ],
+)
+def test_an_update_of_kafkas_features_is_refused_unless_the_cluster_is_there(
+    feature: str, level: int, words: str
+) -> None:
+    at_0_1_0 = {RAFTLOG_VERSION: 1}
+    with pytest.raises(FeatureUpdateRefused, match=words):
+        features.check_kafka_update(feature, level, at_0_1_0)
+
+
+def test_an_update_of_kafkas_features_to_where_the_cluster_is_is_a_no_op_and_a_downgrade_refused() -> None:
+    at_0_2_0 = {RAFTLOG_VERSION: 2}
+    for feature, level in features.kafka_levels(at_0_2_0).items():
+        features.check_kafka_update(feature, level, at_0_2_0)  # no refusal: a no-op
+    with pytest.raises(FeatureUpdateRefused, match="downgrade is refused"):
+        features.check_kafka_update("group.version", 0, at_0_2_0)
+    assert "group.version" not in features.kafka_levels({RAFTLOG_VERSION: 1})  # level 0: left out
