@@ -4,8 +4,9 @@ removed). Admin endpoints: the admin token, or with ACLs enforced a user who may
 list) the cluster.
 
 An ACL in JSON is Kafka's binding with names for its codes, in any case: ``{"resource_type": "topic" |
-"group" | "cluster" | "transactional_id" | "user" | "subject" | "registry", "name", "pattern_type":
-"literal" | "prefixed", "principal": "User:alice" | "User:*", "host", "operation": "read" | "write" | ...,
+"group" | "cluster" | "transactional_id" | "delegation_token" | "user" | "subject" | "registry", "name",
+"pattern_type": "literal" | "prefixed", "principal": "User:alice" | "User:*", "host", "operation": "read" |
+"write" | ...,
 "permission": "allow" | "deny"}`` (``pattern_type`` literal, ``host`` ``*`` and ``permission`` allow by
 default; the cluster is named ``kafka-cluster`` and the registry ``schema-registry``, the name of either
 may be left out). ``subject`` and ``registry`` are the schema registry's (as Redpanda's), which Kafka's

@@ -242,8 +242,8 @@ APIS: dict[int, Api] = {
         Api(40, "ExpireDelegationToken", 1, 2, expire_delegation_token,
             "SASL, not a token; the token's owner or a renewer"),
         Api(41, "DescribeDelegationToken", 1, 3, describe_delegation_token,
-            "SASL, not a token; its owner, requester or a renewer, or DESCRIBE_TOKENS on its owner's User "
-            "resource"),
+            "SASL, not a token; its owner, requester or a renewer, DESCRIBE on the token (by its id), or "
+            "DESCRIBE_TOKENS on its owner's User resource"),
         Api(60, "DescribeCluster", 0, 2, describe_cluster, "none"),
         Api(65, "DescribeTransactions", 0, 0, describe_transactions,
             "DESCRIBE transactional id (topics shown: DESCRIBE topic)"),

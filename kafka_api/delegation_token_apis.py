@@ -13,8 +13,9 @@ and renewers are users (INVALID_PRINCIPAL_TYPE else); the owner must be a user o
 ``delegation.token.max.lifetime.ms`` and ``delegation.token.expiry.time.ms``); a request may ask for less.
 Renew and expire find the token by its HMAC and are for its owner and renewers
 (DELEGATION_TOKEN_OWNER_MISMATCH else); Describe answers the tokens the caller owns, requested or may
-renew, and those of each owner whose User resource it may DESCRIBE_TOKENS (a super user: every token),
-with their HMACs, as Kafka does. Past the caps on tokens (per owner, in the cluster) a creation is
+renew, each token it may DESCRIBE (an ACL on the DelegationToken resource named by the token's id), and
+those of each owner whose User resource it may DESCRIBE_TOKENS (a super user: every token), with their
+HMACs, as Kafka does. Past the caps on tokens (per owner, in the cluster) a creation is
 answered POLICY_VIOLATION.
 """
 
@@ -183,6 +184,8 @@ async def describe_delegation_token(door: Door, request: wire.Request) -> Any:
 
     def may_see(token: DelegationToken) -> bool:
         if everyone or token.may_describe(user):
+            return True
+        if door.allows(AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token.token_id):
             return True
         if token.owner not in owners_seen:
             owner = f"User:{token.owner}"

@@ -84,8 +84,9 @@ REGISTRY_ACLS = Format(
     2,
 )
 USER_ACLS = Format(
-    "controller commands CreateAcls / DeleteAcls naming the User resource type (7) or the operations "
-    "CreateTokens (13) and DescribeTokens (14) of KIP-373, and such ACLs in the controller snapshot",
+    "controller commands CreateAcls / DeleteAcls naming the User (7) or DelegationToken (6) resource type or "
+    "the operations CreateTokens (13) and DescribeTokens (14) of KIP-373, and such ACLs in the controller "
+    "snapshot",
     RAFTLOG_VERSION,
     2,
 )

@@ -1,13 +1,15 @@
 """``raftlog acl create|list|delete``: who may do what on a cluster serving with ``--enforce-acls``
 (``/v1/acls``; Kafka's admin clients see the same ACLs). A principal is ``User:NAME`` or ``User:*`` (a bare
 name means ``User:NAME``); a resource is ``--topic NAME``, ``--group NAME``, ``--transactional-id NAME``,
-``--user-principal USER`` (whose delegation tokens another user may make or see) or ``--cluster``, ``*``
+``--user-principal USER`` (whose delegation tokens another user may make or see), ``--delegation-token ID``
+(a token another user may see) or ``--cluster``, ``*``
 for every one of its type, ``--prefixed`` for the names that start with NAME.
 
     raftlog acl create alice --topic orders --operation write --operation read
     raftlog acl create User:* --topic logs- --prefixed --operation read
     raftlog acl create payments --transactional-id payments- --prefixed --operation write
     raftlog acl create spark-jobs --user-principal alice --operation create_tokens
+    raftlog acl create auditor --delegation-token Ju6x0XgOQmqnGh7B5sFhMg --operation describe
     raftlog acl list --principal alice
     raftlog acl delete --principal alice --topic orders --operation write
 """
@@ -66,6 +68,8 @@ def _resource(args: argparse.Namespace) -> tuple[str | None, str | None]:
         return "transactional_id", args.transactional_id
     if args.user_principal is not None:
         return "user", principal(args.user_principal)
+    if args.delegation_token is not None:
+        return "delegation_token", args.delegation_token
     if args.cluster:
         return "cluster", CLUSTER
     return None, None
@@ -82,6 +86,9 @@ def _resource_options(parser: argparse.ArgumentParser, required: bool) -> None:
         "--user-principal", metavar="USER",
         help="a user whose delegation tokens others may make (create_tokens) or see (describe_tokens)",
     )  # fmt: skip
+    which.add_argument(
+        "--delegation-token", metavar="ID", help="a delegation token, by its id, others may see (describe)"
+    )
     which.add_argument("--cluster", action="store_true", help="the cluster (creating topics, managing ACLs)")
 
 

@@ -31,9 +31,10 @@ from partitions.security.users import ScramCredential
 from raftlog.errors import InvariantViolation
 
 
-def _names_user_codes(kind: ResourceType, operation: Operation) -> bool:
-    """Whether an ACL or a filter names a code of KIP-373's that release 0.1.0 does not know."""
-    return kind is ResourceType.USER or operation in TOKEN_OPERATIONS
+def _names_token_codes(kind: ResourceType, operation: Operation) -> bool:
+    """Whether an ACL or a filter names a code of delegation tokens' that release 0.1.0 does not know:
+    KIP-373's User type and its operations, or the DelegationToken type."""
+    return kind in (ResourceType.USER, ResourceType.DELEGATION_TOKEN) or operation in TOKEN_OPERATIONS
 
 
 class SecurityRecords:
@@ -69,8 +70,8 @@ class SecurityRecords:
         self._check_registry_acls(binding.resource_type for binding in bindings)
         self._refuse_below(
             features.USER_ACLS,
-            "an ACL of a User resource or of its tokens (KIP-373)",
-            any(_names_user_codes(b.resource_type, b.operation) for b in bindings),
+            "an ACL of a User resource or of its tokens (KIP-373), or of a delegation token",
+            any(_names_token_codes(b.resource_type, b.operation) for b in bindings),
         )
         result = await self._frontend.propose(CreateAcls(tuple(bindings)))
         if not isinstance(result, tuple):
@@ -78,12 +79,13 @@ class SecurityRecords:
         return list(result)
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
-        """What each filter removed. Below ``USER_ACLS`` a filter naming the User type or a token operation
+        """What each filter removed. Below ``USER_ACLS`` a filter naming the User or DelegationToken type or a
+        token operation
         removes nothing and is not proposed (no such ACL can exist before the level, and a node of 0.1.0
         could not decode it): Kafka's DeleteAcls of every type names the User type too."""
         self._check_registry_acls(acl_filter.resource_type for acl_filter in filters)
         readable = self._allows(features.USER_ACLS)
-        kept = [readable or not _names_user_codes(f.resource_type, f.operation) for f in filters]
+        kept = [readable or not _names_token_codes(f.resource_type, f.operation) for f in filters]
         sent = tuple(f for f, keep in zip(filters, kept, strict=True) if keep)
         result = await self._frontend.propose(DeleteAcls(sent)) if sent or not filters else ()
         if not isinstance(result, tuple) or len(result) != len(sent):

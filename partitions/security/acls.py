@@ -53,6 +53,7 @@ class ResourceType(enum.IntEnum):
     GROUP = 3
     CLUSTER = 4
     TRANSACTIONAL_ID = 5  # a transactional producer's id (Kafka's transactional.id)
+    DELEGATION_TOKEN = 6  # a delegation token, named by its id: who may DESCRIBE it besides its owner
     USER = 7  # a user, named as a principal (User:alice): who may make or see its delegation tokens
     SUBJECT = 100  # a schema registry subject (Redpanda's sr_subject; not on Kafka's wire)
     REGISTRY = 101  # the schema registry's global config, mode and listings (Redpanda's sr_registry)
@@ -65,6 +66,7 @@ KAFKA_RESOURCE_TYPES = frozenset(
         ResourceType.GROUP,
         ResourceType.CLUSTER,
         ResourceType.TRANSACTIONAL_ID,
+        ResourceType.DELEGATION_TOKEN,
         ResourceType.USER,
     }
 )
@@ -156,6 +158,7 @@ VALID_OPERATIONS: Mapping[ResourceType, frozenset[Operation]] = MappingProxyType
         ResourceType.GROUP: frozenset({Operation.ALL, Operation.READ, Operation.DELETE, Operation.DESCRIBE}),
         ResourceType.TRANSACTIONAL_ID: frozenset({Operation.ALL, Operation.WRITE, Operation.DESCRIBE}),
         ResourceType.USER: frozenset({Operation.ALL, Operation.CREATE_TOKENS, Operation.DESCRIBE_TOKENS}),
+        ResourceType.DELEGATION_TOKEN: frozenset({Operation.ALL, Operation.DESCRIBE}),
         ResourceType.SUBJECT: _REGISTRY_OPERATIONS,
         ResourceType.REGISTRY: _REGISTRY_OPERATIONS,
         ResourceType.CLUSTER: frozenset(

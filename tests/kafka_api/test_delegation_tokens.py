@@ -319,6 +319,36 @@ def test_a_user_acl_lets_another_user_make_or_see_an_owners_tokens(
         raw.close()
 
 
+def test_an_acl_on_one_token_lets_another_user_see_that_token_and_no_other(
+    cluster: LocalCluster, tmp_path: pathlib.Path
+) -> None:
+    """DESCRIBE on a DelegationToken resource, named by the token's id and made with Kafka's own
+    ``kafka-acls --delegation-token``: a user who neither owns nor renews the token sees it, and not its
+    owner's other token (Kafka's ``DelegationTokenManager.filterToken``)."""
+    for name in ("keeper", "watcher"):
+        make_user(cluster, name, f"{name}'s password")
+    keeper = logged_in(cluster, "keeper", "keeper's password")
+    watcher = logged_in(cluster, "watcher", "watcher's password", node="n2")
+    shown, hidden = create(keeper), create(keeper)
+    assert describe(watcher).tokens == ()
+    admin = java_config(tmp_path, cluster, cluster.security["user"], cluster.security["password"])
+    added = kafka_tool("org.apache.kafka.tools.AclCommand", cluster, admin, "--add", "--allow-principal",
+                       "User:watcher", "--operation", "Describe",
+                       "--delegation-token", shown.token_id)  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    listed = kafka_tool("org.apache.kafka.tools.AclCommand", cluster, admin, "--list", "--delegation-token",
+                        shown.token_id)  # fmt: skip
+    assert f"resourceType=DELEGATION_TOKEN, name={shown.token_id}, patternType=LITERAL" in listed.stdout, (
+        listed.stdout
+    )
+    wait_for(lambda: [t.token_id for t in describe(watcher).tokens] == [shown.token_id],
+             "the watcher sees the one token", PATIENCE_S)  # fmt: skip
+    assert hidden.token_id in [t.token_id for t in describe(keeper).tokens]
+    assert renew(watcher, shown.hmac, -1).error_code is ErrorCode.delegation_token_owner_mismatch  # seen only
+    for raw in (keeper, watcher):
+        raw.close()
+
+
 def test_an_expired_token_logs_in_nowhere_and_its_connection_is_cut(cluster: LocalCluster) -> None:
     make_user(cluster, "brief", "brief's password")
     raw = logged_in(cluster, "brief", "brief's password")

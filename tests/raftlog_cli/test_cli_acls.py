@@ -111,6 +111,13 @@ async def test_grant_list_and_revoke_through_the_command(
     assert code == 0 and [(a["resource_type"], a["name"]) for a in json.loads(out)] == [
         ("user", "User:alice")
     ]
+    # who may see one delegation token besides its owner: the token, named by its id
+    code, out, _ = await run(
+        capsys, "acl", "create", "watcher", "--delegation-token", "Ju6x0Xg", "--operation", "describe", *auth
+    )
+    assert code == 0 and "User:watcher  describe   delegation_token  Ju6x0Xg  literal  *" in out, out
+    code, out, _ = await run(capsys, "acl", "delete", "--delegation-token", "Ju6x0Xg", "--json", *auth)
+    assert code == 0 and [a["resource_type"] for a in json.loads(out)] == ["delegation_token"]
 
     code, out, _ = await run(capsys, "acl", "delete", "--principal", "alice", "--operation", "write", *auth)
     assert code == 0 and out.startswith("deleted 1 ACL(s)")

@@ -179,6 +179,20 @@ def test_a_user_acl_or_a_token_operation_is_proposed_only_once_every_node_can_re
     assert int(command.bindings[0].operation) == 13
 
 
+def test_a_delegation_token_acl_waits_for_the_same_level_and_crosses_the_log_as_code_6() -> None:
+    on_token = acl("Ju6x0XgOQmqnGh7B5sFhMg", "describe", "User:watcher", kind="delegation_token")
+    old = LeaderAtLevel(1, _nothing_done)  # release 0.1.0 knows no code 6
+    with pytest.raises(FeatureNotFinalized, match=r"or of a delegation token .*raftlog\.version"):
+        asyncio.run(SecurityRecords(old).create_acls([on_token]))  # type: ignore[arg-type]
+    tokens = AclFilter.of(resource_type="delegation_token")
+    assert asyncio.run(SecurityRecords(old).delete_acls([tokens])) == [[]]  # type: ignore[arg-type]
+    assert old.proposed == []
+    new = LeaderAtLevel(2, _nothing_done)
+    asyncio.run(SecurityRecords(new).create_acls([on_token]))  # type: ignore[arg-type]
+    command = decode(encode(CreateAcls((on_token,))))
+    assert new.proposed == [command] and int(command.bindings[0].resource_type) == 6
+
+
 def test_a_registry_acl_crosses_the_controller_log_and_snapshot_as_its_code() -> None:
     held = (
         acl("orders-", kind="subject", pattern="prefixed"),

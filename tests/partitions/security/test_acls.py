@@ -125,6 +125,20 @@ def test_a_user_resource_takes_kafka_s_token_operations_by_code_7() -> None:
         AclBinding.of("user", "User:alice", "literal", "User:bob", "*", "read", "allow")
 
 
+def test_a_delegation_token_resource_takes_describe_by_code_6() -> None:
+    token = ResourceType.DELEGATION_TOKEN
+    assert VALID_OPERATIONS[token] == {Operation.ALL, Operation.DESCRIBE}
+    by_code = AclBinding.of(
+        6, "Ju6x0XgOQmqnGh7B5sFhMg", "literal", "User:bob", "*", 8, "allow"
+    )  # kafka-acls'
+    assert by_code.to_json()["resource_type"] == "delegation_token"
+    authorizer = Authorizer([by_code])
+    assert authorizer.allows("User:bob", "h", Operation.DESCRIBE, token, "Ju6x0XgOQmqnGh7B5sFhMg")
+    assert not authorizer.allows("User:bob", "h", Operation.DESCRIBE, token, "another-token-id")
+    with pytest.raises(InvalidAcl, match="a delegation_token takes all, describe"):
+        AclBinding.of("delegation_token", "id", "literal", "User:bob", "*", "read", "allow")
+
+
 def test_a_deny_of_describe_does_not_deny_read_as_kafka_decides() -> None:
     authorizer = Authorizer(
         [acl(operation=Operation.READ), acl(operation=Operation.DESCRIBE, permission=DENY)]
