@@ -329,10 +329,13 @@ class KafkaCluster:
 
 class KafkaAdmin:
     """The admin side of ``KafkaTarget`` against Apache Kafka: topics created with replication factor 3
-    (waiting until each partition has a leader and three in-sync replicas) and deleted after the phase."""
+    (waiting until each partition has a leader and three in-sync replicas) and deleted after the phase.
+    ``system``: whose brokers these are, as its progress lines name them (the Kafka tools' benchmark
+    creates raftlog's topics the same way)."""
 
-    def __init__(self, bootstrap_servers: str, fetch_bytes: int) -> None:
+    def __init__(self, bootstrap_servers: str, fetch_bytes: int, system: str = "kafka") -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.system = system
         self.fetch_bytes = fetch_bytes  # a consumer's fetch size, as raftlog's reader is given
         self._topic: str | None = None
         self._admin: object | None = None
@@ -364,10 +367,12 @@ class KafkaAdmin:
 
         while not await asyncio.to_thread(settled):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"kafka: {layout.name} has no leaders with 3 in-sync replicas after 60 s")
+                raise RuntimeError(
+                    f"{self.system}: {layout.name} has no leaders with 3 in-sync replicas after 60 s"
+                )
             await asyncio.sleep(0.2)
         took = time.monotonic() - started
-        print(f"kafka: {layout.name} created and led in {took:.2f} s", file=sys.stderr, flush=True)
+        print(f"{self.system}: {layout.name} created and led in {took:.2f} s", file=sys.stderr, flush=True)
 
     async def delete(self) -> None:
         from confluent_kafka.admin import AdminClient
