@@ -51,7 +51,6 @@ from raftlog.storage.errors import InvalidConfig
 
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 2, 4, 8
 # Kafka's ConfigSource and ConfigType codes
-SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
 SOURCE_LOGGER = 6  # DYNAMIC_BROKER_LOGGER_CONFIG
 TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 SET, DELETE = 0, 1
@@ -93,6 +92,7 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
     result_cls = wire.sibling(cls, "CreatableTopicResult")
     config_cls = wire.sibling(cls, "CreatableTopicConfigs", missing_ok=True)  # v5 on
     timeout_ms = wire.millis(body.timeout)  # how long the controller may take (``ChangeTime``)
+    defaults: list[dict[str, str]] = []  # the cluster's defaults of log configs, read once for the answers
 
     async def create(topic: Any) -> Any:
         partitions = topic.num_partitions if topic.num_partitions > 0 else door.topic_defaults.partitions
@@ -132,13 +132,21 @@ async def create_topics(door: Door, request: wire.Request) -> Any:
                     **({} if assignment is None else {"assignment": assignment}),
                 )
         code, message = caught.code, caught.message
-        settings = describe_topic(stored, factor) if code is ErrorCode.none else None
+        settings, config_code = None, ErrorCode.none
+        if code is ErrorCode.none and config_cls is not None:
+            # the topic is made: a failed read of the cluster's defaults leaves its configs unanswered,
+            # with the error in topic_config_error_code, as the field is for
+            with Caught() as unread:
+                if not defaults:
+                    defaults.append(await resource_configs.topic_log_defaults(door))
+                settings = describe_topic(stored, factor, cluster_defaults=defaults[0])
+            config_code = unread.code
         return wire.build(
             result_cls,
             name=topic.name,
             error_code=code,
             error_message=message,
-            topic_config_error_code=ErrorCode.none,
+            topic_config_error_code=config_code,
             num_partitions=(created.partitions if created else partitions) if code is ErrorCode.none else -1,
             replication_factor=(len(created.replicas[0]) if created else factor)
             if code is ErrorCode.none
@@ -222,7 +230,7 @@ def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[An
             name=entry.name,
             value=entry.value,
             read_only=entry.read_only,
-            config_source=SOURCES[entry.source],
+            config_source=resource_configs.SOURCES[entry.source],
             is_sensitive=False,
         )
         for entry in settings
@@ -374,7 +382,10 @@ async def describe_configs(door: Door, request: wire.Request) -> Any:
                 )
                 factor = len(topic.replicas[0]) if topic.replicas else 1
                 throttles = await resource_configs.topic_throttles(door, resource.resource_name)
-                described = describe_topic(topic.configs, factor, resource.configuration_keys, throttles)
+                defaults = await resource_configs.topic_log_defaults(door)
+                described = describe_topic(
+                    topic.configs, factor, resource.configuration_keys, throttles, defaults
+                )
                 entries = tuple(_entry(entry_cls, entry, synonyms) for entry in described)
             code, message = caught.code, caught.message
         elif resource.resource_type == BROKER_RESOURCE:
@@ -426,10 +437,10 @@ def _entry(entry_cls: Any, entry: ConfigEntry, synonyms: bool) -> Any:
         value=entry.value,
         read_only=entry.read_only,
         is_default=entry.is_default,
-        config_source=SOURCES[entry.source],
+        config_source=resource_configs.SOURCES[entry.source],
         is_sensitive=False,
         synonyms=tuple(
-            wire.build(synonym_cls, name=s.name, value=s.value, source=SOURCES[s.source])
+            wire.build(synonym_cls, name=s.name, value=s.value, source=resource_configs.SOURCES[s.source])
             for s in entry.synonyms
         )
         if synonyms and synonym_cls is not None

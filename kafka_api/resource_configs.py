@@ -19,6 +19,7 @@ from kafka_api.door import Door
 from partitions.errors import InvalidConfigRequest
 from partitions.metadata.service import AdminService
 from partitions.resource_configs import BROKER, CLIENT_METRICS, GROUP, KEYS, TOPIC, Described, describe, items
+from partitions.resource_configs import topic_log_defaults as topic_log_defaults_of
 from partitions.security.acls import ResourceType
 
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 2, 4, 8
@@ -104,6 +105,12 @@ async def describe_throttles(door: Door, name: str, keys: tuple[str, ...] | None
 
 async def topic_throttles(door: Door, topic: str) -> Mapping[str, str]:
     return await stored(door, TOPIC, topic)
+
+
+async def topic_log_defaults(door: Door) -> dict[str, str]:
+    """The cluster's defaults of topics' log configs, by topic config (``kafka-configs --entity-type
+    brokers --entity-default``)."""
+    return topic_log_defaults_of((await of_kind(door, BROKER)).get("", {}))
 
 
 def changes(configs: Any, kind: str, current: Mapping[str, str]) -> dict[str, str | None]:

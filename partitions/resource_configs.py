@@ -1,8 +1,9 @@
 """Configs of resources other than a topic's log, as Kafka stores them in its metadata and the controller
 replicates them here (``controller.resource_configs``): client metrics subscriptions (KIP-714), group
-configs (KIP-848, KIP-932), a broker's dynamic replication throttles, and a topic's throttled-replica
-lists. Pure: which keys each kind has, their types and defaults, Kafka's validation with Kafka's words and
-error codes, and how DescribeConfigs describes them.
+configs (KIP-848, KIP-932), a broker's dynamic replication throttles, the cluster's defaults of topics'
+log configs (``CLUSTER_LOG_DEFAULTS``), and a topic's throttled-replica lists. Pure: which keys each kind
+has, their types and defaults, Kafka's validation with Kafka's words and error codes, and how
+DescribeConfigs describes them.
 
 A *resource* is (kind, name): ``client-metrics`` and a subscription's name; ``group`` and a group id;
 ``broker`` and a broker id (``""``: the cluster-wide default, Kafka's ``<default>``); ``topic`` and a
@@ -21,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidConfigRequest, InvalidResourceConfig
+from raftlog.storage.config import LogConfig
+from raftlog.storage.errors import InvalidConfig
 
 CLIENT_METRICS, GROUP, BROKER, TOPIC = "client-metrics", "group", "broker", "topic"
 KINDS = (CLIENT_METRICS, GROUP, BROKER, TOPIC)
@@ -105,6 +108,17 @@ GROUP_KEYS: Mapping[str, Key] = {
 }
 STREAMS_ASSIGNORS = ("sticky",)  # Kafka's registered task assignors (group.streams.assignors)
 
+# The cluster's defaults of topics' log configs (Kafka's dynamic broker configs set with ``kafka-configs
+# --entity-type brokers --entity-default``): broker config -> the topic config it is the default of. Only
+# the cluster's default takes them: every replica of a partition keeps the same records, so a log config
+# cannot differ between brokers as Kafka's per-broker ones may.
+CLUSTER_LOG_DEFAULTS: Mapping[str, str] = {
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "message.max.bytes": "max.message.bytes",
+}
+_LOG_DEFAULTS = LogConfig().to_properties()
+
 KEYS: Mapping[str, Mapping[str, Key]] = {
     CLIENT_METRICS: {
         INTERVAL_MS: Key("INT", str(INTERVAL_MS_DEFAULT)),
@@ -116,6 +130,10 @@ KEYS: Mapping[str, Mapping[str, Key]] = {
         FOLLOWER_RATE: Key("LONG", str(LONG_MAX)),
         LEADER_RATE: Key("LONG", str(LONG_MAX)),
         ALTER_LOG_DIRS_RATE: Key("LONG", str(LONG_MAX)),
+        **{
+            broker: Key("INT" if topic == "max.message.bytes" else "LONG", str(_LOG_DEFAULTS[topic]))
+            for broker, topic in CLUSTER_LOG_DEFAULTS.items()
+        },
     },
     TOPIC: {FOLLOWER_REPLICAS: Key("LIST", ""), LEADER_REPLICAS: Key("LIST", "")},
 }
@@ -156,8 +174,12 @@ def validate(kind: str, name: str, after: Mapping[str, str], before: Mapping[str
             if key not in KEYS[BROKER]:
                 raise InvalidResourceConfig(
                     f"{key}: not a dynamic broker config of raftlog, whose brokers change only their "
-                    "replication throttles at run time (docs/kafka-compatibility.md)"
+                    "replication throttles and the cluster's defaults of topics' "
+                    f"{', '.join(CLUSTER_LOG_DEFAULTS)} at run time (docs/kafka-compatibility.md)"
                 )
+            if key in CLUSTER_LOG_DEFAULTS:
+                _check_log_default(name, key, value)
+                continue
             if _int(key, value, "LONG") < 0:
                 raise InvalidResourceConfig(
                     f"Invalid value {value} for configuration {key}: Value must be at least 0"
@@ -167,6 +189,29 @@ def validate(kind: str, name: str, after: Mapping[str, str], before: Mapping[str
             if key not in KEYS[TOPIC]:
                 raise InvalidResourceConfig(f"{key} is not a topic's throttled-replica list")
             _check_replica_list(key, value)
+
+
+def _check_log_default(name: str, key: str, value: str) -> None:
+    if name:
+        raise InvalidResourceConfig(
+            f"{key} is the cluster's, not broker {name}'s: a partition's replicas keep the same records, so "
+            "its log configs cannot differ between brokers (set it with --entity-default)"
+        )
+    _int(key, value, KEYS[BROKER][key].kind)
+    try:
+        LogConfig.from_properties({CLUSTER_LOG_DEFAULTS[key]: value})
+    except InvalidConfig as error:
+        raise InvalidResourceConfig(f"Invalid value {value} for configuration {key}: {error}") from None
+
+
+def topic_log_defaults(cluster_default: Mapping[str, str]) -> dict[str, str]:
+    """The defaults of topics' log configs the cluster's broker default sets (topic config -> value): a
+    topic takes each where it sets none of its own."""
+    return {
+        topic: cluster_default[broker]
+        for broker, topic in CLUSTER_LOG_DEFAULTS.items()
+        if broker in cluster_default
+    }
 
 
 def _validate_client_metrics(name: str, after: Mapping[str, str], before: Mapping[str, str]) -> None:

@@ -15,11 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from partitions.resource_configs import CLUSTER_LOG_DEFAULTS
 from raftlog.storage.config import PROPERTY_FIELDS, LogConfig
 from raftlog.storage.errors import InvalidConfig
 
 LONG_MAX = 2**63 - 1
-Source = Literal["DYNAMIC_TOPIC_CONFIG", "DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"]
+Source = Literal[
+    "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"
+]
 Kind = Literal["BOOLEAN", "STRING", "INT", "LONG", "DOUBLE", "LIST"]
 
 # Kafka 4.1's topic configs: name -> (type, the broker config it falls back to, or None)
@@ -135,11 +138,16 @@ def describe_topic(
     replication_factor: int,
     keys: tuple[str, ...] | None = None,
     throttles: Mapping[str, str] | None = None,
+    cluster_defaults: Mapping[str, str] | None = None,
 ) -> list[ConfigEntry]:
     """Every config of a topic with those configs set on it (``keys``: only those), in name order;
-    ``throttles``: its throttled-replica lists (``partitions.resource_configs``)."""
+    ``throttles``: its throttled-replica lists; ``cluster_defaults``: the cluster's defaults of topics'
+    log configs, by topic config (``partitions.resource_configs.topic_log_defaults``), described as Kafka
+    describes a dynamic broker default."""
     throttles = throttles or {}
-    effective = LogConfig.from_properties(set_on_topic).to_properties()
+    cluster_defaults = cluster_defaults or {}
+    base = LogConfig.from_properties(cluster_defaults) if cluster_defaults else None
+    effective = LogConfig.from_properties(set_on_topic, base).to_properties()
     set_on_topic = {**set_on_topic, **throttles}
     defaults = LogConfig().to_properties()
     entries = []
@@ -156,10 +164,21 @@ def describe_topic(
         else:
             value = default = READ_ONLY[name]
             read_only = True
-        source: Source = "DYNAMIC_TOPIC_CONFIG" if name in set_on_topic else "DEFAULT_CONFIG"
+        source: Source = (
+            "DYNAMIC_TOPIC_CONFIG"
+            if name in set_on_topic
+            else "DYNAMIC_DEFAULT_BROKER_CONFIG"
+            if name in cluster_defaults
+            else "DEFAULT_CONFIG"
+        )
         synonyms = []
         if name in set_on_topic:
             synonyms.append(Synonym(name, render(value), "DYNAMIC_TOPIC_CONFIG"))
+        if broker_name is not None and name in cluster_defaults:
+            cluster_value = render(
+                LogConfig.from_properties({name: cluster_defaults[name]}).to_properties()[name]
+            )
+            synonyms.append(Synonym(broker_name, cluster_value, "DYNAMIC_DEFAULT_BROKER_CONFIG"))
         if broker_name is not None:
             synonyms.append(Synonym(broker_name, render(default), "DEFAULT_CONFIG"))
         entries.append(ConfigEntry(name, render(value), kind, source, read_only, tuple(synonyms)))
@@ -241,6 +260,8 @@ def describe_broker(keys: tuple[str, ...] | None = None) -> list[ConfigEntry]:
     entries = []
     for name, (kind, broker_name) in sorted(KAFKA_TOPIC_CONFIGS.items(), key=lambda item: str(item[1][1])):
         if broker_name is None or (keys is not None and broker_name not in keys):
+            continue
+        if broker_name in CLUSTER_LOG_DEFAULTS:  # dynamic: described with the cluster's defaults
             continue
         value = render(defaults.get(name, 1))  # min.insync.replicas: 1 for a topic of one replica
         entries.append(ConfigEntry(broker_name, value, kind, "DEFAULT_CONFIG", True, ()))

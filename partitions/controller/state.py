@@ -22,6 +22,7 @@ from typing import Any
 
 import msgpack
 
+from partitions import resource_configs
 from partitions.controller import acls as controller_acls
 from partitions.controller import delegation_tokens as controller_delegation_tokens
 from partitions.controller import producer_owners
@@ -131,8 +132,11 @@ class TopicMetadata:
         """The Raft group (and log directory) name of one partition."""
         return f"{self.name}-{partition}.{self.topic_id}"
 
-    def log_config(self) -> LogConfig:
-        return LogConfig.from_properties(self.configs)
+    def log_config(self, defaults: Mapping[str, Any] = MappingProxyType({})) -> LogConfig:
+        """Its log's config: its own configs over ``defaults`` (the cluster's, ``ControllerMetadata.
+        topic_log_defaults``) over raftlog's."""
+        base = LogConfig.from_properties(defaults) if defaults else None
+        return LogConfig.from_properties(self.configs, base)
 
 
 _Refusal = (
@@ -200,6 +204,13 @@ class ControllerMetadata:
     )
     # Kafka's delegation tokens by id (``controller_delegation_tokens``): never their HMAC
     delegation_tokens: Mapping[str, DelegationToken] = field(default_factory=lambda: MappingProxyType({}))
+
+    def topic_log_defaults(self) -> dict[str, str]:
+        """The cluster's defaults of topics' log configs (topic config -> value), set as Kafka's broker
+        defaults (``resource_configs.CLUSTER_LOG_DEFAULTS``)."""
+        return resource_configs.topic_log_defaults(
+            self.resource_configs.get((resource_configs.BROKER, ""), {})
+        )
 
 
 class ControllerStateMachine:

@@ -37,6 +37,7 @@ from raftlog.consensus.bridge import LoopNotifier
 from raftlog.consensus.group import ReplicaGroup
 from raftlog.consensus.interface import StateMachine
 from raftlog.errors import RaftlogError, check
+from raftlog.storage.config import LogConfig
 from raftlog.storage.log import Log
 from raftlog.storage.manager import LogManager
 from raftlog.storage.removal import Trash
@@ -128,6 +129,8 @@ class ReplicaManager:
     _task: asyncio.Task[None] | None = field(default=None, init=False)
     _again: bool = field(default=False, init=False)
     _closing: bool = field(default=False, init=False)
+    # the cluster's defaults of topics' log configs the open replicas were configured with
+    _log_defaults: dict[str, str] = field(default_factory=dict, init=False)
     # directories of deleted topics may be left from before this start
     _sweep_due: bool = field(default=True, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
@@ -248,6 +251,8 @@ class ReplicaManager:
                 desired[moving.group_id(partition)] = (moving, partition)
         await self._drop([g for g in self._replicas if g not in desired])
         self.failed.keep_only(desired)
+        defaults = metadata.topic_log_defaults()  # the cluster's defaults of topics' log configs
+        defaults_changed, self._log_defaults = defaults != self._log_defaults, defaults
         now = time.monotonic()
         for group_id, (topic, partition) in desired.items():
             existing = self._replicas.get(group_id)
@@ -255,22 +260,24 @@ class ReplicaManager:
                 if not self.failed.may_open(group_id, now):
                     continue
                 try:
-                    await self._open(group_id, topic, partition)
+                    await self._open(group_id, topic, partition, topic.log_config(defaults))
                 except (RaftlogError, OSError) as error:
                     self._logs.close_log(group_id)
                     self._failed(group_id, topic.name, partition, error)
                     continue
                 self.failed.opened(group_id, time.monotonic())
-            elif existing.topic is not topic:
-                if existing.topic.configs != topic.configs:
-                    self._logs.reconfigure(group_id, topic.log_config())
-                existing.topic = topic  # configs or replica sets changed
+            elif existing.topic is not topic or defaults_changed:
+                # its own configs or replica set changed, or the cluster's defaults of its configs
+                wanted = topic.log_config(defaults)
+                if wanted != existing.log.config:
+                    self._logs.reconfigure(group_id, wanted)
+                existing.topic = topic
         await self._sweep_deleted_topics(metadata)
 
-    async def _open(self, group_id: str, topic: TopicMetadata, partition: int) -> None:
+    async def _open(self, group_id: str, topic: TopicMetadata, partition: int, config: LogConfig) -> None:
         # with peers, a damaged sealed segment is set aside and its records copied again from them
         peers = len(topic.replicas[partition]) > 1 or self.node_id not in topic.replicas[partition]
-        partition_log = self._logs.open_log(group_id, topic.log_config(), salvage=peers)
+        partition_log = self._logs.open_log(group_id, config, salvage=peers)
         loop = asyncio.get_running_loop()
         # a restore that leaves the log behind (driver thread) starts its recovery on the event loop
         behind = LoopNotifier(loop, lambda: self._recover(group_id))

@@ -250,3 +250,48 @@ def test_kafka_topics_lists_no_partition_at_its_minimum_in_sync_replicas(
     # every replica in sync (3) is above the Raft majority (2): no partition listed, and no error
     assert described.status == 0 and "Exception" not in described.output, described.output
     assert not [line for line in described.lines() if "min-isr" in line], described.output
+
+
+def _produced(cluster: LocalCluster, topic: str, size: int) -> str | None:
+    """One record of ``size`` bytes, acks=all: None once written, else the error's name."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "retries": 0})
+    outcome: list[str | None] = []
+    producer.produce(topic, b"x" * size, on_delivery=lambda error, _: outcome.append(error and error.name()))
+    producer.flush(30)
+    assert outcome, f"no delivery report for {topic}"
+    return outcome[0]
+
+
+def test_a_cluster_default_log_config_applies_to_every_topic_that_sets_none_of_its_own(
+    kafka_cluster: LocalCluster, tools: KafkaTools
+) -> None:
+    """``kafka-configs --entity-type brokers --entity-default`` sets the cluster's default of a topic's
+    log config (Kafka's dynamic broker default): every replica of a topic without its own takes it at
+    once, a topic with its own keeps it, removing it brings raftlog's default back; a single broker may
+    not differ (a partition's replicas keep the same records)."""
+    plain, own = "cluster-default-plain", "cluster-default-own"
+    _create(kafka_cluster, plain, replication_factor=3)
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(own, 1, 3, config={"max.message.bytes": "100000"})])[own].result(30)
+    assert _produced(kafka_cluster, plain, 5000) is None
+    default = ("--entity-type", "brokers", "--entity-default")
+    altered = _configs(tools, kafka_cluster, "--alter", *default, "--add-config", "message.max.bytes=2000")
+    assert altered.status == 0, altered.output
+    wait_for(
+        lambda: _produced(kafka_cluster, plain, 5000) == "MSG_SIZE_TOO_LARGE",
+        "the default refusing a 5,000-byte record on the topic's leader",
+        60,
+    )
+    assert _produced(kafka_cluster, own, 5000) is None  # its own max.message.bytes
+    assert _produced(kafka_cluster, plain, 1000) is None
+    described = _configs(
+        tools, kafka_cluster, "--describe", "--entity-type", "topics", "--entity-name", plain, "--all"
+    )
+    shown = "max.message.bytes=2000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:message.max"
+    assert shown + ".bytes=2000" in described.output, described.output
+    broker = _configs(tools, kafka_cluster, "--alter", "--entity-type", "brokers", "--entity-name", "1",
+                      "--add-config", "log.retention.ms=60000")  # fmt: skip
+    assert broker.status != 0 and "is the cluster's, not broker 1's" in broker.output, broker.output
+    removed = _configs(tools, kafka_cluster, "--alter", *default, "--delete-config", "message.max.bytes")
+    assert removed.status == 0, removed.output
+    wait_for(lambda: _produced(kafka_cluster, plain, 5000) is None, "raftlog's default back", 60)

@@ -223,8 +223,8 @@ def test_throttles_are_checked_as_kafka_checks_them() -> None:
     rc.validate(rc.BROKER, "1", {"leader.replication.throttled.rate": "1048576"}, {})
     with pytest.raises(InvalidResourceConfig, match="Value must be at least 0"):
         rc.validate(rc.BROKER, "1", {"follower.replication.throttled.rate": "-1"}, {})
-    with pytest.raises(InvalidResourceConfig, match=r"log\.retention\.ms: not a dynamic broker config"):
-        rc.validate(rc.BROKER, "1", {"log.retention.ms": "1"}, {})
+    with pytest.raises(InvalidResourceConfig, match=r"log\.cleaner\.threads: not a dynamic broker config"):
+        rc.validate(rc.BROKER, "1", {"log.cleaner.threads": "2"}, {})
     rc.validate(rc.TOPIC, "t", {"leader.replication.throttled.replicas": "0:1,1:2"}, {})
     rc.validate(rc.TOPIC, "t", {"follower.replication.throttled.replicas": "*"}, {})
     with pytest.raises(InvalidResourceConfig, match=r"must be the literal '\*' or a list of replicas"):
@@ -272,3 +272,26 @@ def test_described_with_sources_and_synonyms() -> None:
         ("leader.replication.throttled.rate", "10", "DYNAMIC_BROKER_CONFIG"),
     )
     assert broker["replica.alter.log.dirs.io.max.bytes.per.second"].value == str(2**63 - 1)
+
+
+def test_the_clusters_default_of_a_log_config_is_the_default_brokers_checked_as_the_log_checks_it() -> None:
+    rc.validate(rc.BROKER, "", {"log.retention.ms": "60000", "message.max.bytes": "2000"}, {})
+    with pytest.raises(InvalidResourceConfig, match="is the cluster's, not broker 1's"):
+        rc.validate(rc.BROKER, "1", {"log.retention.ms": "60000"}, {})  # replicas keep the same records
+    with pytest.raises(
+        InvalidResourceConfig, match=r"Invalid value 10 for configuration message\.max\.bytes"
+    ):
+        rc.validate(rc.BROKER, "", {"message.max.bytes": "10"}, {})  # below a batch's header
+    with pytest.raises(InvalidResourceConfig, match="Not a number of type LONG"):
+        rc.validate(rc.BROKER, "", {"log.retention.bytes": "lots"}, {})
+    defaults = rc.topic_log_defaults({"message.max.bytes": "2000", "leader.replication.throttled.rate": "1"})
+    assert defaults == {"max.message.bytes": "2000"}
+    described = {d.name: d for d in rc.describe(rc.BROKER, {}, None, {"log.retention.ms": "60000"})}
+    assert (described["log.retention.ms"].value, described["log.retention.ms"].source) == (
+        "60000",
+        "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    )
+    assert (described["message.max.bytes"].value, described["message.max.bytes"].source) == (
+        "1048576",
+        "DEFAULT_CONFIG",
+    )

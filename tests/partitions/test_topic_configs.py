@@ -77,8 +77,10 @@ def test_an_alteration_refuses_a_read_only_config_by_name_and_keeps_settables_ru
 
 def test_a_broker_describes_its_topics_defaults_read_only() -> None:
     entries = {entry.name: entry for entry in describe_broker()}
-    assert entries["log.retention.ms"].value == "604800000"
+    assert entries["log.segment.bytes"].value == str(LogConfig().segment_bytes)
     assert entries["min.insync.replicas"].value == "1"
+    # the cluster's defaults a broker takes at run time are described with its dynamic configs
+    assert not {"log.retention.ms", "log.retention.bytes", "message.max.bytes"} & set(entries)
     assert all(entry.read_only and entry.source == "DEFAULT_CONFIG" for entry in entries.values())
     assert [entry.name for entry in describe_broker(("log.segment.bytes",))] == ["log.segment.bytes"]
 
@@ -107,3 +109,24 @@ def test_a_segment_below_kafkas_floor_is_refused_where_it_is_set_and_kept_where_
     assert settable({"internal.segment.bytes": 4096}) == {"segment.bytes": 4096}
     assert settable({"segment.bytes": 1 << 20, "internal.segment.bytes": "4096"}) == {"segment.bytes": "4096"}
     assert settable({"internal.segment.bytes": None}) == {"segment.bytes": None}  # removed: the default
+
+
+def test_a_config_the_cluster_defaults_is_a_dynamic_default_broker_config_unless_the_topic_sets_its_own() -> (
+    None
+):
+    defaults = {"retention.ms": "60000", "max.message.bytes": "2000"}
+    described = {e.name: e for e in describe_topic({"max.message.bytes": 5000}, 3, cluster_defaults=defaults)}
+    retention = described["retention.ms"]
+    assert (retention.value, retention.source) == ("60000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("log.retention.ms", "60000", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+        ("log.retention.ms", str(LogConfig().retention_ms), "DEFAULT_CONFIG"),
+    ]
+    own = described["max.message.bytes"]
+    assert (own.value, own.source) == ("5000", "DYNAMIC_TOPIC_CONFIG")
+    assert [s.source for s in own.synonyms] == [
+        "DYNAMIC_TOPIC_CONFIG",
+        "DYNAMIC_DEFAULT_BROKER_CONFIG",
+        "DEFAULT_CONFIG",
+    ]
+    assert described["segment.bytes"].source == "DEFAULT_CONFIG"
