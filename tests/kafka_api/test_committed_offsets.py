@@ -29,7 +29,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import pytest
@@ -245,7 +245,7 @@ def _coordinator(cluster: LocalCluster, group: str) -> str:
     return f"n{coordinator}"
 
 
-def _kill_and_restart(cluster: LocalCluster, node: str, committers: list[Committer]) -> None:
+def _kill_and_restart(cluster: LocalCluster, node: str, committers: Mapping[str, Committer]) -> None:
     """kill -9 of ``node`` while the clients commit: commits go on without it, and after it is back."""
     cluster.control("stop", node, kill=True)
     _commits_go_on(committers, f"the kill of {node}")
@@ -254,7 +254,7 @@ def _kill_and_restart(cluster: LocalCluster, node: str, committers: list[Committ
 
 
 def _kill_while_another_is_paused(
-    cluster: LocalCluster, node: str, coordinator: str, committers: list[Committer]
+    cluster: LocalCluster, node: str, coordinator: str, committers: Mapping[str, Committer]
 ) -> None:
     """kill -9 of ``node`` while another replica is paused (SIGSTOP: a slow election on a loaded machine):
     the partition has no leader until the paused one is let go, once the clients' commits have stalled
@@ -274,13 +274,13 @@ def _kill_while_another_is_paused(
     _commits_go_on(committers, f"the restart of {node}")
 
 
-def _stalled(committers: list[Committer], for_s: float) -> None:
+def _stalled(committers: Mapping[str, Committer], for_s: float) -> None:
     """Until no client's commits have moved for ``for_s``."""
-    last, since = [c.committed() for c in committers], time.monotonic()
+    last, since = [c.committed() for c in committers.values()], time.monotonic()
 
     def stalled() -> bool:
         nonlocal last, since
-        now = [c.committed() for c in committers]
+        now = [c.committed() for c in committers.values()]
         if now != last:
             last, since = now, time.monotonic()
         return time.monotonic() - since >= for_s
@@ -288,12 +288,28 @@ def _stalled(committers: list[Committer], for_s: float) -> None:
     wait_for(stalled, f"commits stalled for {for_s} s", PROGRESS_TIMEOUT_S, every_s=0.1)
 
 
-def _commits_go_on(committers: list[Committer], after: str) -> None:
-    targets = [c.committed() + COMMITS_BETWEEN for c in committers]
+class _Behind(Exception):
+    """Clients that have not yet committed enough: named when the wait gives up."""
+
+
+def _commits_go_on(committers: Mapping[str, Committer], after: str) -> None:
+    targets = {family: c.committed() + COMMITS_BETWEEN for family, c in committers.items()}
+
+    def moved_on() -> bool:
+        behind = [
+            f"{family} at {c.committed()} of {targets[family]}"
+            for family, c in committers.items()
+            if c.committed() < targets[family]
+        ]
+        if behind:
+            raise _Behind(", ".join(behind))
+        return True
+
     wait_for(
-        lambda: all(c.committed() >= t for c, t in zip(committers, targets, strict=True)),
+        moved_on,
         f"{COMMITS_BETWEEN} commits of every client after {after}",
         PROGRESS_TIMEOUT_S,
+        retrying=(_Behind,),
     )
 
 
@@ -338,9 +354,9 @@ def test_no_commit_is_lost_across_a_kill_9_of_the_partitions_leader_and_of_the_c
     try:
         for family in FAMILIES:
             committers[family] = _committer(family, kafka_cluster, topic, groups[family], request)
-        running = list(committers.values())
+        running = dict(committers)
         wait_for(
-            lambda: all(c.committed() >= COMMITS_BETWEEN for c in running),
+            lambda: all(c.committed() >= COMMITS_BETWEEN for c in running.values()),
             "the first commits",
             PROGRESS_TIMEOUT_S,
         )
