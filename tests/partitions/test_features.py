@@ -149,3 +149,10 @@ def test_an_update_of_kafkas_features_to_where_the_cluster_is_is_a_no_op_and_a_d
     with pytest.raises(FeatureUpdateRefused, match="downgrade is refused"):
         features.check_kafka_update("group.version", 0, at_0_2_0)
     assert "group.version" not in features.kafka_levels({RAFTLOG_VERSION: 1})  # level 0: left out
+
+
+def test_each_of_kafkas_features_has_a_level_for_every_raftlog_version_this_code_supports() -> None:
+    every = set(range(features.BASE_LEVEL, features.SUPPORTED[RAFTLOG_VERSION] + 1))
+    for kafka in features.KAFKA_FEATURES.values():
+        assert set(kafka.by_level) == every, kafka.name  # a new raftlog.version names them all
+        assert list(kafka.by_level.values()) == sorted(kafka.by_level.values()), kafka.name  # never lower
