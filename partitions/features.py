@@ -175,7 +175,6 @@ class KafkaFeature:
 
     name: str
     by_level: Mapping[int, int]  # raftlog.version level -> this feature's level
-    meaning: str
     beyond: str = ""  # what Kafka's levels past the top give, which raftlog does not serve
 
     def level(self, finalized: Mapping[str, int]) -> int:
@@ -194,23 +193,14 @@ KAFKA_FEATURES: Mapping[str, KafkaFeature] = {
     for feature in (
         # Kafka's MetadataVersion feature levels: 27 is 4.1-IV1 (Kafka 4.1, release 0.1.0's reference), 33
         # 4.4-IV2 (Kafka 4.4.0's default): the Kafka release whose protocol the cluster's formats serve
-        KafkaFeature(
-            METADATA_VERSION,
-            {1: 27, 2: 33},
-            "the Kafka release whose protocol the cluster's formats serve: 4.1-IV1 at raftlog.version 1, "
-            "4.4-IV2 at 2",
-        ),
-        # 1 exactly where the cluster allows ``CONSUMER_GROUP`` (tests/partitions/test_features.py)
-        KafkaFeature(
-            GROUP_VERSION,
-            {1: 0, 2: 1},
-            "1: the consumer group protocol (KIP-848), whose groups raftlog.version 2 lets the table hold",
-        ),
-        # 1 exactly where the cluster allows ``SHARE_GROUPS``
+        KafkaFeature(METADATA_VERSION, {1: 27, 2: 33}),
+        # 1: the consumer group protocol (KIP-848), exactly where the cluster allows ``CONSUMER_GROUP``
+        # (tests/partitions/test_features.py)
+        KafkaFeature(GROUP_VERSION, {1: 0, 2: 1}),
+        # 1: share groups (KIP-932), exactly where the cluster allows ``SHARE_GROUPS``
         KafkaFeature(
             SHARE_VERSION,
             {1: 0, 2: 1},
-            "1: share groups (KIP-932), whose records raftlog.version 2 lets a partition hold",
             "share.version 2 (Kafka 4.4's dead-letter topics of share groups) is not served",
         ),
     )
@@ -244,11 +234,7 @@ def check_kafka_update(feature: str, level: int, finalized: Mapping[str, int]) -
     if level == current:
         return
     if level < current:
-        raise FeatureUpdateRefused(
-            feature,
-            level,
-            f"finalized at {current}: a downgrade is refused (the formats of {current} may be on disk)",
-        )
+        raise _downgrade(feature, level, current)
     brings = [raftlog for raftlog, mapped in sorted(kafka.by_level.items()) if mapped == level]
     if not brings:
         shown = ", ".join(str(mapped) for mapped in sorted(set(kafka.by_level.values())))
@@ -315,6 +301,14 @@ def check_known(feature: str, level: int) -> None:
         )
 
 
+def _downgrade(feature: str, level: int, current: int) -> FeatureUpdateRefused:
+    return FeatureUpdateRefused(
+        feature,
+        level,
+        f"finalized at {current}: a downgrade is refused (the formats of {current} may be on disk)",
+    )
+
+
 def check_upgrade(
     feature: str,
     level: int,
@@ -327,11 +321,7 @@ def check_upgrade(
     check_known(feature, level)
     current = finalized_level(finalized, feature)
     if level < current:
-        raise FeatureUpdateRefused(
-            feature,
-            level,
-            f"finalized at {current}: a downgrade is refused (the formats of {current} may be on disk)",
-        )
+        raise _downgrade(feature, level, current)
     if level == current:
         return False
     behind = []

@@ -80,9 +80,8 @@ class SecurityRecords:
 
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         """What each filter removed. Below ``USER_ACLS`` a filter naming the User or DelegationToken type or a
-        token operation
-        removes nothing and is not proposed (no such ACL can exist before the level, and a node of 0.1.0
-        could not decode it): Kafka's DeleteAcls of every type names the User type too."""
+        token operation removes nothing and is not proposed (no such ACL can exist before the level, and a
+        node of 0.1.0 could not decode it): Kafka's DeleteAcls of every type names those types too."""
         self._check_registry_acls(acl_filter.resource_type for acl_filter in filters)
         readable = self._allows(features.USER_ACLS)
         kept = [readable or not _names_token_codes(f.resource_type, f.operation) for f in filters]
