@@ -12,6 +12,7 @@ whose ``cleanup.policy`` names ``compact`` runs on a thread of its own (``cleane
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 import re
@@ -37,6 +38,11 @@ IDLE_TICK_MS = 1000
 HANDLE_SWEEP_S = 2.0
 HANDLES_IDLE_S = 10.0
 OPEN_LOGS_MAX = 512
+# Threads closing the logs when the manager closes. A log's close is fsyncs (its last segment sealed, its
+# checkpoint files written durably): a wait for the disk, not CPU, and the disk takes many at once. One
+# after another, 2,001 logs took a node 4 s to close on a quiet disk and 87 s where an fsync costs 10 ms,
+# while the node's restart waited. Kafka closes its logs on num.recovery.threads.per.data.dir threads.
+CLOSE_THREADS = 8
 
 
 class LogManager:
@@ -216,8 +222,18 @@ class LogManager:
         """Stop the background threads and close every log (flushing it)."""
         self.cleaner.close()
         self._thread.close()
-        for name in self.names():
-            try:
-                self.close_log(name)
-            except (RaftlogError, OSError):
-                log.exception("closing log %s failed", name)
+        names = self.names()
+        if not names:
+            return
+        with concurrent.futures.ThreadPoolExecutor(
+            min(CLOSE_THREADS, len(names)), thread_name_prefix="log-close"
+        ) as closing:  # each log has its own lock: closes of different logs share nothing
+            closes = [closing.submit(self._close_logged, name) for name in names]
+        for close in closes:
+            close.result()  # what no close may raise (a bug) is raised here, after every log was tried
+
+    def _close_logged(self, name: str) -> None:
+        try:
+            self.close_log(name)
+        except (RaftlogError, OSError):
+            log.exception("closing log %s failed", name)

@@ -153,3 +153,40 @@ def test_a_log_in_use_is_left_for_the_next_sweep(tmp_path: str) -> None:
     assert log.handles_open
     assert manager.sweep_handles(100.0) == 1
     manager.close()
+
+
+def test_closing_the_manager_closes_every_log_durably_and_several_at_once(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log's close is fsyncs, so the manager closes logs on several threads (a node's restart waited
+    for thousands of them one after another). Two closes must be under way together for either to
+    finish: closed one after another, the barrier's wait would time out and fail the close it holds."""
+    from raftlog.storage import log as log_module
+
+    manager = LogManager(str(tmp_path), clock=FakeClock())
+    logs = {f"orders-{i}": manager.open_log(f"orders-{i}", GROUP) for i in range(12)}
+    for name, log in logs.items():
+        log.append([ProducerRecord(name.encode())])
+    together = threading.Barrier(2, timeout=30)
+    arrived: list[str] = []
+    arriving = threading.Lock()
+    close = log_module.Log.close
+
+    def close_with_company(self: log_module.Log, seal: bool = True) -> None:
+        with arriving:
+            arrived.append(threading.current_thread().name)
+            first_two = len(arrived) <= 2
+        if first_two:  # the first two closes meet; the rest go on alone
+            together.wait()
+        close(self, seal)
+
+    monkeypatch.setattr(log_module.Log, "close", close_with_company)
+    manager.close()
+    assert len(arrived) == len(logs) and all(name.startswith("log-close") for name in arrived), arrived
+    monkeypatch.undo()
+
+    again = LogManager(str(tmp_path), clock=FakeClock())
+    for name in logs:  # every record was made durable by the close, whichever thread closed its log
+        reopened = again.open_log(name, GROUP)
+        assert reopened.end_offset == reopened.durable_end_offset == 1, name
+    again.close()
