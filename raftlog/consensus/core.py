@@ -533,6 +533,15 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return None if leader is None else str(leader.id)
 
     @property
+    def serving(self) -> bool:
+        """Leader, or a follower whose leader's node is connected: a group that takes writes now, which a
+        busy driver ticks before the replicas standing for election or voting (``driver.serving_first``)."""
+        if self._SyncObj__raftState == _LEADER:
+            return True
+        leader = self._SyncObj__raftLeader
+        return leader is not None and leader in self._SyncObj__connectedNodes
+
+    @property
     def leader_ready(self) -> bool:
         """Leader, and the no-op it appended on election is applied (see GroupStatus.leader_ready)."""
         noop_index = self._SyncObj__noopIDx

@@ -366,7 +366,7 @@ class Driver:
             self._pop_due(now, ready)
             carried, self._carried = self._carried, []
             ready.difference_update(carried)
-            order = carried + list(ready) if carried else list(ready)
+            order = serving_first(carried + list(ready) if carried else list(ready))
             busy = False
             cores = self._cores
             budget_end = now + ROUND_BUDGET_S
@@ -448,3 +448,24 @@ class Driver:
             # keeping the randomness that makes split votes rare.
             due, grid = timer, (self._timer_grid_s if routine else DEADLINE_GRID_S)
         self._schedule(core, math.ceil(due / grid) * grid)
+
+
+def serving_first(order: list[RaftCore]) -> list[RaftCore]:
+    """The round's cores, those of groups that serve (``RaftCore.serving``: a leader, or a follower
+    connected to its leader) alternating with the others (replicas standing for election or voting),
+    each kind in its own order. When a node stops, every group it led elects anew on the others: hundreds
+    of elections, each a tick with an fsync of a term and a vote, on each survivor's one driver thread.
+    In plain order a serving group's proposal waited behind that queue on its leader and again on its
+    follower (10 s where an fsync costs 10 ms, and the produce timed out). Alternating, a serving core
+    waits for at most as many others as there are serving cores before it, and the elections still get
+    half of every round, however busy the serving groups are."""
+    serving: list[RaftCore] = []
+    others: list[RaftCore] = []
+    for core in order:
+        (serving if core.serving else others).append(core)
+    if not serving or not others:
+        return order
+    merged = [core for pair in zip(serving, others, strict=False) for core in pair]
+    shorter = min(len(serving), len(others))
+    merged.extend(serving[shorter:] if len(serving) > shorter else others[shorter:])
+    return merged

@@ -16,8 +16,8 @@ from raftlog.consensus.liveness import Liveness
 
 
 class FakeCore:
-    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, _poller, liveness
-    and read_stall_s."""
+    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, serving, _poller,
+    liveness and read_stall_s."""
 
     def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0, routine: bool = True) -> None:
         self._poller = driver.poller
@@ -31,6 +31,7 @@ class FakeCore:
         self.ticked = threading.Event()
         self.liveness: Liveness | None = None
         self.read_stall_s = 0.375
+        self.serving = True  # a leader, or a follower connected to its leader (False: electing)
 
     def doTick(self, time_to_wait: float) -> None:
         self.ticks.append(time.monotonic())
@@ -225,3 +226,53 @@ def test_a_round_with_many_ready_cores_is_cut_short_so_other_work_runs_in_betwee
     assert driver.rounds_cut >= 1
     firsts = sorted(cores, key=lambda c: c.ticks[1])
     assert all(len(c.ticks) == 2 for c in firsts), "a core was ticked twice while others waited"
+
+
+def test_a_serving_group_waits_behind_no_queue_of_elections_and_the_elections_still_advance(
+    driver: Driver,
+) -> None:
+    """A node stopped: the groups it led elect anew on a survivor, each tick an fsync, and the driver
+    carries what a round did not reach into the next; then a produce reaches each group with a live
+    leader. Those serving cores are not queued behind the carried elections (in plain order they came
+    after all of them); the electing cores still get every other place, so none waits for the serving
+    ones to be done."""
+    electing = [SlowCore(driver, f"electing{i}") for i in range(60)]  # 60 x 5 ms: several rounds
+    serving = [SlowCore(driver, f"serving{i}") for i in range(20)]
+    for core in electing + serving:
+        add(driver, core)
+    for core in electing:
+        core.serving = False
+    cut = driver.rounds_cut
+    for core in electing:
+        assert core.on_activity is not None
+        core.on_activity()  # the storm: every election ready at once
+    wait_for(lambda: driver.rounds_cut > cut, "a round cut short, carrying elections", every_s=0.001)
+    for core in serving:
+        assert core.on_activity is not None
+        core.on_activity()  # a produce on each serving group, while elections are carried
+    everyone = electing + serving
+    wait_for(lambda: all(len(c.ticks) >= 2 for c in everyone), "every ready core ticked", every_s=0.01)
+    ticked = [c.node_id for c in sorted(everyone, key=lambda c: c.ticks[1])]
+    last_serving = max(ticked.index(c.node_id) for c in serving)
+    electing_untouched = sum(ticked.index(c.node_id) > last_serving for c in electing)
+    assert electing_untouched > 0, f"the serving cores waited for every election: {ticked}"
+    # from the round the serving cores joined, the two kinds alternate: about as many elections ticked
+    # among the serving ones as serving cores, not none
+    joined = min(ticked.index(c.node_id) for c in serving)
+    electing_among = sum(joined < ticked.index(c.node_id) < last_serving for c in electing)
+    assert electing_among >= len(serving) - 2, f"the elections stood still for the serving cores: {ticked}"
+
+
+def test_serving_first_alternates_keeping_each_kinds_order() -> None:
+    from raftlog.consensus.driver import serving_first
+
+    class Core:
+        def __init__(self, name: str, serving: bool) -> None:
+            self.name, self.serving = name, serving
+
+    order = [Core("e1", False), Core("e2", False), Core("e3", False), Core("s1", True), Core("e4", False)]
+    order.append(Core("s2", True))
+    names = [c.name for c in serving_first(order)]  # type: ignore[arg-type]
+    assert names == ["s1", "e1", "s2", "e2", "e3", "e4"]
+    alone = [Core("e1", False), Core("e2", False)]
+    assert serving_first(alone) == alone  # type: ignore[arg-type,comparison-overlap]
