@@ -51,9 +51,10 @@ TIMER_GRID_MS_DEFAULT = 100
 HUB_POLL_MAX_S = 0.1  # a driven hub's timers (pings, dials, handshake deadlines) run at least this often
 DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
 # A round stops ticking after this long and reads its sockets again; the cores it did not reach go first in
-# the next round. Thousands of groups ready at once (every group of a node woken by a reconnect, a storm
-# of elections) took seconds in one round, in which nothing was read or sent: peers closed the silent
-# connection (no ping for 3 s), which woke every group again.
+# the next round (alternating with the fresh serving ones: ``fresh_serving_first``). Thousands of groups
+# ready at once (every group of a node woken by a reconnect, a storm of elections) took seconds in one
+# round, in which nothing was read or sent: peers closed the silent connection (no ping for 3 s), which
+# woke every group again.
 ROUND_BUDGET_S = 0.05
 STALL_TELL_INTERVAL_S = 10.0  # a stall of the thread (``Liveness``) is logged at most this often
 T = TypeVar("T")
@@ -366,7 +367,7 @@ class Driver:
             self._pop_due(now, ready)
             carried, self._carried = self._carried, []
             ready.difference_update(carried)
-            order = serving_first(carried + list(ready) if carried else list(ready))
+            order = fresh_serving_first(carried, ready)
             busy = False
             cores = self._cores
             budget_end = now + ROUND_BUDGET_S
@@ -450,22 +451,24 @@ class Driver:
         self._schedule(core, math.ceil(due / grid) * grid)
 
 
-def serving_first(order: list[RaftCore]) -> list[RaftCore]:
-    """The round's cores, those of groups that serve (``RaftCore.serving``: a leader, or a follower
-    connected to its leader) alternating with the others (replicas standing for election or voting),
-    each kind in its own order. When a node stops, every group it led elects anew on the others: hundreds
-    of elections, each a tick with an fsync of a term and a vote, on each survivor's one driver thread.
-    In plain order a serving group's proposal waited behind that queue on its leader and again on its
-    follower (10 s where an fsync costs 10 ms, and the produce timed out). Alternating, a serving core
-    waits for at most as many others as there are serving cores before it, and the elections still get
-    half of every round, however busy the serving groups are."""
-    serving: list[RaftCore] = []
-    others: list[RaftCore] = []
-    for core in order:
-        (serving if core.serving else others).append(core)
-    if not serving or not others:
-        return order
-    merged = [core for pair in zip(serving, others, strict=False) for core in pair]
-    shorter = min(len(serving), len(others))
-    merged.extend(serving[shorter:] if len(serving) > shorter else others[shorter:])
+def fresh_serving_first(carried: list[RaftCore], ready: set[RaftCore]) -> list[RaftCore]:
+    """The round's order: the cores made ready since the last round (a message, a proposal, a timer) whose
+    groups serve (``RaftCore.serving``: a leader, or a follower connected to its leader) alternating with
+    the rest: the cores carried over from the last round first, then the fresh ones standing for election
+    or voting. Two storms queue hundreds of cores on a node's one driver thread, each tick an fsync or a
+    read of the journal: when a node stops, every group it led elects anew on the others; when it comes
+    back, every group that leads a replica on it wakes to send it what it missed. In plain order a produce
+    on a group whose leader never changed waited behind that queue on its leader and again on its
+    follower, and timed out at 10 s where an fsync costs 10 ms. Alternating, it waits for at most as many
+    queued cores as there are fresh serving cores before it, and the queue still gets half of every
+    round, however busy the serving groups are."""
+    first: list[RaftCore] = []
+    rest = list(carried)
+    for core in ready:
+        (first if core.serving else rest).append(core)
+    if not first or len(rest) == 0:
+        return first or rest
+    merged = [core for pair in zip(first, rest, strict=False) for core in pair]
+    shorter = min(len(first), len(rest))
+    merged.extend(first[shorter:] if len(first) > shorter else rest[shorter:])
     return merged

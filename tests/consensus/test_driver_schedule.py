@@ -263,16 +263,37 @@ def test_a_serving_group_waits_behind_no_queue_of_elections_and_the_elections_st
     assert electing_among >= len(serving) - 2, f"the elections stood still for the serving cores: {ticked}"
 
 
-def test_serving_first_alternates_keeping_each_kinds_order() -> None:
-    from raftlog.consensus.driver import serving_first
+def test_a_fresh_serving_core_alternates_with_the_carried_ones_keeping_each_order() -> None:
+    from raftlog.consensus.driver import fresh_serving_first
 
     class Core:
         def __init__(self, name: str, serving: bool) -> None:
             self.name, self.serving = name, serving
 
-    order = [Core("e1", False), Core("e2", False), Core("e3", False), Core("s1", True), Core("e4", False)]
-    order.append(Core("s2", True))
-    names = [c.name for c in serving_first(order)]  # type: ignore[arg-type]
-    assert names == ["s1", "e1", "s2", "e2", "e3", "e4"]
-    alone = [Core("e1", False), Core("e2", False)]
-    assert serving_first(alone) == alone  # type: ignore[arg-type,comparison-overlap]
+    carried = [Core("c1", True), Core("c2", False), Core("c3", True)]  # a catch-up or an election each
+    fresh = {Core("s1", True), Core("e1", False)}
+    names = [c.name for c in fresh_serving_first(carried, fresh)]  # type: ignore[arg-type]
+    assert names == ["s1", "c1", "c2", "c3", "e1"]  # the fresh electing core after the carried
+    only_carried = [Core("c1", True), Core("c2", False)]
+    assert [c.name for c in fresh_serving_first(only_carried, set())] == ["c1", "c2"]  # type: ignore[arg-type]
+
+
+def test_after_a_reconnect_woke_every_group_a_produce_waits_behind_none_of_them(driver: Driver) -> None:
+    """A node came back: every group leading a replica on it woke at once to send it what it missed, all of
+    them serving, a tick each with a read of the journal; the driver carries them from round to round.
+    A produce on another group then is ticked in the next round's first places, not after the queue."""
+    catching_up = [SlowCore(driver, f"catching-up{i}") for i in range(60)]
+    producing = SlowCore(driver, "producing")
+    for core in [*catching_up, producing]:
+        add(driver, core)
+    cut = driver.rounds_cut
+    for core in catching_up:
+        assert core.on_activity is not None
+        core.on_activity()
+    wait_for(lambda: driver.rounds_cut > cut, "a round cut short, carrying the catch-up", every_s=0.001)
+    assert producing.on_activity is not None
+    producing.on_activity()
+    everyone = [*catching_up, producing]
+    wait_for(lambda: all(len(c.ticks) >= 2 for c in everyone), "every ready core ticked", every_s=0.01)
+    later = sum(c.ticks[1] > producing.ticks[1] for c in catching_up)
+    assert later > 0, "the produce waited for the whole catch-up"
