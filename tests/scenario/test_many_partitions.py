@@ -56,6 +56,36 @@ def metrics(url: str) -> dict[str, float]:
 ASK_EVERY_S = 2.0
 
 
+# What holds a produce back on a node: its Raft driver's rounds, its journal's syncs, its event loop.
+HELD_BACK = ("raft_driver_round_seconds", "journal_sync_seconds", "event_loop_lag_seconds")
+
+
+def buckets(url: str) -> dict[str, dict[float, float]]:
+    """Each ``HELD_BACK`` histogram of a node: its cumulative count at each upper bound."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as answer:
+        lines = answer.read().decode().splitlines()
+    found: dict[str, dict[float, float]] = {name: {} for name in HELD_BACK}
+    for line in lines:
+        for name in HELD_BACK:
+            prefix = f'raftlog_{name}_bucket{{le="'
+            if line.startswith(prefix):
+                bound, _, count = line[len(prefix) :].partition('"} ')
+                found[name][float(bound)] = float(count)
+    return found
+
+
+def held_back(before: dict[str, dict[float, float]], after: dict[str, dict[float, float]]) -> str:
+    """How many of each between two readings took over 1 s, and the bound the longest stayed under."""
+    parts = []
+    for name in HELD_BACK:
+        grew = {b: after[name].get(b, 0.0) - before[name].get(b, 0.0) for b in after[name]}
+        total = grew.get(float("inf"), 0.0)
+        over_1s = total - max((n for b, n in grew.items() if b <= 1.0), default=0.0)
+        longest = min((b for b, n in grew.items() if n == total), default=0.0)
+        parts.append(f"{name}: {total:.0f}, {over_1s:.0f} over 1 s, all under {longest} s")
+    return "; ".join(parts)
+
+
 def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> bool:
     try:
         return all(metrics(cluster.url(n)).get("raftlog_partition_replicas") == count for n in node_ids)
@@ -70,30 +100,55 @@ def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> b
 PROBE_TIMEOUT_S = PRODUCE_TIMEOUT_MS_DEFAULT / 1000 + 20
 
 
+SLOW_S = 2.0  # an answer this slow goes into the probe's timeline, which a failure prints
+
+
 @dataclass
 class Probe:
     """One single-record produce to ``probe``/0 every 100 ms through the given nodes, round-robin: any
-    answer but 200, or none within ``PROBE_TIMEOUT_S``, is a failure."""
+    answer but 200, or none within ``PROBE_TIMEOUT_S``, is a failure. ``timeline``: what the test did
+    and when; a failure's message places the failed and slow answers among them."""
 
     urls: list[str]
     failures: list[str] = field(default_factory=list)
     sent: int = 0
     slowest_s: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)
+    began: float = field(default_factory=time.monotonic)
+    timeline: list[tuple[float, str]] = field(default_factory=list)
 
     def run(self) -> None:
         while not self.stop.is_set():
             url = self.urls[self.sent % len(self.urls)] + "/topics/probe/partitions/0"
             started = time.monotonic()
+            outcome = "200"
             try:
                 status, body = call(url, "POST", {"records": [{"value": "x"}]}, PROBE_TIMEOUT_S)
                 if status != 200:
-                    self.failures.append(f"{status} {body}")
+                    outcome = f"{status} {body}"
+                    self.failures.append(outcome)
             except OSError as error:
-                self.failures.append(repr(error))
-            self.slowest_s = max(self.slowest_s, time.monotonic() - started)
+                outcome = repr(error)
+                self.failures.append(outcome)
+            took = time.monotonic() - started
+            self.slowest_s = max(self.slowest_s, took)
+            if outcome != "200" or took >= SLOW_S:
+                self.event(
+                    f"a produce via {url.split('/topics')[0]} sent: {outcome[:80]} after {took:.2f} s",
+                    started,
+                )
             self.sent += 1
             self.stop.wait(0.1)
+
+    def event(self, what: str, at: float | None = None) -> None:
+        self.timeline.append(((time.monotonic() if at is None else at) - self.began, what))
+
+    def report(self) -> str:
+        lines = [f"{t:7.2f} s  {what}" for t, what in sorted(self.timeline)]
+        return (
+            f"{len(self.failures)} of {self.sent} produces failed, slowest {self.slowest_s:.2f} s:\n"
+            + "\n".join(lines)
+        )
 
     def goes_on(self, sends: int) -> None:
         """Returns once ``sends`` more produces were answered (a window as long as the cluster takes to
@@ -155,9 +210,12 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
     survivors = [n for n in node_ids if n != victim]
     probe_term = partition_term(cluster, "probe", probe_leader)
     terms = {n: t for n, t in controller_terms(cluster, survivors).items()}
+    before = {n: buckets(cluster.url(n)) for n in survivors}
     with probing([cluster.url(n) for n in survivors]) as probe:
+        probe.event(f"{victim} stopped (the probe's leader is {probe_leader}, the controller {controller})")
         cluster.processes[victim].terminate()
         cluster.processes[victim].wait(60)
+        probe.event(f"{victim} exited; starting it")
         cluster.start(victim)
         wait_for(
             lambda: replicas_open(cluster, [victim], BIG + 1),
@@ -165,18 +223,24 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
             SETTLE_S,
             every_s=ASK_EVERY_S,
         )
+        probe.event(f"{victim} has its {BIG + 1} replicas open")
         probe.goes_on(20)  # and after it, while the node takes up its part again
     assert partition_term(cluster, "probe", probe_leader) == probe_term, (
         "the probe partition held an election"
     )
     assert controller_terms(cluster, survivors) == terms, "the controller held an election"
-    assert probe.sent > 10 and probe.failures == [], probe.failures[:5]
+    report = probe.report() + "".join(
+        f"\n{n}: {held_back(before[n], buckets(cluster.url(n)))}" for n in survivors
+    )
+    print(report)  # shown with -s, or beside a failure
+    assert probe.sent > 10 and probe.failures == [], report
 
     # deleting the large topic costs the controller no election and stops no produce elsewhere
     terms = controller_terms(cluster, node_ids)
     assert all(term is not None and term > 0 for term in terms.values()), terms
     with probing(cluster.urls) as probe:
         probe.goes_on(10)  # served before the delete
+        probe.event("deleting the big topic")
         status, body = call(cluster.urls[0] + "/v1/topics/big", "DELETE", timeout_s=60)
         assert status == 204, body
         seen: list[dict[str, float | None]] = []
@@ -187,9 +251,11 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
             return all(v.get("raftlog_partition_replicas") == 1 for v in values.values())
 
         wait_for(dropped, "the big topic's replicas dropped on every node", 120, every_s=ASK_EVERY_S)
+        probe.event("the big topic's replicas dropped on every node")
         probe.goes_on(20)
     assert all(sample == terms for sample in seen), f"the controller held an election: {terms} -> {seen}"
-    assert probe.sent > 10 and probe.failures == [], probe.failures[:5]
+    print(probe.report())
+    assert probe.sent > 10 and probe.failures == [], probe.report()
 
 
 def partition_leader(cluster: ProcessCluster, topic: str) -> str:
