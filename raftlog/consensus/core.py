@@ -535,7 +535,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     @property
     def serving(self) -> bool:
         """Leader, or a follower whose leader's node is connected: a group that takes writes now, which a
-        busy driver ticks before the replicas standing for election or voting (``driver.fresh_serving_first``)."""
+        busy driver ticks among the first of a round (``driver.fresh_serving_first``)."""
         if self._SyncObj__raftState == _LEADER:
             return True
         leader = self._SyncObj__raftLeader
