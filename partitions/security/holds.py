@@ -314,9 +314,21 @@ class RequestBytes:
                 del self._waiting[holder]
             self._grant()  # what it kept waiting behind it may fit now
 
+    def _drop_cancelled(self) -> None:
+        """A waiting request cancelled (its client gone, its handler's timeout) stays queued until its task
+        runs again, when ``take`` forgets it. Until then it must be neither granted (its future is done:
+        granting raised InvalidStateError in the give_back that tried) nor made room for."""
+        for holder in [h for h, queue in self._waiting.items() if any(w.granted.done() for w in queue)]:
+            queue = deque(w for w in self._waiting[holder] if not w.granted.done())
+            if queue:
+                self._waiting[holder] = queue  # keeps its turn
+            else:
+                del self._waiting[holder]
+
     def _grant(self) -> None:
         """Grant waiting requests that fit, a turn per holder in order, holders within their share first;
         then make room for one within its share that does not fit."""
+        self._drop_cancelled()
         while True:
             chosen: tuple[str, _Waiter] | None = None
             for holder, queue in self._waiting.items():
@@ -364,6 +376,7 @@ class RequestBytes:
         """For each ordinary or before-login holder waiting within its share whose request does not fit,
         cut the newest arriving requests of the holders holding most above their share until what they
         give back would let it in."""
+        self._drop_cancelled()
         for holder, queue in list(self._waiting.items()):
             kind = self.kind_of(holder)
             if kind == SUPER_USER:

@@ -117,6 +117,27 @@ def test_take_waits_for_room_and_is_woken_by_a_give_back() -> None:
     assert asyncio.run(scenario()) == ["a out", "b in"]
 
 
+def test_a_give_back_in_the_turn_a_waiting_request_was_cancelled_grants_it_nothing_and_goes_on() -> None:
+    """A waiting request cancelled (its client gone, its handler's timeout) stays queued until its task
+    runs again; a give_back in between must pass it by. It tried to grant it and raised InvalidStateError
+    from the give_back, answering the request that gave back 500 (seen in a whole run of the suite)."""
+
+    async def scenario() -> None:
+        budget = RequestBytes(100, 100)
+        await budget.take("User:a", 80)
+        waiting = asyncio.ensure_future(budget.take("User:b", 40))
+        after = asyncio.ensure_future(budget.take("User:c", 30))
+        await asyncio.sleep(0)  # both reach take() and wait: one loop turn, not a time
+        waiting.cancel()  # its future is cancelled now, its task resumes only at the next turn
+        budget.give_back("User:a", 80)  # in the same turn
+        await after  # the next one waiting was granted instead
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert budget.held == 30 and budget.holding("User:b") == 0
+
+    asyncio.run(scenario())
+
+
 def test_empty_bodies_of_one_holder_hold_nothing_and_give_back_nothing() -> None:
     budget = RequestBytes(total_max=100, per_holder_max=10)
     assert budget.try_take("address:127.0.0.1", 0) and budget.try_take("address:127.0.0.1", 0)
