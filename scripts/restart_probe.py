@@ -34,8 +34,7 @@ def main() -> int:
             scenario.with_big_topic(cluster)
             ids = [n.node_id for n in cluster.nodes]
             leader = scenario.partition_leader(cluster, "probe")
-            health = scenario.call(cluster.urls[0] + "/v1/cluster/health", timeout_s=30)[1]
-            controller = str(health["controller"])  # type: ignore[index]
+            controller = scenario.controller_of(cluster)
             victim = next(n for n in ids if n not in (leader, controller))
             survivors = [n for n in ids if n != victim]
             with scenario.probing([cluster.url(n) for n in survivors]) as probe:

@@ -205,7 +205,7 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
 
     # a node restarted under many partitions deposes no working leader (pre-vote)
     probe_leader = partition_leader(cluster, "probe")
-    controller = str(call(cluster.urls[0] + "/v1/cluster/health", timeout_s=30)[1]["controller"])  # type: ignore[index]
+    controller = controller_of(cluster)
     victim = next(n for n in node_ids if n not in (probe_leader, controller))
     survivors = [n for n in node_ids if n != victim]
     probe_term = partition_term(cluster, "probe", probe_leader)
@@ -256,6 +256,10 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
     assert all(sample == terms for sample in seen), f"the controller held an election: {terms} -> {seen}"
     print(probe.report())
     assert probe.sent > 10 and probe.failures == [], probe.report()
+
+
+def controller_of(cluster: ProcessCluster) -> str:
+    return str(call(cluster.urls[0] + "/v1/cluster/health", timeout_s=30)[1]["controller"])  # type: ignore[index]
 
 
 def partition_leader(cluster: ProcessCluster, topic: str) -> str:
