@@ -455,9 +455,9 @@ def fresh_serving_first(carried: list[RaftCore], ready: set[RaftCore]) -> list[R
     """The round's order: the cores made ready since the last round (a message, a proposal, a timer) whose
     groups serve (``RaftCore.serving``: a leader, or a follower connected to its leader) alternating with
     the rest: the cores carried over from the last round first, then the fresh ones standing for election
-    or voting. Two storms queue hundreds of cores on a node's one driver thread, each tick an fsync or a
-    read of the journal: when a node stops, every group it led elects anew on the others; when it comes
-    back, every group that leads a replica on it wakes to send it what it missed. In plain order a produce
+    or voting. Two storms queue hundreds of cores on a node's one driver thread: when a node stops, every
+    group it led elects anew on the others (each tick an fsync of a term and a vote); when it comes back,
+    every group that leads a replica on it wakes to send it what it missed. In plain order a produce
     on a group whose leader never changed waited behind that queue on its leader and again on its
     follower, and timed out at 10 s where an fsync costs 10 ms. Alternating, it waits for at most as many
     queued cores as there are fresh serving cores before it, and the queue still gets half of every
@@ -466,7 +466,7 @@ def fresh_serving_first(carried: list[RaftCore], ready: set[RaftCore]) -> list[R
     rest = list(carried)
     for core in ready:
         (first if core.serving else rest).append(core)
-    if not first or len(rest) == 0:
+    if not first or not rest:
         return first or rest
     merged = [core for pair in zip(first, rest, strict=False) for core in pair]
     shorter = min(len(first), len(rest))
