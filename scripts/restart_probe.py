@@ -12,47 +12,30 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.scenario import test_many_partitions as scenario
 from tests.scenario.cluster import ProcessCluster
-from tests.waiting import wait_for
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=scenario.BIG)
     args = parser.parse_args()
-    scenario.BIG = args.partitions
     with tempfile.TemporaryDirectory(prefix="restart-probe-") as root:
         cluster = ProcessCluster.create(root)
         cluster.start_all()
         try:
             print(f"building a topic of {args.partitions} partitions", flush=True)
-            scenario.with_big_topic(cluster)
-            ids = [n.node_id for n in cluster.nodes]
-            leader = scenario.partition_leader(cluster, "probe")
-            controller = scenario.controller_of(cluster)
-            victim = next(n for n in ids if n not in (leader, controller))
-            survivors = [n for n in ids if n != victim]
+            scenario.with_big_topic(cluster, args.partitions)
+            victim, leader = scenario.pick_victim(cluster)
+            survivors = [n.node_id for n in cluster.nodes if n.node_id != victim]
             with scenario.probing([cluster.url(n) for n in survivors]) as probe:
-                probe.event(f"{victim} stopping (the probe's leader is {leader})")
-                began = time.monotonic()
-                cluster.processes[victim].terminate()
-                cluster.processes[victim].wait(600)
-                stopped_s = time.monotonic() - began
-                probe.event(f"{victim} exited after {stopped_s:.1f} s; starting it")
-                cluster.start(victim)
-                wait_for(
-                    lambda: scenario.replicas_open(cluster, [victim], args.partitions + 1),
-                    f"{victim} reopening its replicas",
-                    600,
-                    every_s=scenario.ASK_EVERY_S,
+                probe.event(f"the probe's leader is {leader}")
+                stopped_s = scenario.restart_under_probe(
+                    cluster, victim, probe, args.partitions + 1, exit_s=600, open_s=600
                 )
-                probe.event(f"{victim} has its replicas open")
-                probe.goes_on(20)
             print(f"stop: {stopped_s:.1f} s", flush=True)
             print(probe.report(), flush=True)
         finally:

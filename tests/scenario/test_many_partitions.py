@@ -169,7 +169,7 @@ def probing(urls: list[str]) -> Iterator[Probe]:
         thread.join(15)
 
 
-def with_big_topic(cluster: ProcessCluster) -> None:
+def with_big_topic(cluster: ProcessCluster, partitions: int = BIG) -> None:
     admin = cluster.urls[0]
     status, body = call(
         admin + "/v1/topics", "POST", {"name": "probe", "partitions": 1, "replication_factor": 3}
@@ -178,14 +178,14 @@ def with_big_topic(cluster: ProcessCluster) -> None:
     status, body = call(
         admin + "/v1/topics",
         "POST",
-        {"name": "big", "partitions": BIG, "replication_factor": 3},
+        {"name": "big", "partitions": partitions, "replication_factor": 3},
         timeout_s=120,
     )
     assert status == 201, body
     node_ids = [n.node_id for n in cluster.nodes]
     wait_for(
-        lambda: replicas_open(cluster, node_ids, BIG + 1),
-        f"{BIG + 1} replicas open on every node",
+        lambda: replicas_open(cluster, node_ids, partitions + 1),
+        f"{partitions + 1} replicas open on every node",
         SETTLE_S,
         every_s=ASK_EVERY_S,
     )
@@ -204,27 +204,14 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
     node_ids = [n.node_id for n in cluster.nodes]
 
     # a node restarted under many partitions deposes no working leader (pre-vote)
-    probe_leader = partition_leader(cluster, "probe")
-    controller = controller_of(cluster)
-    victim = next(n for n in node_ids if n not in (probe_leader, controller))
+    victim, probe_leader = pick_victim(cluster)
     survivors = [n for n in node_ids if n != victim]
     probe_term = partition_term(cluster, "probe", probe_leader)
     terms = {n: t for n, t in controller_terms(cluster, survivors).items()}
     before = {n: buckets(cluster.url(n)) for n in survivors}
     with probing([cluster.url(n) for n in survivors]) as probe:
-        probe.event(f"{victim} stopped (the probe's leader is {probe_leader}, the controller {controller})")
-        cluster.processes[victim].terminate()
-        cluster.processes[victim].wait(60)
-        probe.event(f"{victim} exited; starting it")
-        cluster.start(victim)
-        wait_for(
-            lambda: replicas_open(cluster, [victim], BIG + 1),
-            f"{victim} reopening its replicas",
-            SETTLE_S,
-            every_s=ASK_EVERY_S,
-        )
-        probe.event(f"{victim} has its {BIG + 1} replicas open")
-        probe.goes_on(20)  # and after it, while the node takes up its part again
+        probe.event(f"the probe's leader is {probe_leader}")
+        restart_under_probe(cluster, victim, probe, BIG + 1, exit_s=60, open_s=SETTLE_S)
     assert partition_term(cluster, "probe", probe_leader) == probe_term, (
         "the probe partition held an election"
     )
@@ -256,6 +243,38 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
     assert all(sample == terms for sample in seen), f"the controller held an election: {terms} -> {seen}"
     print(probe.report())
     assert probe.sent > 10 and probe.failures == [], probe.report()
+
+
+def pick_victim(cluster: ProcessCluster) -> tuple[str, str]:
+    """The node to restart (neither the probe partition's leader nor the controller) and that leader."""
+    probe_leader = partition_leader(cluster, "probe")
+    controller = controller_of(cluster)
+    victim = next(n.node_id for n in cluster.nodes if n.node_id not in (probe_leader, controller))
+    return victim, probe_leader
+
+
+def restart_under_probe(
+    cluster: ProcessCluster, victim: str, probe: Probe, replicas: int, exit_s: float, open_s: float
+) -> float:
+    """Stop ``victim`` (SIGTERM), start it again once it exited, wait until it holds its ``replicas`` again
+    and for 20 more probe produces after (while it takes up its part again); the steps go into the
+    probe's timeline. Returns the seconds the stop took."""
+    probe.event(f"{victim} stopping")
+    began = time.monotonic()
+    cluster.processes[victim].terminate()
+    cluster.processes[victim].wait(exit_s)
+    stopped_s = time.monotonic() - began
+    probe.event(f"{victim} exited after {stopped_s:.1f} s; starting it")
+    cluster.start(victim)
+    wait_for(
+        lambda: replicas_open(cluster, [victim], replicas),
+        f"{victim} reopening its replicas",
+        open_s,
+        every_s=ASK_EVERY_S,
+    )
+    probe.event(f"{victim} has its {replicas} replicas open")
+    probe.goes_on(20)
+    return stopped_s
 
 
 def controller_of(cluster: ProcessCluster) -> str:
