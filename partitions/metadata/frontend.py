@@ -184,6 +184,7 @@ class MetadataFrontend:
             voters,
             Notifying(_LevelWatch(machine, self._watch_levels), notifier.notify),
             announce_commits=True,  # every node reconciles its replicas on applying metadata
+            ticked_first=True,  # every node's routing and placement wait on it: no storm queues it
             learners=learners,
         )
         if catching_up:

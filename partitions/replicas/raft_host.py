@@ -81,6 +81,7 @@ class RaftHost:
         voters: Sequence[str],
         machine: StateMachine,
         announce_commits: bool = False,
+        ticked_first: bool = False,
         learners: Sequence[str] = (),
     ) -> ReplicaGroup:
         """This node's replica of ``group_id``; ``voters`` and ``learners`` (this node among them when it
@@ -92,6 +93,7 @@ class RaftHost:
             self._core,
             snapshot_path=os.path.join(directory, "snapshot"),
             announce_commits=announce_commits,
+            ticked_first=ticked_first,
         )
         return await open_mux_group(
             group_id,

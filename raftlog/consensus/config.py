@@ -51,6 +51,11 @@ class CoreConfig:
     # what they apply (the controller: each node opens a new topic's replicas when it applies it). It
     # costs a message per follower per commit, so partition groups leave it off.
     announce_commits: bool = False
+    # The driver ticks this group ahead of every other in each round it is ready in (``Driver``, "first"):
+    # for a group every node waits on (the controller), whose ticks a storm of thousands of partition
+    # groups' elections or catch-ups would otherwise queue behind for seconds (its followers then stopped
+    # hearing its leader and granted a restarted node's pre-vote). One group's ticks cost a round little.
+    ticked_first: bool = False
     # An idle group goes quiet (see RaftCore, "Quiescence"): the leader stops its heartbeats once every
     # follower holds its whole log and commit index, and followers hold no election while the leader's
     # node stays connected. Needs a transport whose connections carry their own liveness (MuxTransport:

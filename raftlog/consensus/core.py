@@ -619,6 +619,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return self._stopped_error
 
     @property
+    def ticked_first(self) -> bool:
+        """The driver ticks this replica ahead of the others in a round (``CoreConfig.ticked_first``)."""
+        return self._config.ticked_first
+
+    @property
     def read_stall_s(self) -> float:
         """How long the thread driving this replica may stand still before its reads wait for a new
         confirmation (``CoreConfig.read_stall_s``)."""

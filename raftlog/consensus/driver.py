@@ -18,6 +18,9 @@ group is due or something wakes it. A round touches only the cores it ticks: tho
 those whose timed tick, kept in a heap, is due; the number of cores driven does not enter its cost.
 Everything pysyncobj calls back (apply, proposal callbacks) runs on this thread; ``bridge.py`` hands
 results to asyncio.
+
+First: a core configured ``ticked_first`` (the controller) is ticked at the head of every round it is
+ready in, before the order of ``fresh_serving_first``; a round is cut (``ROUND_BUDGET_S``) only after it.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ class Driver:
         self._lock = threading.Lock()
         self._cores: dict[RaftCore, FailureHandler | None] = {}
         self._ready: set[RaftCore] = set()  # (lock) tick in the next round
+        self._first: set[RaftCore] = set()  # (lock) ``core.ticked_first``: head of every round they are in
         self._carried: list[RaftCore] = []  # driver thread: ready cores a round left for the next, in order
         # Driver thread: each core's next timed tick, and a heap of (due, sequence, core) holding it; an
         # entry whose due time is no longer the core's (ticked earlier, or removed) is skipped when popped.
@@ -167,6 +171,8 @@ class Driver:
         with self._lock:
             self._cores[core] = on_failure
             self._ready.add(core)
+            if core.ticked_first:
+                self._first.add(core)
             if group_id is not None:
                 self._cores_by_group.setdefault(group_id, set()).add(core)
                 self._group_of[core] = group_id
@@ -176,6 +182,7 @@ class Driver:
         with self._lock:
             self._cores.pop(core, None)
             self._ready.discard(core)
+            self._first.discard(core)
             group_id = self._group_of.pop(core, None)
             if group_id is not None:
                 cores = self._cores_by_group[group_id]
@@ -363,11 +370,14 @@ class Driver:
                 ready, self._ready = self._ready, set()
                 for group_id in inbound:
                     ready.update(self._cores_by_group.get(group_id, ()))
+                firsts = list(self._first)  # (the controller's core, or none)
             now = self.clock()
             self._pop_due(now, ready)
+            first = [core for core in firsts if core in ready]
             carried, self._carried = self._carried, []
             ready.difference_update(carried)
-            order = fresh_serving_first(carried, ready)
+            ready.difference_update(first)
+            order = [*first, *fresh_serving_first(carried, ready)]
             busy = False
             cores = self._cores
             budget_end = now + ROUND_BUDGET_S

@@ -16,8 +16,8 @@ from raftlog.consensus.liveness import Liveness
 
 
 class FakeCore:
-    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, serving, _poller,
-    liveness and read_stall_s."""
+    """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, serving,
+    ticked_first, _poller, liveness and read_stall_s."""
 
     def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0, routine: bool = True) -> None:
         self._poller = driver.poller
@@ -32,6 +32,7 @@ class FakeCore:
         self.liveness: Liveness | None = None
         self.read_stall_s = 0.375
         self.serving = True  # a leader, or a follower connected to its leader (False: electing)
+        self.ticked_first = False  # the controller's replica: the head of every round it is ready in
 
     def doTick(self, time_to_wait: float) -> None:
         self.ticks.append(time.monotonic())
@@ -297,3 +298,33 @@ def test_after_a_reconnect_woke_every_group_a_produce_waits_behind_none_of_them(
     wait_for(lambda: all(len(c.ticks) >= 2 for c in everyone), "every ready core ticked", every_s=0.01)
     later = sum(c.ticks[1] > producing.ticks[1] for c in catching_up)
     assert later > 0, "the produce waited for the whole catch-up"
+
+
+def test_the_controllers_core_is_ticked_ahead_of_a_storm_and_of_every_fresh_core(driver: Driver) -> None:
+    """A node came back under thousands of partitions: their groups' catch-up fills the rounds, and a
+    produce's group is as "serving" as every one of them. The controller's replica (``ticked_first``)
+    made ready with such fresh cores is ticked at the head of the next round: its followers keep hearing
+    its leader however long the storm (in CI they did not, and granted a restarted node's pre-vote)."""
+    catching_up = [SlowCore(driver, f"catching-up{i}") for i in range(60)]
+    fresh = [SlowCore(driver, f"fresh{i}") for i in range(20)]
+    controller = SlowCore(driver, "controller")
+    controller.ticked_first = True
+    for core in [*catching_up, *fresh, controller]:
+        add(driver, core)
+    cut = driver.rounds_cut
+    for core in catching_up:
+        assert core.on_activity is not None
+        core.on_activity()
+    wait_for(lambda: driver.rounds_cut > cut, "a round cut short, carrying the catch-up", every_s=0.001)
+
+    def ready_together() -> None:  # on the driver thread, between two rounds: one round takes them all
+        for core in [*fresh, controller]:
+            assert core.on_activity is not None
+            core.on_activity()
+
+    driver.call(ready_together)
+    everyone = [*catching_up, *fresh, controller]
+    wait_for(lambda: all(len(c.ticks) >= 2 for c in everyone), "every ready core ticked", every_s=0.01)
+    assert controller.ticks[1] < min(c.ticks[1] for c in fresh), "a fresh core went ahead of the controller"
+    later = sum(c.ticks[1] > controller.ticks[1] for c in catching_up)
+    assert later > 0, "the controller waited for the whole catch-up"
