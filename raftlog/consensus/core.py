@@ -111,7 +111,7 @@ from pysyncobj.node import TCPNode
 from pysyncobj.transport import TransportNotReadyError
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
-from raftlog.consensus import decisions
+from raftlog.consensus import decisions, journal_files
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.interface import (
     READ_NO_QUORUM,
@@ -996,12 +996,18 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def _sync_and_release_replies(self) -> None:
         """Group commit: one fsync for everything appended this tick, then the acknowledgements it makes
-        true. With a ``sync_runner`` a sync of at least ``sync_runner_min_bytes`` runs on another thread
-        and the tick ends at once; what is appended meanwhile goes in the next sync, and acknowledgements
-        leave once their entries are durable (a later tick, marked active when the sync ends)."""
+        true. With a ``sync_runner`` a sync of at least ``sync_runner_min_bytes``, or any sync while the
+        disk is slow (``journal_files.SYNC_LATENCY``), runs on another thread and the tick ends at once;
+        what is appended meanwhile goes in the next sync, and acknowledgements leave once their entries
+        are durable (a later tick, marked active when the sync ends). On a slow disk the syncs of many
+        groups then overlap, and the thread goes on ticking: in a storm of thousands of groups each
+        fsyncing in turn for 10 ms, the groups behind waited seconds, their leaders heard no majority and
+        stepped down, whose elections fsynced in turn again."""
         journal = self._journal
         runner = self.sync_runner
-        if runner is None or journal.pending_bytes < self.sync_runner_min_bytes:
+        if runner is None or (
+            journal.pending_bytes < self.sync_runner_min_bytes and not journal_files.SYNC_LATENCY.slow
+        ):
             if self.before_sync is not None and journal.sync_pending:
                 self.before_sync()
             journal.sync()

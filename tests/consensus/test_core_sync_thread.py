@@ -168,3 +168,37 @@ def test_syncs_on_threads_ending_at_random_times_lose_no_answered_proposal(tmp_p
     for journal in journals.values():
         journal.close()
     assert_restart_keeps(tmp_path, answered, G, [L, F])
+
+
+def test_on_a_slow_disk_a_small_sync_goes_to_the_sync_thread_and_on_a_fast_one_stays(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A small append's sync stays in the tick while syncs are fast (a hand-off costs what it saves); once
+    this process's syncs are slow (``SYNC_LATENCY``, as measured), the same append's sync is handed to the
+    sync thread, so the Raft thread does not wait for the disk while other groups wait for it."""
+    from raftlog.consensus import journal_files
+
+    script, journals, held = settled(tmp_path, holding=F)
+    script.nodes[F].sync_runner_min_bytes = 1 << 20  # a node's threshold: far above one small append
+    latency = journal_files.SyncLatency()
+    monkeypatch.setattr(journal_files, "SYNC_LATENCY", latency)
+
+    def one_small_append() -> None:
+        script.nodes[L].propose(1, None)
+        script.tick(L)
+        script.deliver(L, F)
+
+    one_small_append()
+    assert held.jobs == [] and journals[F].durable_index == journals[F].last_index, "fast disk: handed off"
+    while not latency.slow:
+        latency.observe(0.01)  # what a 10 ms disk's syncs measure
+    one_small_append()
+    assert len(held.jobs) == 1 and journals[F].durable_index < journals[F].last_index, "slow disk: not handed"
+    held.run_all()
+    script.tick(F)
+    assert journals[F].durable_index == journals[F].last_index
+    for _ in range(64):
+        latency.observe(0.0002)  # the disk is fast again
+    assert not latency.slow
+    one_small_append()
+    assert held.jobs == [], "a fast disk again: the sync still handed off"
