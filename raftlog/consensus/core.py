@@ -534,12 +534,19 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     @property
     def serving(self) -> bool:
-        """Leader, or a follower whose leader's node is connected: a group that takes writes now, which a
-        busy driver ticks among the first of a round (``driver.fresh_serving_first``)."""
-        if self._SyncObj__raftState == _LEADER:
+        """Leader, or a follower whose leader's node is connected, or a follower that voted for another in
+        this term: a group that takes writes now or is about to, which a busy driver ticks among the
+        first of a round (``driver.fresh_serving_first``). The voter's next message is most likely its
+        new leader's first append: queued behind the rest of an election storm, its acknowledgement came
+        so late that the new leader, hearing no majority for 3 s, stepped down again."""
+        state = self._SyncObj__raftState
+        if state == _LEADER:
             return True
         leader = self._SyncObj__raftLeader
-        return leader is not None and leader in self._SyncObj__connectedNodes
+        if leader is not None:
+            return leader in self._SyncObj__connectedNodes
+        voted_for = self._journal.getVotedForNodeId()
+        return state == _FOLLOWER and voted_for is not None and voted_for != self.node_id
 
     @property
     def leader_ready(self) -> bool:
