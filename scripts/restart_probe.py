@@ -9,6 +9,7 @@ one topic of --partitions partitions (RF 3); bounded in time. With a slower disk
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -22,8 +23,13 @@ from tests.scenario.cluster import ProcessCluster
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=scenario.BIG)
+    parser.add_argument(
+        "--keep", metavar="DIR", help="run in DIR and keep it (the nodes' logs: DIR/<node>/node.log)"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="restart-probe-") as root:
+    with contextlib.ExitStack() as stack:
+        root = args.keep or stack.enter_context(tempfile.TemporaryDirectory(prefix="restart-probe-"))
+        os.makedirs(root, exist_ok=True)
         cluster = ProcessCluster.create(root)
         cluster.start_all()
         try:
@@ -31,12 +37,18 @@ def main() -> int:
             scenario.with_big_topic(cluster, args.partitions)
             victim, leader = scenario.pick_victim(cluster)
             survivors = [n.node_id for n in cluster.nodes if n.node_id != victim]
+            terms = scenario.controller_terms(cluster, survivors)
             with scenario.probing([cluster.url(n) for n in survivors]) as probe:
                 probe.event(f"the probe's leader is {leader}")
                 stopped_s = scenario.restart_under_probe(
                     cluster, victim, probe, args.partitions + 1, exit_s=600, open_s=600
                 )
             print(f"stop: {stopped_s:.1f} s", flush=True)
+            print(
+                f"the controller's term on {', '.join(survivors)}: {terms} before, "
+                f"{scenario.controller_terms(cluster, survivors)} after",
+                flush=True,
+            )
             print(probe.report(), flush=True)
         finally:
             cluster.stop_all()
