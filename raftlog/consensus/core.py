@@ -536,7 +536,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def serving(self) -> bool:
         """Leader, or a follower whose leader's node is connected, or a follower that voted for another in
         this term: a group that takes writes now or is about to, which a busy driver ticks among the
-        first of a round (``driver.fresh_serving_first``). The voter's next message is most likely its
+        first of a round (``driver.RoundOrder``). The voter's next message is most likely its
         new leader's first append: queued behind the rest of an election storm, its acknowledgement came
         so late that the new leader, hearing no majority for 3 s, stepped down again."""
         state = self._SyncObj__raftState

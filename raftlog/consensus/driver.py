@@ -20,15 +20,17 @@ Everything pysyncobj calls back (apply, proposal callbacks) runs on this thread;
 results to asyncio.
 
 First: a core configured ``ticked_first`` (the controller) is ticked at the head of every round it is
-ready in, before the order of ``fresh_serving_first``; a round is cut (``ROUND_BUDGET_S``) only after it.
+ready in, before the order of ``RoundOrder``; a round is cut (``ROUND_BUDGET_S``) only after it.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import functools
 import heapq
+import itertools
 import logging
 import math
 import os
@@ -54,7 +56,7 @@ TIMER_GRID_MS_DEFAULT = 100
 HUB_POLL_MAX_S = 0.1  # a driven hub's timers (pings, dials, handshake deadlines) run at least this often
 DEADLINE_GRID_S = 0.01  # election deadlines: fine enough to keep their random spread
 # A round stops ticking after this long and reads its sockets again; the cores it did not reach go first in
-# the next round (alternating with the fresh serving ones: ``fresh_serving_first``). Thousands of groups
+# the next round (sharing the thread's time with the fresh serving ones: ``RoundOrder``). Thousands of groups
 # ready at once (every group of a node woken by a reconnect, a storm of elections) took seconds in one
 # round, in which nothing was read or sent: peers closed the silent connection (no ping for 3 s), which
 # woke every group again.
@@ -377,21 +379,25 @@ class Driver:
             carried, self._carried = self._carried, []
             ready.difference_update(carried)
             ready.difference_update(first)
-            order = [*first, *fresh_serving_first(carried, ready)]
+            order = RoundOrder(first, carried, ready)
             busy = False
             cores = self._cores
             budget_end = now + ROUND_BUDGET_S
-            for position, core in enumerate(order):
+            position = 0
+            while (core := order.next()) is not None:
                 on_failure = cores.get(core, _REMOVED)
                 if on_failure is _REMOVED:
                     continue  # removed by another thread or an earlier tick's failure handler
+                began = time.perf_counter()
                 self._tick(core, on_failure, now)
+                order.took(time.perf_counter() - began)
                 if core.needs_tick() and core in cores:
                     busy = True
                     with self._lock:
                         self._ready.add(core)
-                if position % 16 == 15 and self.clock() > budget_end:
-                    self._carried = order[position + 1 :]
+                position += 1
+                if position % 16 == 0 and self.clock() > budget_end:
+                    self._carried = order.left()
                     busy = busy or bool(self._carried)
                     self.rounds_cut += 1
                     break
@@ -461,24 +467,59 @@ class Driver:
         self._schedule(core, math.ceil(due / grid) * grid)
 
 
-def fresh_serving_first(carried: list[RaftCore], ready: set[RaftCore]) -> list[RaftCore]:
-    """The round's order: the cores made ready since the last round (a message, a proposal, a timer) whose
-    groups serve (``RaftCore.serving``: a leader, or a follower connected to its leader) alternating with
-    the rest: the cores carried over from the last round first, then the fresh ones standing for election
-    or voting. Two storms queue hundreds of cores on a node's one driver thread: when a node stops, every
-    group it led elects anew on the others (each tick an fsync of a term and a vote); when it comes back,
-    every group that leads a replica on it wakes to send it what it missed. In plain order a produce
-    on a group whose leader never changed waited behind that queue on its leader and again on its
-    follower, and timed out at 10 s where an fsync costs 10 ms. Alternating, it waits for at most as many
-    queued cores as there are fresh serving cores before it, and the queue still gets half of every
+class RoundOrder:
+    """A round's order: the ``ticked_first`` cores (the controller's), then two queues sharing the thread's
+    time equally: the cores made ready since the last round (a message, a proposal, a timer) whose groups
+    serve (``RaftCore.serving``: a leader, a follower connected to its leader or awaiting its new
+    leader's first append), and the rest: the cores carried over from the last round first, then the
+    fresh ones standing for election or voting. The next core comes from the queue that has had less of
+    the round's time (ties: the serving one).
+
+    Two storms queue hundreds of cores on a node's one driver thread: when a node stops, every group it
+    led elects anew on the others (each tick an fsync of a term and a vote); when it comes back, every
+    group that leads a replica on it wakes to send it what it missed. In plain order a produce on a group
+    whose leader never changed waited behind that queue on its leader and again on its follower, and
+    timed out at 10 s where an fsync costs 10 ms. Alternating one tick for one, a serving core still
+    waited for an election's 10 ms fsync per serving core ahead of it: a new leader's first append,
+    acknowledged 3 s late, deposed it again (check-quorum). Sharing time, the cheap serving ticks go
+    about as many as fit in one such fsync per election ticked, and the queue still gets half of every
     round, however busy the serving groups are."""
-    first: list[RaftCore] = []
-    rest = list(carried)
-    for core in ready:
-        (first if core.serving else rest).append(core)
-    if not first or not rest:
-        return first or rest
-    merged = [core for pair in zip(first, rest, strict=False) for core in pair]
-    shorter = min(len(first), len(rest))
-    merged.extend(first[shorter:] if len(first) > shorter else rest[shorter:])
-    return merged
+
+    __slots__ = ("_first", "_queues", "_side", "spent")
+
+    def __init__(self, first: list[RaftCore], carried: list[RaftCore], ready: set[RaftCore]) -> None:
+        serving: collections.deque[RaftCore] = collections.deque()
+        rest: collections.deque[RaftCore] = collections.deque(carried)
+        for core in ready:
+            (serving if core.serving else rest).append(core)
+        self._first = collections.deque(first)
+        self._queues = (serving, rest)
+        self.spent = [0.0, 0.0]  # seconds of this round each queue's cores took
+        self._side = -1  # the queue of the core last given (-1: a first core)
+
+    def next(self) -> RaftCore | None:
+        if self._first:
+            self._side = -1
+            return self._first.popleft()
+        serving, rest = self._queues
+        if serving and (not rest or self.spent[0] <= self.spent[1]):
+            self._side = 0
+        elif rest:
+            self._side = 1
+        else:
+            return None
+        return self._queues[self._side].popleft()
+
+    def took(self, seconds: float) -> None:
+        """The core last given took ``seconds`` to tick."""
+        if self._side >= 0:
+            self.spent[self._side] += seconds
+
+    def left(self) -> list[RaftCore]:
+        """The cores not given yet, for the next round, whose queue of the rest they head: the two queues
+        one for one, so that neither kind waits there for all of the other."""
+        serving, rest = self._queues
+        merged = [core for pair in zip(serving, rest, strict=False) for core in pair]
+        shorter = min(len(serving), len(rest))
+        merged.extend(itertools.islice(serving if len(serving) > shorter else rest, shorter, None))
+        return [*self._first, *merged]

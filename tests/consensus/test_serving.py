@@ -1,4 +1,4 @@
-"""``RaftCore.serving``, which a busy driver ticks among the first of a round (``fresh_serving_first``): a
+"""``RaftCore.serving``, which a busy driver ticks among the first of a round (``RoundOrder``): a
 leader, a follower connected to its leader, and a follower that voted for another in this term (its
 next message is most likely its new leader's first append); a candidate is not."""
 
