@@ -219,7 +219,7 @@ TUNING = (
            default=MALLOC_KEEP_MIB_DEFAULT, low=0, note="0 keeps glibc's defaults"),
     Option("--journal-sync-threads",
            "threads writing and fsyncing large Raft journal appends, and every append while the disk's "
-           "syncs are slow (2 ms or more on average), so the Raft thread goes on meanwhile "
+           "small syncs are slow (2 ms or more on average), so the Raft thread goes on meanwhile "
            "(0: the Raft thread does every sync)", default=JOURNAL_SYNC_THREADS_DEFAULT, low=0, high=64),
     Option("--journal-sync-thread-min-kib",
            "smallest journal append handed to a sync thread; smaller ones are synced by the Raft thread, "

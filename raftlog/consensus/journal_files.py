@@ -23,6 +23,7 @@ from collections.abc import Callable
 import crc32c
 import msgpack
 
+from raftlog.consensus.defaults import SYNC_THREAD_MIN_BYTES_DEFAULT
 from raftlog.consensus.errors import CorruptJournal
 from raftlog.errors import InvariantViolation
 from raftlog.histogram import Histogram
@@ -56,17 +57,21 @@ STATE_SLOT_BYTES = 512  # one sector: a write of it is not torn on most devices,
 SEGMENT_NAME = re.compile(r"^segment-(\d{10})\.log$")
 RECORD_BYTES_MAX = 256 * 1024 * 1024
 SYNC_SECONDS = Histogram()  # every journal fsync/fdatasync of this process, whichever thread ran it
-# A disk whose recent syncs took this long on average is slow: a Raft thread waiting for such a sync holds
-# up every other group it drives for as long (``RaftCore._sync_and_release_replies`` then hands every sync
-# to a sync thread, not only large ones). This machine's disk syncs a small append in 0.16 ms (p50; 0.27
-# ms p99), where a hand-off costs about as much CPU as it saves waiting (docs/decisions/0009); a loaded or
-# networked disk takes 5-50 ms.
+# A disk whose recent small syncs took this long on average is slow: a Raft thread waiting for such a sync
+# holds up every other group it drives for as long (``RaftCore._sync_and_release_replies`` then hands every
+# sync to a sync thread, not only large ones). This machine's disk syncs a small append in 0.16 ms (p50;
+# 0.27 ms p99), where a hand-off costs about as much CPU as it saves waiting (docs/decisions/0009); a
+# loaded or networked disk takes 5-50 ms. Only syncs of fewer than ``SMALL_SYNC_BYTES`` count: a large
+# one's time is its bytes' (a 1 MiB append's fdatasync took 11 ms at the median in batched produce here),
+# which says nothing of what a small one waits.
 SLOW_SYNC_S = 0.002
+SMALL_SYNC_BYTES = SYNC_THREAD_MIN_BYTES_DEFAULT
 
 
 class SyncLatency:
-    """The recent mean time of this process's journal fsyncs, every journal's on every thread: weighted
-    1/16 to the newest, so a few dozen slow syncs in a row make it slow and as many fast ones undo it."""
+    """The recent mean time of this process's small journal fsyncs, every journal's on every thread:
+    weighted 1/16 to the newest, so a few dozen slow syncs in a row make it slow and as many fast ones
+    undo it."""
 
     __slots__ = ("mean_s",)
 
@@ -279,6 +284,7 @@ class SyncJob:
 
     def _write_and_sync(self) -> None:
         segment, pending = self.segment, self.pending
+        small = pending.size < SMALL_SYNC_BYTES
         if pending:
             if segment.writer is not None:
                 segment.writer.append(pending)
@@ -295,7 +301,8 @@ class SyncJob:
             os.fdatasync(segment.fd)
         took = time.perf_counter() - started
         SYNC_SECONDS.observe(took)
-        SYNC_LATENCY.observe(took)
+        if small:
+            SYNC_LATENCY.observe(took)
 
 
 class _DirectWriter:

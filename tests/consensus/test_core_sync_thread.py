@@ -202,3 +202,28 @@ def test_on_a_slow_disk_a_small_sync_goes_to_the_sync_thread_and_on_a_fast_one_s
     assert not latency.slow
     one_small_append()
     assert held.jobs == [], "a fast disk again: the sync still handed off"
+
+
+def test_only_a_small_syncs_time_tells_whether_the_disk_is_slow(tmp_path: Path, monkeypatch: Any) -> None:
+    """A large append's sync takes long for its bytes (a 1 MiB one 11 ms in batched produce): it must not
+    send every small sync to the threads. A small one's time is what the decision is about."""
+    import os as os_module
+
+    from raftlog.consensus import journal_files
+
+    latency = journal_files.SyncLatency()
+    monkeypatch.setattr(journal_files, "SYNC_LATENCY", latency)
+    real_fdatasync = os_module.fdatasync
+
+    def slow_fdatasync(fd: int) -> None:
+        time.sleep(0.005)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(journal_files.os, "fdatasync", slow_fdatasync)
+    journal = FileJournal(str(tmp_path))
+    journal.add(b"x" * journal_files.SMALL_SYNC_BYTES, 1, 1)
+    journal.sync()
+    assert latency.mean_s == 0.0, "a large sync's time was counted"
+    journal.add(b"x" * 100, 2, 1)
+    journal.sync()
+    assert latency.mean_s >= 0.005 / 16, "a small sync's time was not counted"
