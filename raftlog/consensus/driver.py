@@ -377,7 +377,6 @@ class Driver:
             self._pop_due(now, ready)
             first = [core for core in firsts if core in ready]
             carried, self._carried = self._carried, []
-            ready.difference_update(carried)
             ready.difference_update(first)
             order = RoundOrder(first, carried, ready)
             busy = False
@@ -473,7 +472,11 @@ class RoundOrder:
     serve (``RaftCore.serving``: a leader, a follower connected to its leader or awaiting its new
     leader's first append), and the rest: the cores carried over from the last round first, then the
     fresh ones standing for election or voting. The next core comes from the queue that has had less of
-    the round's time (ties: the serving one).
+    the round's time (ties: the serving one). A carried core made ready again whose group serves (a
+    message or a proposal came since) leaves its place among the carried for the fresh serving queue:
+    when a node came back, the partition leaders of the other nodes all woke to catch it up, and a
+    produce's group carried among them waited behind the whole catch-up for its turn, however often
+    its produces and acknowledgements came (its follower heard no leader for 1.5 s and was elected).
 
     Two storms queue hundreds of cores on a node's one driver thread: when a node stops, every group it
     led elects anew on the others (each tick an fsync of a term and a vote); when it comes back, every
@@ -488,10 +491,13 @@ class RoundOrder:
     __slots__ = ("_first", "_queues", "_side", "spent")
 
     def __init__(self, first: list[RaftCore], carried: list[RaftCore], ready: set[RaftCore]) -> None:
+        """``ready``: the cores made ready since the last round (``carried`` ones among them too)."""
         serving: collections.deque[RaftCore] = collections.deque()
-        rest: collections.deque[RaftCore] = collections.deque(carried)
+        rest = collections.deque(core for core in carried if core not in ready or not core.serving)
+        kept = set(rest)  # (a carried core ready again but not serving keeps its place)
         for core in ready:
-            (serving if core.serving else rest).append(core)
+            if core not in kept:
+                (serving if core.serving else rest).append(core)
         self._first = collections.deque(first)
         self._queues = (serving, rest)
         self.spent = [0.0, 0.0]  # seconds of this round each queue's cores took

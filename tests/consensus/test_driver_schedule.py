@@ -236,7 +236,7 @@ def test_a_serving_group_waits_behind_no_queue_of_elections_and_the_elections_st
     """A node stopped: the groups it led elect anew on a survivor, each tick an fsync, and the driver
     carries what a round did not reach into the next; then a produce reaches each group with a live
     leader. Those serving cores are not queued behind the carried elections (in plain order they came
-    after all of them); the electing cores still get every other place, so none waits for the serving
+    after all of them); the electing cores still get half of each round's time, so none waits for the serving
     ones to be done."""
     electing = [SlowCore(driver, f"electing{i}") for i in range(60)]  # 60 x 5 ms: several rounds
     serving = [SlowCore(driver, f"serving{i}") for i in range(20)]
@@ -260,9 +260,12 @@ def test_a_serving_group_waits_behind_no_queue_of_elections_and_the_elections_st
     assert electing_untouched > 0, f"the serving cores waited for every election: {ticked}"
     # from the round the serving cores joined, the two kinds alternate: about as many elections ticked
     # among the serving ones as serving cores, not none
+    # from the round the serving cores joined, the elections go on among them: how many depends on how
+    # long each tick really took (the round shares its time, ``RoundOrder``; with given costs the share
+    # is exact, tested there), so what is checked here is that they did not stand still
     joined = min(ticked.index(c.node_id) for c in serving)
     electing_among = sum(joined < ticked.index(c.node_id) < last_serving for c in electing)
-    assert electing_among >= len(serving) - 2, f"the elections stood still for the serving cores: {ticked}"
+    assert electing_among >= 1, f"the elections stood still for the serving cores: {ticked}"
 
 
 class OrderCore:
@@ -358,6 +361,21 @@ def test_the_controllers_core_is_ticked_ahead_of_a_storm_and_of_every_fresh_core
     assert controller.ticks[1] < min(c.ticks[1] for c in fresh), "a fresh core went ahead of the controller"
     later = sum(c.ticks[1] > controller.ticks[1] for c in catching_up)
     assert later > 0, "the controller waited for the whole catch-up"
+
+
+def test_a_carried_serving_core_made_ready_again_joins_the_fresh_serving_ones_and_is_given_once() -> None:
+    """A node came back: the other nodes' leaders all woke to catch it up, more than a round ticks, and a
+    produce's group was carried among them. Its next produce (or acknowledgement) makes it ready again:
+    it leaves the carried for the fresh serving queue instead of waiting for its place. A carried core
+    ready again that does not serve (an election) keeps its place among the carried."""
+    from raftlog.consensus.driver import RoundOrder
+
+    probe, electing = OrderCore("probe", True), OrderCore("electing", False)
+    carried = [OrderCore(f"catch-up{i}", True) for i in range(50)] + [probe, electing]
+    names = given(RoundOrder([], carried, {probe, electing}))
+    assert names.index("probe") == 0, names[:5]
+    assert names.count("probe") == 1 and names.count("electing") == 1
+    assert names.index("electing") > names.index("catch-up49"), "the electing core lost its place"
 
 
 def test_a_cut_rounds_cores_left_over_go_on_one_for_one() -> None:
