@@ -312,19 +312,27 @@ def test_cheap_serving_ticks_go_as_many_as_fit_in_one_costly_election_tick() -> 
     assert order.left() == []
 
 
-def test_after_a_reconnect_woke_every_group_a_produce_waits_behind_none_of_them(driver: Driver) -> None:
-    """A node came back: every group leading a replica on it woke at once to send it what it missed, all of
-    them serving, a tick each with a read of the journal; the driver carries them from round to round.
-    A produce on another group then is ticked in the next round's first places, not after the queue."""
+def carried_catch_up(driver: Driver) -> list[SlowCore]:
+    """60 serving cores of 5 ms each (300 ms, several rounds) made ready at once, as a returning node's
+    catch-up wakes them; returns once a round was cut short, carrying the rest."""
     catching_up = [SlowCore(driver, f"catching-up{i}") for i in range(60)]
-    producing = SlowCore(driver, "producing")
-    for core in [*catching_up, producing]:
+    for core in catching_up:
         add(driver, core)
     cut = driver.rounds_cut
     for core in catching_up:
         assert core.on_activity is not None
         core.on_activity()
     wait_for(lambda: driver.rounds_cut > cut, "a round cut short, carrying the catch-up", every_s=0.001)
+    return catching_up
+
+
+def test_after_a_reconnect_woke_every_group_a_produce_waits_behind_none_of_them(driver: Driver) -> None:
+    """A node came back: every group leading a replica on it woke at once to send it what it missed, all of
+    them serving, a tick each with a read of the journal; the driver carries them from round to round.
+    A produce on another group then is ticked in the next round's first places, not after the queue."""
+    producing = SlowCore(driver, "producing")
+    add(driver, producing)
+    catching_up = carried_catch_up(driver)
     assert producing.on_activity is not None
     producing.on_activity()
     everyone = [*catching_up, producing]
@@ -338,17 +346,12 @@ def test_the_controllers_core_is_ticked_ahead_of_a_storm_and_of_every_fresh_core
     produce's group is as "serving" as every one of them. The controller's replica (``ticked_first``)
     made ready with such fresh cores is ticked at the head of the next round: its followers keep hearing
     its leader however long the storm (in CI they did not, and granted a restarted node's pre-vote)."""
-    catching_up = [SlowCore(driver, f"catching-up{i}") for i in range(60)]
     fresh = [SlowCore(driver, f"fresh{i}") for i in range(20)]
     controller = SlowCore(driver, "controller")
     controller.ticked_first = True
-    for core in [*catching_up, *fresh, controller]:
+    for core in [*fresh, controller]:
         add(driver, core)
-    cut = driver.rounds_cut
-    for core in catching_up:
-        assert core.on_activity is not None
-        core.on_activity()
-    wait_for(lambda: driver.rounds_cut > cut, "a round cut short, carrying the catch-up", every_s=0.001)
+    catching_up = carried_catch_up(driver)
 
     def ready_together() -> None:  # on the driver thread, between two rounds: one round takes them all
         for core in [*fresh, controller]:
