@@ -493,8 +493,14 @@ class RoundOrder:
     def __init__(self, first: list[RaftCore], carried: list[RaftCore], ready: set[RaftCore]) -> None:
         """``ready``: the cores made ready since the last round (``carried`` ones among them too)."""
         serving: collections.deque[RaftCore] = collections.deque()
-        rest = collections.deque(core for core in carried if core not in ready or not core.serving)
-        kept = set(rest)  # (a carried core ready again but not serving keeps its place)
+        rest: collections.deque[RaftCore] = collections.deque()
+        kept: set[RaftCore] = set()  # carried cores ready again that do not serve: they keep their place
+        for core in carried:
+            if core not in ready:
+                rest.append(core)
+            elif not core.serving:
+                rest.append(core)
+                kept.add(core)
         for core in ready:
             if core not in kept:
                 (serving if core.serving else rest).append(core)
