@@ -89,6 +89,9 @@ CATALOGUE: dict[str, Family] = {
         "cleaner's lag; cleanup.policy compact).",
     ),
     "cleaner_passes": Family("counter", "Compaction passes this node ran over a log."),
+    "cleaner_threads": Family(
+        "gauge", "Compaction threads running on this node (log.cleaner.threads, changed while it runs)."
+    ),
     "cleaner_passes_stopped": Family(
         "counter", "Compaction passes that stopped because retention or deleted records changed the log."
     ),

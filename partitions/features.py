@@ -104,7 +104,7 @@ CLIENT_QUOTAS = Format(
 )
 RESOURCE_CONFIGS = Format(
     "controller command AlterResourceConfigs kind 19: client metrics subscriptions, group configs, "
-    "replication throttles, the cluster's defaults of topics' log configs",
+    "replication throttles, the log cleaner's threads, the cluster's defaults of topics' log configs",
     RAFTLOG_VERSION,
     2,
 )

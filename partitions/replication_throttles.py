@@ -22,13 +22,13 @@ from collections.abc import Iterable, Mapping
 
 from partitions.names import broker_id
 from partitions.resource_configs import (
-    BROKER,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
     LEADER_REPLICAS,
     LONG_MAX,
     TOPIC,
+    broker_setting,
     items,
 )
 
@@ -53,16 +53,14 @@ def throttled(value: str, broker: int, partition: int) -> bool:
 
 def rate(configs: Configs, key: str, broker: int) -> int | None:
     """The broker's rate ``key`` in bytes/s: its own, else the cluster's default; None: unlimited."""
-    for name in (str(broker), ""):
-        value = configs.get((BROKER, name), {}).get(key)
-        if value is None:
-            continue
-        try:
-            parsed = int(value.strip())
-        except ValueError:  # refused when set (resource_configs): never stored
-            return None
-        return None if parsed >= LONG_MAX else max(0, parsed)
-    return None
+    value = broker_setting(configs, key, broker)
+    if value is None:
+        return None
+    try:
+        parsed = int(value.strip())
+    except ValueError:  # refused when set (resource_configs): never stored
+        return None
+    return None if parsed >= LONG_MAX else max(0, parsed)
 
 
 def _applies(

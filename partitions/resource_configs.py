@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidConfigRequest, InvalidResourceConfig
+from partitions.names import broker_id
 from raftlog.storage.config import LogConfig
 from raftlog.storage.errors import InvalidConfig
 
@@ -58,6 +59,13 @@ LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 THROTTLED_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
+# -- the log cleaner (Kafka's LogCleaner, reconfigurable while a broker runs) -------------------------------
+CLEANER_THREADS = "log.cleaner.threads"
+CLEANER_THREADS_DEFAULT = 1  # Kafka's
+# raftlog's bound on one node's compaction threads: they share one interpreter, one token bucket (the
+# node's --cleaner-rate-mib) and one key map bound, so past a few they clean no faster, only hold more
+CLEANER_THREADS_MAX = 16
+
 RESOURCES_MAX = 10_000  # resources with configs in the cluster (each a row of every snapshot)
 VALUE_CHARS_MAX = 32_768  # one config's value
 
@@ -71,6 +79,7 @@ class Key:
     bounds: tuple[int, int | None] | None = None  # a group config's: its broker's min and max (None: no max)
     least: int | None = None  # a group config's: the least its type's validator takes (Kafka's ConfigDef)
     synonym: str | None = None  # a group config's broker config, the default's synonym (None: its own name)
+    default_synonym: bool = False  # a broker config of Kafka's KafkaConfig: its default listed as a synonym
 
 
 # Kafka 4.4's GroupConfig: every config a group may set (its internal ones left out, as Kafka describes
@@ -130,6 +139,7 @@ KEYS: Mapping[str, Mapping[str, Key]] = {
         FOLLOWER_RATE: Key("LONG", str(LONG_MAX)),
         LEADER_RATE: Key("LONG", str(LONG_MAX)),
         ALTER_LOG_DIRS_RATE: Key("LONG", str(LONG_MAX)),
+        CLEANER_THREADS: Key("INT", str(CLEANER_THREADS_DEFAULT), default_synonym=True),
         **{
             broker: Key("INT" if topic == "max.message.bytes" else "LONG", str(_LOG_DEFAULTS[topic]))
             for broker, topic in CLUSTER_LOG_DEFAULTS.items()
@@ -157,9 +167,16 @@ def _int(name: str, value: str, kind: str) -> int:
     return parsed
 
 
-def validate(kind: str, name: str, after: Mapping[str, str], before: Mapping[str, str]) -> None:
+def validate(
+    kind: str,
+    name: str,
+    after: Mapping[str, str],
+    before: Mapping[str, str],
+    default: Mapping[str, str] | None = None,
+) -> None:
     """Refuse the configs ``after`` of a resource as Kafka's controller refuses them (``before``: what it
-    held, which Kafka consults for client metrics match patterns)."""
+    held, which Kafka consults for client metrics match patterns and a broker for its cleaner's threads;
+    ``default``: a broker's, the cluster's default broker configs)."""
     if kind not in KEYS:
         raise InvalidConfigRequest(f"unknown resource kind {kind!r}")
     for key, value in after.items():
@@ -174,16 +191,23 @@ def validate(kind: str, name: str, after: Mapping[str, str], before: Mapping[str
             if key not in KEYS[BROKER]:
                 raise InvalidResourceConfig(
                     f"{key}: not a dynamic broker config of raftlog, whose brokers change only their "
-                    "replication throttles and the cluster's defaults of topics' "
+                    f"replication throttles, {CLEANER_THREADS} and the cluster's defaults of topics' "
                     f"{', '.join(CLUSTER_LOG_DEFAULTS)} at run time (docs/kafka-compatibility.md)"
                 )
             if key in CLUSTER_LOG_DEFAULTS:
                 _check_log_default(name, key, value)
                 continue
+            if key == CLEANER_THREADS:
+                if value != before.get(key):
+                    _check_cleaner_threads(value, _setting(before, default or {}, key))
+                continue
             if _int(key, value, "LONG") < 0:
                 raise InvalidResourceConfig(
                     f"Invalid value {value} for configuration {key}: Value must be at least 0"
                 )
+        if CLEANER_THREADS in before and CLEANER_THREADS not in after:  # back to the default: still checked
+            fallback = (default or {}).get(CLEANER_THREADS, str(CLEANER_THREADS_DEFAULT))
+            _check_cleaner_threads(fallback, before[CLEANER_THREADS])
     else:
         for key, value in after.items():
             if key not in KEYS[TOPIC]:
@@ -202,6 +226,66 @@ def _check_log_default(name: str, key: str, value: str) -> None:
         LogConfig.from_properties({CLUSTER_LOG_DEFAULTS[key]: value})
     except InvalidConfig as error:
         raise InvalidResourceConfig(f"Invalid value {value} for configuration {key}: {error}") from None
+
+
+def _check_cleaner_threads(value: str, current: str | None) -> None:
+    """Kafka's ConfigDef (an INT, at least 0: INVALID_CONFIG), then its LogCleaner's
+    ``validateReconfiguration`` against the threads the broker has (``current``: set on it, else on the
+    cluster's default; None: Kafka's 1; INVALID_REQUEST, as Kafka's broker answers), then raftlog's bound."""
+    threads = _int(CLEANER_THREADS, value, "INT")
+    if threads < 0:
+        raise InvalidResourceConfig(
+            f"Invalid value {value} for configuration {CLEANER_THREADS}: Value must be at least 0"
+        )
+    now = cleaner_threads_of(current)
+    for refused, reason in (
+        (threads < 1, "Log cleaner threads should be at least 1"),
+        (
+            threads < now // 2,
+            f"Log cleaner threads cannot be reduced to less than half the current value {now}",
+        ),
+        (
+            threads > now * 2,
+            f"Log cleaner threads cannot be increased to more than double the current value {now}",
+        ),
+    ):
+        if refused:  # as Kafka's broker wraps its LogCleaner's refusal (INVALID_REQUEST), word for word
+            raise InvalidConfigRequest(
+                f"Invalid value org.apache.kafka.common.config.ConfigException: {reason} for configuration "
+                "Invalid dynamic configuration"
+            )
+    if threads > CLEANER_THREADS_MAX:
+        raise InvalidResourceConfig(
+            f"Invalid value {value} for configuration {CLEANER_THREADS}: raftlog runs at most "
+            f"{CLEANER_THREADS_MAX} cleaner threads a node (docs/kafka-compatibility.md)"
+        )
+
+
+def _setting(own: Mapping[str, str], default: Mapping[str, str], key: str) -> str | None:
+    return own[key] if key in own else default.get(key)
+
+
+def broker_setting(configs: Mapping[tuple[str, str], Mapping[str, str]], key: str, broker: int) -> str | None:
+    """A broker's dynamic config ``key``: set on it, else on the cluster's default (broker ``""``, Kafka's
+    ``<default>``); None: set on neither."""
+    return _setting(configs.get((BROKER, str(broker)), {}), configs.get((BROKER, ""), {}), key)
+
+
+def cleaner_threads(configs: Mapping[tuple[str, str], Mapping[str, str]], node_id: str) -> int:
+    """How many threads compact the logs of node ``node_id`` (broker ``broker_id(node_id)``): its
+    ``log.cleaner.threads``, else the cluster's default, else Kafka's 1."""
+    return cleaner_threads_of(broker_setting(configs, CLEANER_THREADS, broker_id(node_id)))
+
+
+def cleaner_threads_of(value: str | None) -> int:
+    """The threads a stored ``log.cleaner.threads`` gives (None: Kafka's default), within raftlog's bound."""
+    if value is None:
+        return CLEANER_THREADS_DEFAULT
+    try:
+        threads = int(value.strip())
+    except ValueError:  # refused when set: never stored
+        return CLEANER_THREADS_DEFAULT
+    return min(max(threads, 1), CLEANER_THREADS_MAX)
 
 
 def topic_log_defaults(cluster_default: Mapping[str, str]) -> dict[str, str]:
@@ -410,6 +494,8 @@ def describe(
             if default is not None and name in default:
                 synonyms.append((name, default[name], "DYNAMIC_DEFAULT_BROKER_CONFIG"))
             value, source = (synonyms[0][1], synonyms[0][2]) if synonyms else (key.default, "DEFAULT_CONFIG")
+            if key.default_synonym:
+                synonyms.append((name, key.default, "DEFAULT_CONFIG"))
         elif kind == GROUP:  # Kafka 4.4: the value set on the group, then the broker's default
             if name in stored:
                 synonyms.append((name, stored[name], SET_SOURCE[kind]))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from membership import GossipConfig
-from partitions import features
+from partitions import features, resource_configs
 from partitions.broker.level_guard import LevelGuard
 from partitions.broker.local import LocalAdmin, PeerServer
 from partitions.consumers.reader import PartitionData
@@ -273,6 +273,9 @@ class Node:
             damaged_root=os.path.join(config.data_dir, DAMAGED_DIR),
             cleaner_rate_bytes_per_s=config.cleaner_bytes_per_s,
             cleaner_interval_ms=config.cleaner_interval_ms,
+            # Kafka's log.cleaner.threads, as the controller keeps it for this broker (or the cluster's
+            # default), asked at each look of the cleaner: a change applies while the node runs
+            cleaner_threads=self._cleaner_threads,
             # once raftlog.version 2 is finalized, a log is fenced against release 0.1.0 (log_format.fence)
             fence_level=self.level_guard.log_fence_level,
         )
@@ -448,6 +451,9 @@ class Node:
 
     async def _schema_usage(self, schema_id: int) -> list[tuple[str, int]]:
         return await self.cluster.registry.call(RegistryService.schema_usage, schema_id, False)
+
+    def _cleaner_threads(self) -> int:
+        return resource_configs.cleaner_threads(self.frontend.metadata().resource_configs, self.node_id)
 
     def _group_configs(self, group: str) -> Mapping[str, str]:
         """A group's configs as the controller replicated them (``partitions.resource_configs``)."""
@@ -735,6 +741,7 @@ class NodeView:
         cleaner = node._logs.cleaner.stats
         values["cleaner_dirty_bytes"] = cleaner.dirty_bytes
         values["cleaner_passes"] = cleaner.passes
+        values["cleaner_threads"] = cleaner.threads
         values["cleaner_passes_stopped"] = cleaner.passes_stopped
         values["cleaner_failures"] = cleaner.failures
         values["cleaner_bytes_read"] = cleaner.bytes_read

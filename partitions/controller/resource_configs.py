@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from partitions.errors import InvalidCommand, InvalidConfigRequest
-from partitions.resource_configs import KINDS, RESOURCES_MAX, validate
+from partitions.resource_configs import BROKER, KINDS, RESOURCES_MAX, validate
 
 ROW_VERSION = 1
 Resource = tuple[str, str]  # (kind, name)
@@ -49,7 +49,8 @@ def apply(
             after.pop(key, None)
         else:
             after[key] = value
-    validate(command.kind, command.name, after, before)
+    default = resources.get((BROKER, ""), {}) if command.kind == BROKER and command.name else None
+    validate(command.kind, command.name, after, before, default)
     result = {r: dict(values) for r, values in resources.items()}
     if after:
         result[resource] = after

@@ -1,6 +1,6 @@
 """Log compaction's passes (Kafka's log cleaner): which records go is ``raftlog.storage.compaction``'s
 decision, how a rewritten segment takes the old ones' place is ``raftlog.storage.swap``'s; here a pass
-reads, maps, writes and swaps, and :class:`Cleaner` runs passes on a thread of its own.
+reads, maps, writes and swaps; ``raftlog.storage.cleaner_threads`` runs passes on threads of their own.
 
 Each replica cleans its own copy of a partition, as each Kafka broker does: compaction changes no offset
 and no record that a reader could still need, so replicas that hold the same records stay equal record
@@ -37,18 +37,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from raftlog.errors import RaftlogError
-from raftlog.histogram import Histogram
 from raftlog.storage import swap
 from raftlog.storage.batch import BatchHeader, Record, decode_header, decode_records
 from raftlog.storage.compaction import (
     Filtered,
     KeyMap,
     SegmentSummary,
-    cleanable_end,
-    dirty_bytes,
     keeps,
     plan_cleaning,
     rewrite,
@@ -57,7 +53,6 @@ from raftlog.storage.defaults import CLEANER_INTERVAL_MS_DEFAULT, CLEANER_RATE_B
 from raftlog.storage.log import _MAX_RELATIVE_OFFSET, Log, last_stable_offset
 from raftlog.storage.log_cut import hold_closed_segments, release_held, replace_segments
 from raftlog.storage.log_open import CleanerOffsets, read_cleaner_offsets, write_cleaner_offsets
-from raftlog.storage.periodic import Periodic
 from raftlog.storage.segment import Segment, walk_headers
 
 log = logging.getLogger("raftlog.cleaner")
@@ -300,119 +295,3 @@ def _note(log_: Log, dirty_from: int | None = None, rewritten_below: int = 0) ->
             write_cleaner_offsets(log_.directory, moved)
         log_.compacted_below = max(log_.compacted_below, moved.rewritten_below)
         return moved
-
-
-class CleanerStopped(Exception):
-    """The node is closing: the pass in progress ends where it is (its staged files removed)."""
-
-
-class Pacer:
-    """A token bucket of ``rate_bytes_per_s`` (burst: one second's worth); ``take`` waits for room, and
-    raises ``CleanerStopped`` once ``stop`` is set, so a closing node does not wait for a long pass."""
-
-    def __init__(self, rate_bytes_per_s: float, stop: threading.Event) -> None:
-        self.rate = rate_bytes_per_s
-        self._stop = stop
-        self._tokens = rate_bytes_per_s
-        self._at = time.monotonic()
-
-    def take(self, amount: int) -> None:
-        if self._stop.is_set():
-            raise CleanerStopped
-        now = time.monotonic()
-        self._tokens = min(self.rate, self._tokens + (now - self._at) * self.rate) - amount
-        self._at = now
-        if self._tokens < 0:
-            self._stop.wait(-self._tokens / self.rate)
-
-
-@dataclass(slots=True)
-class CleanerStats:
-    passes: int = 0
-    passes_stopped: int = 0
-    bytes_read: int = 0
-    bytes_reclaimed: int = 0
-    records_removed: int = 0
-    failures: int = 0
-    dirty_bytes: int = 0  # over every compacted log, at the last look: the cleaner's lag
-    pass_seconds: Histogram = field(default_factory=Histogram)
-
-
-class Cleaner:
-    """The node's compaction thread: every ``interval_ms`` it looks at each compacted log (``logs``) and
-    runs the pass due, paced by one token bucket; a failure on one log is logged with its name and counted,
-    and does not stop the others."""
-
-    def __init__(
-        self,
-        logs: Callable[[], list[Log]],
-        clock: Callable[[], int],
-        rate_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT,
-        keys_max: int = KEYS_MAX_DEFAULT,
-        interval_ms: int = INTERVAL_MS_DEFAULT,
-    ) -> None:
-        self._logs = logs
-        self._clock = clock
-        self.keys_max = keys_max
-        self.interval_ms = interval_ms
-        self.stats = CleanerStats()
-        self._stop = threading.Event()
-        self._pacer = Pacer(rate_bytes_per_s, self._stop)
-        self._thread = Periodic(
-            "raftlog-cleaner",
-            lambda: self.interval_ms / 1000,
-            lambda: self.run_once(self._clock()),
-            self._stop,
-        )
-
-    def run_once(self, now_ms: int) -> list[PassReport]:
-        reports = []
-        lag = 0
-        for each in self._logs():
-            if not each.config.compacted or self._stop.is_set():
-                continue
-            try:
-                report = clean_log(each, now_ms, self.keys_max, self._pacer.take)
-                lag += self._lag(each, now_ms)
-            except CleanerStopped:
-                break
-            except (RaftlogError, OSError):
-                self.stats.failures += 1
-                log.exception("compaction of %s failed", each.directory)
-                continue
-            if report is not None:
-                reports.append(report)
-                self._count(report)
-        self.stats.dirty_bytes = lag
-        return reports
-
-    def _lag(self, each: Log, now_ms: int) -> int:
-        closed, active_base = hold_closed_segments(each)
-        try:
-            summaries = [summary(s) for s in closed] + [
-                SegmentSummary(active_base, active_base, 0, None, None)
-            ]
-            dirty_from = read_cleaner_offsets(each.directory).dirty_from
-            return dirty_bytes(summaries, dirty_from, cleanable_end(summaries, now_ms, each.config))
-        finally:
-            release_held(each, closed)
-
-    def _count(self, report: PassReport) -> None:
-        stats = self.stats
-        stats.passes += 1
-        stats.passes_stopped += not report.completed
-        stats.bytes_read += report.bytes_read
-        stats.bytes_reclaimed += report.bytes_reclaimed
-        stats.records_removed += report.records_removed
-        stats.pass_seconds.observe(report.seconds)
-        log.info(
-            "%s: compacted below %d: %d -> %d segments, %d of %d records removed, %d bytes reclaimed, %.3fs",
-            report.directory, report.rewritten_below, report.segments_before, report.segments_after,
-            report.records_removed, report.records_read, report.bytes_reclaimed, report.seconds,
-        )  # fmt: skip
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._thread.close()

@@ -6,8 +6,8 @@ every ``HANDLE_SWEEP_S`` it closes the files of logs unused for ``handles_idle_s
 ``open_logs_max`` logs holding files, of the least recently used ones (a node holds thousands of
 partitions, most of them idle: open files follow the partitions in use, not the partitions held).
 A failure on one log is logged with the log's name and does not stop the others. Compaction of the logs
-whose ``cleanup.policy`` names ``compact`` runs on a thread of its own (``cleaner``,
-``raftlog.storage.cleaner``), paced, so that a long pass delays no flush.
+whose ``cleanup.policy`` names ``compact`` runs on threads of its own (``cleaner``,
+``raftlog.storage.cleaner_threads``), paced, so that a long pass delays no flush.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 from raftlog.errors import RaftlogError
 from raftlog.storage import log_format
-from raftlog.storage.cleaner import INTERVAL_MS_DEFAULT, KEYS_MAX_DEFAULT, RATE_BYTES_PER_S_DEFAULT, Cleaner
+from raftlog.storage.cleaner import INTERVAL_MS_DEFAULT, KEYS_MAX_DEFAULT, RATE_BYTES_PER_S_DEFAULT
+from raftlog.storage.cleaner_threads import Cleaner
 from raftlog.storage.config import LogConfig
 from raftlog.storage.defaults import RETENTION_CHECK_MS_DEFAULT
 from raftlog.storage.errors import InvalidConfig
@@ -59,6 +60,7 @@ class LogManager:
         cleaner_rate_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT,
         cleaner_keys_max: int = KEYS_MAX_DEFAULT,
         cleaner_interval_ms: int = INTERVAL_MS_DEFAULT,
+        cleaner_threads: Callable[[], int] = lambda: 1,
         fence_level: Callable[[], int] = lambda: 1,
     ) -> None:
         """``fence_level``: the level a log opened is fenced at (``log_format.fence``; 1: none).
@@ -67,7 +69,7 @@ class LogManager:
         node's knowledge of room on its disk, shared by every log (``raftlog.storage.space``).
         ``damaged_root``: where the damaged segments of a log opened with ``salvage`` are set aside, a
         directory per log and opening (on the same file system as ``root``). ``cleaner_*``: the compaction
-        thread's pace, key map bound and interval (``raftlog.storage.cleaner.Cleaner``)."""
+        threads' pace, key map bound, interval and how many run (``raftlog.storage.cleaner_threads``)."""
         if retention_check_interval_ms < 1:
             raise InvalidConfig("retention.check.interval.ms", retention_check_interval_ms, "must be >= 1")
         self.root = root
@@ -89,7 +91,12 @@ class LogManager:
         )
         self._next_retention_ms = clock() + retention_check_interval_ms
         self.cleaner = Cleaner(
-            self._open_logs, clock, cleaner_rate_bytes_per_s, cleaner_keys_max, cleaner_interval_ms
+            self._open_logs,
+            clock,
+            cleaner_rate_bytes_per_s,
+            cleaner_keys_max,
+            cleaner_interval_ms,
+            cleaner_threads,
         )
         os.makedirs(root, exist_ok=True)
 

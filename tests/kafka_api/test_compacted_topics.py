@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from raftlog_client.client import RaftlogClient
 from raftlog_client.errors import RequestFailed
@@ -116,3 +116,56 @@ def test_a_compacted_topic_keeps_each_keys_latest_value_on_every_replica(cluster
         asyncio.run(transfer(cluster, node))
         seen.append(consume_all(cluster))
     assert seen[0] == seen[1] == seen[2], "every replica holds the same records"
+
+
+def test_the_cleaners_threads_change_while_the_nodes_run(cluster: LocalCluster) -> None:
+    """``log.cleaner.threads`` set on one broker, then on the others, through Kafka's admin client (the
+    cluster's default, broker ``""``, which this client cannot name, is tests/partitions'): each node
+    runs as many compaction threads as its setting says from its next look on (the metric counts them),
+    a compacted topic is still cleaned on every replica, a change past double is refused in Kafka's
+    words, and removing the settings brings every node back to one."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    urls = cluster.urls  # n1 is broker 1
+
+    def alter(broker: str, op: AlterConfigOpType, value: str = "") -> None:
+        entry = ConfigEntry("log.cleaner.threads", value, incremental_operation=op)
+        resource = ConfigResource(ConfigResource.Type.BROKER, broker, incremental_configs=[entry])
+        next(iter(admin.incremental_alter_configs([resource]).values())).result(timeout=30)
+
+    def threads() -> dict[str, float]:
+        return {node: node_metric(url, "raftlog_cleaner_threads") for node, url in sorted(urls.items())}
+
+    try:
+        alter("1", AlterConfigOpType.SET, "2")
+        wait_for(lambda: threads() == {"n1": 2, "n2": 1, "n3": 1}, "broker 1 runs two cleaner threads")
+        with pytest.raises(KafkaException) as refused:
+            alter("1", AlterConfigOpType.SET, "5")
+        assert refused.value.args[0].code() == KafkaError.INVALID_REQUEST
+        assert "cannot be increased to more than double the current value 2" in refused.value.args[0].str()
+        for broker in ("2", "3"):
+            alter(broker, AlterConfigOpType.SET, "2")
+        wait_for(lambda: threads() == {"n1": 2, "n2": 2, "n3": 2}, "every node runs two cleaner threads")
+
+        topic = "profiles-threads"
+        configs = {
+            "cleanup.policy": "compact",
+            "internal.segment.bytes": "4096",
+            "min.cleanable.dirty.ratio": "0.01",
+        }
+        admin.create_topics([NewTopic(topic, 2, 3, config=configs)])[topic].result(timeout=30)
+        removed_before = {
+            url: node_metric(url, "raftlog_cleaner_records_removed_total") for url in urls.values()
+        }
+        producer = Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "batch.size": 2048}
+        )
+        for i in range(1000):
+            producer.produce(topic, value=b"v%d" % i, key=b"k%d" % (i % 10), partition=i % 2)
+        assert producer.flush(30) == 0
+        removed = "raftlog_cleaner_records_removed_total"
+        wait_for(lambda: all(node_metric(url, removed) > removed_before[url] for url in urls.values()),
+                 "every replica compacted with two threads")  # fmt: skip
+    finally:
+        for broker in ("1", "2", "3"):
+            alter(broker, AlterConfigOpType.DELETE)
+    wait_for(lambda: threads() == {"n1": 1, "n2": 1, "n3": 1}, "every node back to one cleaner thread")

@@ -1,11 +1,12 @@
 """Kafka's own ``kafka-configs`` and ``kafka-topics``, step by step, against raftlog and against Apache Kafka
 (the session's ``systems``): a topic's configs set, described (every config Kafka describes, with
-``--all``), removed; a broker's and its loggers' configs described; a user's SCRAM credential set and
-described; a client metrics subscription (``kafka-client-metrics``) set, described, listed, refused
-and deleted; a group's configs set, described and refused, and a share group of
-``share.auto.offset.reset=earliest`` reading what was produced before it (``kafka-console-share-consumer``).
-Each step's outcome (its exit status and what it printed that a user reads) must be the same on
-both. Where they differ on purpose (docs/kafka-compatibility.md), the step reads only what both share."""
+``--all``), removed; a broker's and its loggers' configs described; a broker's log cleaner threads set,
+described, refused past double and removed; a user's SCRAM credential set and described; a client
+metrics subscription (``kafka-client-metrics``) set, described, listed, refused and deleted; a group's
+configs set, described and refused, and a share group of ``share.auto.offset.reset=earliest`` reading
+what was produced before it (``kafka-console-share-consumer``). Each step's outcome (its exit status and
+what it printed that a user reads) must be the same on both. Where they differ on purpose
+(docs/kafka-compatibility.md), the step reads only what both share."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
     step("describe broker", broker, "\n".join(broker.lines()))
     loggers = configs("--describe", "--entity-type", "broker-loggers", "--entity-name", "1")
     step("describe broker loggers", loggers, "root" if "root=" in loggers.output else loggers.output)
+    _cleaner_steps(configs, step)
     user = ("--entity-type", "users", "--entity-name", "diff-configs-user")
     scram = "SCRAM-SHA-256=[iterations=8192,password=diff-secret]"
     step("set scram", configs("--alter", *user, "--add-config", scram))
@@ -85,6 +87,22 @@ def _steps(tools: KafkaTools, bootstrap: str) -> list[tuple[str, bool, str]]:
 def _exceptions(outcome: Outcome) -> str:
     """A refusal as a user reads it: the tool's lines, the exception's name and Kafka's words."""
     return "\n".join(outcome.lines())
+
+
+def _cleaner_steps(configs: Any, step: Any) -> None:
+    """A broker's log cleaner threads changed while it runs (Kafka's reconfigurable log.cleaner.threads):
+    set, described, refused past double, removed."""
+    broker = ("--entity-type", "brokers", "--entity-name", "1")
+    altered = configs("--alter", *broker, "--add-config", "log.cleaner.threads=2")
+    step("cleaner threads set", altered, "\n".join(altered.lines()))
+    described = configs("--describe", *broker)
+    step("cleaner threads describe", described, "\n".join(described.lines()))
+    too_many = configs("--alter", *broker, "--add-config", "log.cleaner.threads=5")
+    step("cleaner threads past double refused", too_many, _exceptions(too_many))
+    removed = configs("--alter", *broker, "--delete-config", "log.cleaner.threads")
+    step("cleaner threads remove", removed, "\n".join(removed.lines()))
+    after = configs("--describe", *broker)
+    step("cleaner threads describe removed", after, "\n".join(after.lines()))
 
 
 def _client_metrics_steps(tools: KafkaTools, bootstrap: str, step: Any) -> None:

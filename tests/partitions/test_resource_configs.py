@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from partitions import resource_configs as rc
@@ -223,12 +225,57 @@ def test_throttles_are_checked_as_kafka_checks_them() -> None:
     rc.validate(rc.BROKER, "1", {"leader.replication.throttled.rate": "1048576"}, {})
     with pytest.raises(InvalidResourceConfig, match="Value must be at least 0"):
         rc.validate(rc.BROKER, "1", {"follower.replication.throttled.rate": "-1"}, {})
-    with pytest.raises(InvalidResourceConfig, match=r"log\.cleaner\.threads: not a dynamic broker config"):
-        rc.validate(rc.BROKER, "1", {"log.cleaner.threads": "2"}, {})
+    with pytest.raises(InvalidResourceConfig, match=r"backoff\.ms: not a dynamic broker config"):
+        rc.validate(rc.BROKER, "1", {"log.cleaner.backoff.ms": "2"}, {})
     rc.validate(rc.TOPIC, "t", {"leader.replication.throttled.replicas": "0:1,1:2"}, {})
     rc.validate(rc.TOPIC, "t", {"follower.replication.throttled.replicas": "*"}, {})
     with pytest.raises(InvalidResourceConfig, match=r"must be the literal '\*' or a list of replicas"):
         rc.validate(rc.TOPIC, "t", {"leader.replication.throttled.replicas": "0-1"}, {})
+
+
+def test_the_cleaners_threads_change_as_kafkas_log_cleaner_allows() -> None:
+    threads = rc.CLEANER_THREADS
+
+    def change(value: str, before: str | None = None, default: str | None = None, name: str = "1") -> None:
+        rc.validate(rc.BROKER, name, {threads: value}, {} if before is None else {threads: before},
+                    None if default is None else {threads: default})  # fmt: skip
+
+    change("2")  # from Kafka's 1: up to double
+    change("1", before="2")
+    change("8", before="4")
+    change("2", before="4")  # down to half
+    change("8", default="4")  # a broker of none of its own has the cluster's default
+    change("2", name="")  # the cluster's default itself
+    change("4", before="4")  # unchanged: nothing to reconfigure
+    rc.validate(rc.BROKER, "1", {}, {threads: "2"})  # removed: back to Kafka's 1, half of 2
+    with pytest.raises(InvalidConfigRequest, match="less than half the current value 8"):
+        rc.validate(rc.BROKER, "1", {}, {threads: "8"})  # as Kafka, which checks the value it falls back to
+    rc.validate(rc.BROKER, "1", {}, {threads: "8"}, {threads: "4"})
+    refusals = {
+        ("3", None, None): "cannot be increased to more than double the current value 1",
+        ("9", None, "4"): "cannot be increased to more than double the current value 4",
+        ("1", "4", None): "cannot be reduced to less than half the current value 4",
+        ("0", None, None): "Log cleaner threads should be at least 1",
+        (
+            "-1",
+            None,
+            None,
+        ): "-1 for configuration log.cleaner.threads: Value must be at least 0",
+        ("two", None, None): "Not a number of type INT",
+        ("17", "16", None): "raftlog runs at most 16 cleaner threads a node",
+    }
+    for (value, before, default), words in refusals.items():
+        reconfiguring = words.startswith(("cannot", "Log cleaner"))  # Kafka's LogCleaner: INVALID_REQUEST
+        refusal = InvalidConfigRequest if reconfiguring else InvalidResourceConfig
+        with pytest.raises(refusal, match=re.escape(words)):
+            change(value, before, default)
+
+
+def test_a_nodes_cleaner_threads_are_its_own_else_the_clusters_else_one() -> None:
+    assert rc.cleaner_threads({}, "n1") == 1
+    configs = {(rc.BROKER, ""): {rc.CLEANER_THREADS: "4"}, (rc.BROKER, "2"): {rc.CLEANER_THREADS: "2"}}
+    assert [rc.cleaner_threads(configs, node) for node in ("n1", "n2")] == [4, 2]
+    assert rc.cleaner_threads_of("99") == rc.CLEANER_THREADS_MAX and rc.cleaner_threads_of(" 3 ") == 3
 
 
 def test_described_with_sources_and_synonyms() -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from raftlog.storage import Log, ProducerRecord
 from raftlog.storage.batch import encode_batch, verify
-from raftlog.storage.cleaner import Cleaner, clean_log
+from raftlog.storage.cleaner import clean_log
+from raftlog.storage.cleaner_threads import Cleaner
 from raftlog.storage.compaction import (
     Filtered,
     KeyMap,
