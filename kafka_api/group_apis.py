@@ -71,6 +71,7 @@ NO_OFFSET = -1
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
 TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: the group added implicitly
 TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id from v10 (KIP-848)
+TXN_TOPIC_IDS_VERSION = 6  # TxnOffsetCommit names topics by id from v6 (Kafka 4.4's newest)
 SKIP_ASSIGNMENT_VERSION = 9  # JoinGroup tells a static leader to skip the assignment from v9 (KIP-814)
 # a topic of a request as the answer names it: its name (None: an id no topic has), its id (v10+), its parts
 Asked = tuple[str | None, uuid.UUID | None, Sequence[Any]]
@@ -273,7 +274,7 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     body = request.body
     generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
     refusal: ErrorCode | None = None
-    asked = _named(door, request.api_version, body.topics, "partitions")
+    asked = _named(door, request.api_version >= TOPIC_IDS_VERSION, body.topics, "partitions")
     readable = {name for name, _, _ in asked if name is not None and door.allows(READ, TOPIC, name)}
     try:
         _authorized(door, READ, body.group_id)
@@ -334,10 +335,11 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
 
 
-def _named(door: Door, version: int, topics: Any, parts: str) -> list[Asked]:
-    """A request's topics by name, id and their parts (the field ``parts``): from v10 each named by its id,
-    looked up here; None for an id no topic has (Kafka's zero id too, which kio reads as None)."""
-    if version < TOPIC_IDS_VERSION:
+def _named(door: Door, by_id: bool, topics: Any, parts: str) -> list[Asked]:
+    """A request's topics by name, id and their parts (the field ``parts``): ``by_id`` (OffsetCommit and
+    OffsetFetch from v10, TxnOffsetCommit from v6) each named by its id, looked up here; None for an id no
+    topic has (Kafka's zero id too, which kio reads as None)."""
+    if not by_id:
         return [(topic.name, None, getattr(topic, parts)) for topic in topics]
     names = names_by_id(door)
     return [(names.get(topic.topic_id), topic.topic_id, getattr(topic, parts)) for topic in topics]
@@ -369,7 +371,7 @@ async def _fetch_group(
         ]
         only_committed = True
     else:
-        named_topics = _named(door, version, asked_topics, "partition_indexes")
+        named_topics = _named(door, version >= TOPIC_IDS_VERSION, asked_topics, "partition_indexes")
         asked = [(name, topic_id, list(partitions)) for name, topic_id, partitions in named_topics]
         only_committed = False
 
@@ -418,15 +420,12 @@ async def _fetch_group(
 async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
     """Offsets committed inside a transaction: fenced by the group's metadata (KIP-447), added to the
     transaction (its coordinator must end them), stored pending on each partition's leader. From v5 (Kafka's
-    transaction version 2) the producer sends no AddOffsetsToTxn: the request adds the group itself."""
+    transaction version 2) the producer sends no AddOffsetsToTxn: the request adds the group itself; from
+    v6 each topic is named by its id (an id no topic has: UNKNOWN_TOPIC_ID for its partitions)."""
     body = request.body
-    readable = {t.name for t in body.topics if door.allows(READ, TOPIC, t.name)}
-    tps = [
-        TopicPartition(t.name, p.partition_index)
-        for t in body.topics
-        if t.name in readable
-        for p in t.partitions
-    ]
+    asked = _named(door, request.api_version >= TXN_TOPIC_IDS_VERSION, body.topics, "partitions")
+    readable = {name for name, _, _ in asked if name is not None and door.allows(READ, TOPIC, name)}
+    tps = [TopicPartition(name, p.partition_index) for name, _, ps in asked if name in readable for p in ps]
     transaction = -1  # the transaction's ordinal, once its coordinator added the partitions
     with Caught(functools.partial(_txn_commit_code, request=request)) as caught:  # every partition's answer
         try:
@@ -448,7 +447,9 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
                 body.group_id,
                 door.session.principal,
             )
-        member_id, generation = getattr(body, "member_id", ""), getattr(body, "generation_id", -1)
+        # (v6's schema calls the generation generation_id_or_member_epoch, as it always was on the wire)
+        generation = getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", -1))
+        member_id = getattr(body, "member_id", "")
         consumer = door.coordinator.consumer
         if not consumer.check_commit(body.group_id, member_id, generation, request.api_version, True):
             door.groups.check_txn_commit(
@@ -475,7 +476,6 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
             leader_epoch,
         )  # fmt: skip
 
-    asked = [(t.name, None, t.partitions) for t in body.topics]
     return await _committed(request, "TxnOffsetCommit", refusal, readable, commit, asked)
 
 
@@ -704,10 +704,21 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
             await door.node.local.groups.delete_group(name)
         return caught.code
 
-    results = [
-        wire.build(entry, group_id=name, error_code=await delete(name)) for name in request.body.groups_names
-    ]
+    results = []
+    for name in request.body.groups_names:
+        code = await delete(name)
+        # v3's message (KIP-1043): Kafka's coordinator gives one only where the group's coordinator could not
+        # answer (its exception's words), none for what the group decides (empty, not found, not allowed)
+        message = {"error_message": COORDINATOR_WORDS.get(code)} if request.api_version >= 3 else {}
+        results.append(wire.build(entry, group_id=name, error_code=code, **message))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))
+
+
+COORDINATOR_WORDS = {  # Kafka's words (Errors.message())
+    ErrorCode.not_coordinator: "This is not the correct coordinator.",
+    ErrorCode.coordinator_load_in_progress: "The coordinator is loading and hence can't process requests.",
+    ErrorCode.coordinator_not_available: "The coordinator is not available.",
+}
 
 
 # -- OffsetDelete -----------------------------------------------------------------------------------

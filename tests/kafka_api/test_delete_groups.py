@@ -50,13 +50,13 @@ class Door:
         return "n1"
 
 
-async def _answer(failure: BaseException | None) -> Any:
+async def _answer(failure: BaseException | None, version: int = 2) -> Any:
     groups = Groups(failure)
-    request = wire.Request(42, 2, 1, "test", SimpleNamespace(groups_names=("g",)))
+    request = wire.Request(42, version, 1, "test", SimpleNamespace(groups_names=("g",)))
     answer = await delete_groups(Door(groups), request)  # type: ignore[arg-type]
     assert groups.asked == ["g"]
     (result,) = answer.results
-    return result.error_code
+    return result.error_code if version < 3 else (result.error_code, result.error_message)
 
 
 @pytest.mark.parametrize(
@@ -81,3 +81,17 @@ async def test_a_partition_of_its_offsets_without_a_leader_is_a_coordinator_stil
 async def test_a_group_with_members_is_refused_and_a_deleted_one_is_done() -> None:
     assert await _answer(GroupNotEmpty("g", 1, "the Kafka protocol")) == ErrorCode.non_empty_group
     assert await _answer(None) == ErrorCode.none
+
+
+async def test_v3_gives_kafkas_message_where_the_coordinator_could_not_answer_and_none_for_the_group() -> (
+    None
+):
+    """As Kafka 4.4's coordinator: a message only where it could not answer for the group (its exception's
+    words), none for what the group decided (read from kafka-group-coordinator 4.4.0's
+    ``GroupCoordinatorService.deleteGroups``: its shard answers a code alone)."""
+    assert await _answer(NoLeader("t-0"), 3) == (
+        ErrorCode.coordinator_load_in_progress,
+        "The coordinator is loading and hence can't process requests.",
+    )
+    assert await _answer(GroupNotEmpty("g", 1, "the Kafka protocol"), 3) == (ErrorCode.non_empty_group, None)
+    assert await _answer(None, 3) == (ErrorCode.none, None)
