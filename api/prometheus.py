@@ -95,7 +95,11 @@ CATALOGUE: dict[str, Family] = {
     "cleaner_passes_stopped": Family(
         "counter", "Compaction passes that stopped because retention or deleted records changed the log."
     ),
-    "cleaner_failures": Family("counter", "Compaction passes that failed (logged with the log's name)."),
+    "cleaner_failures": Family(
+        "counter",
+        "Compaction passes that failed (logged with the log's name), and looks of a compaction thread that "
+        "failed (a bug, logged with its traceback; the thread goes on).",
+    ),
     "cleaner_bytes_read": Family("counter", "Bytes compaction read from segments it rewrote."),
     "cleaner_bytes_reclaimed": Family("counter", "Bytes compaction removed from logs (read less written)."),
     "cleaner_records_removed": Family(

@@ -139,7 +139,13 @@ class Cleaner:
                 self.resize()
             self.run_once(self._clock())
 
-        return Periodic(f"raftlog-cleaner-{index}", lambda: self.interval_ms / 1000, look)
+        return Periodic(
+            f"raftlog-cleaner-{index}", lambda: self.interval_ms / 1000, look, on_failure=self._failed
+        )
+
+    def _failed(self) -> None:
+        with self._lock:
+            self.stats.failures += 1
 
     def run_once(self, now_ms: int) -> list[PassReport]:
         """One look over the compacted logs: each not claimed by another thread is claimed, cleaned if a

@@ -112,3 +112,24 @@ def test_the_threads_compact_while_the_node_runs_and_all_end_at_close(memory_pat
     for log in logs:
         assert len(read_all(log)) == 4
         log.close()
+
+
+def test_a_look_that_fails_is_counted_and_the_thread_goes_on(memory_path):
+    clock = FakeClock()
+    logs = [_compactable(memory_path / "a", clock)]
+    asked = {"looks": 0}
+
+    def listing() -> list:
+        asked["looks"] += 1
+        if asked["looks"] == 1:
+            raise RuntimeError("a bug while listing the logs")
+        return logs
+
+    cleaner = Cleaner(listing, clock, rate_bytes_per_s=1 << 30, interval_ms=1)
+    cleaner.start()
+    try:
+        counted = "the failed look counted, the next one compacting"
+        wait_for(lambda: cleaner.stats.passes >= 1 and cleaner.stats.failures == 1, counted, WAIT_S, 0.01)
+    finally:
+        cleaner.close()
+    logs[0].close()
