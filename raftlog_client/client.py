@@ -672,11 +672,15 @@ class GroupConsumer:
                 timeout_s=self.client.timeout_s + timeout_ms / 1000,
             )  # fmt: skip
         except RequestFailed as exc:
-            if exc.error_code == STALE_GENERATION:  # the group rebalanced: learn the new assignment
-                await self.assignment()
-                return []
-            if exc.error_code != UNKNOWN_INSTANCE:
+            if exc.error_code not in (STALE_GENERATION, UNKNOWN_INSTANCE):
                 raise
+            if exc.error_code == STALE_GENERATION:  # the group rebalanced: learn the new assignment
+                try:
+                    await self.assignment()
+                    return []
+                except RequestFailed as gone:  # its session ran out meanwhile: join again, as below
+                    if gone.error_code != UNKNOWN_INSTANCE:
+                        raise
             self.rejoined += 1
             await self.start(self.topics)
             return []

@@ -8,6 +8,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from fake_node import FakeCluster
 from harness import Node
 from waiting import wait_until
@@ -220,6 +221,34 @@ async def test_group_consumer_relearns_its_assignment_and_rejoins(
         await consumer.commit()
         await ok(await n1.client.delete(f"/consumers/py/instances/{consumer.instance_id}"), 204)  # evicted
         assert await consumer.poll(timeout_ms=0) == [] and consumer.rejoined == 1
+        await consumer.close()
+
+
+async def test_group_consumer_whose_session_ran_out_after_a_rebalance_joins_again(
+    cluster: FakeCluster, n1: Node, n2: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read refused for a stale generation (the group rebalanced), then the member's session runs out
+    before it reads its new assignment (a loaded machine, a 3 s session): it joins again, where it used to
+    raise the assignment's 404 to its caller (seen in a whole run of the suite)."""
+    cluster.add_topic("t", 1, [["n1"]])
+    async with RaftlogClient([n2.url], retries=2) as client:
+        consumer = GroupConsumer(client, "late", offset_reset="earliest")
+        await consumer.start(["t"])
+        other = await create(n1, "late", "other")
+        await ok(await n1.client.post(f"{other}/subscription", json={"topics": ["t"]}, headers=V2), 204)
+        learn = GroupConsumer.assignment
+
+        async def expired_first(self: GroupConsumer) -> tuple[int, list[tuple[str, int]]]:
+            await ok(await n1.client.delete(f"/consumers/late/instances/{self.instance_id}"), 204)
+            monkeypatch.setattr(GroupConsumer, "assignment", learn)
+            return await learn(self)
+
+        monkeypatch.setattr(GroupConsumer, "assignment", expired_first)
+        expired = consumer.instance_id
+        assert await consumer.poll(timeout_ms=0) == [] and consumer.rejoined == 1
+        assert consumer.instance_id not in (None, expired)  # a member again, under a new instance
+        generation, _ = await consumer.assignment()  # which its group answers
+        assert generation == consumer.generation
         await consumer.close()
 
 
