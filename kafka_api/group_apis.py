@@ -71,7 +71,7 @@ NO_OFFSET = -1
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
 TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: the group added implicitly
 TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id from v10 (KIP-848)
-TXN_TOPIC_IDS_VERSION = 6  # TxnOffsetCommit names topics by id from v6 (Kafka 4.4's newest)
+TXN_TOPIC_IDS_VERSION = 6  # TxnOffsetCommit names topics by id from v6 (KIP-1319)
 SKIP_ASSIGNMENT_VERSION = 9  # JoinGroup tells a static leader to skip the assignment from v9 (KIP-814)
 # a topic of a request as the answer names it: its name (None: an id no topic has), its id (v10+), its parts
 Asked = tuple[str | None, uuid.UUID | None, Sequence[Any]]
@@ -707,7 +707,7 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
     results = []
     for name in request.body.groups_names:
         code = await delete(name)
-        # v3's message (KIP-1043): Kafka's coordinator gives one only where the group's coordinator could not
+        # v3's message (Kafka 4.4): its coordinator gives one only where the group's coordinator could not
         # answer (its exception's words), none for what the group decides (empty, not found, not allowed)
         message = {"error_message": COORDINATOR_WORDS.get(code)} if request.api_version >= 3 else {}
         results.append(wire.build(entry, group_id=name, error_code=code, **message))
