@@ -707,10 +707,10 @@ async def delete_groups(door: Door, request: wire.Request) -> Any:
     results = []
     for name in request.body.groups_names:
         code = await delete(name)
-        # v3's message (Kafka 4.4): its coordinator gives one only where the group's coordinator could not
-        # answer (its exception's words), none for what the group decides (empty, not found, not allowed)
-        message = {"error_message": COORDINATOR_WORDS.get(code)} if request.api_version >= 3 else {}
-        results.append(wire.build(entry, group_id=name, error_code=code, **message))
+        # v3's message (Kafka 4.4; wire.build leaves it out before): its coordinator gives one only where the
+        # group's coordinator could not answer (its exception's words), none for what the group decides
+        message = COORDINATOR_WORDS.get(code)
+        results.append(wire.build(entry, group_id=name, error_code=code, error_message=message))
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=tuple(results))
 
 
