@@ -284,6 +284,9 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     # the consumer group protocol's (KIP-848) rules: met by the Kafka door's members; the HTTP door meets
     # a group of theirs only as another protocol's (NotConsumerGroup)
     (groups.NotConsumerGroup, HttpError(409, 40928)),
+    (groups.NotStreamsGroup, HttpError(409, 40928)),  # the Kafka door's alone
+    (groups.StreamsGroupsNotFinalized, HttpError(409, 40927)),  # the Kafka door's alone
+    (groups.InvalidTopology, HttpError(422, 42201)),  # the Kafka door's alone
     (groups.NotCoordinator, HttpError(503, 50311, retriable=True)),
     (groups.UnknownMember, HttpError(404, UNKNOWN_MEMBER)),
     (groups.InvalidRecordState, HttpError(409, INVALID_RECORD_STATE)),

@@ -526,7 +526,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                         "state": STR,
                         "protocol_type": STR,
                         "door": nullable(STR),
-                        "group_type": {"type": "string", "enum": ["classic", "consumer", "share"]},
+                        "group_type": {"type": "string", "enum": ["classic", "consumer", "share", "streams"]},
                     }
                 ),
             }
@@ -541,7 +541,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "state": STR,
             "protocol_type": STR,
             "door": nullable(STR),
-            "group_type": {"type": "string", "enum": ["classic", "consumer", "share"]},
+            "group_type": {"type": "string", "enum": ["classic", "consumer", "share", "streams"]},
             "lag": INT,
             "members": {
                 "type": "array",

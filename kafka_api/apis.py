@@ -119,6 +119,7 @@ from kafka_api.share_offset_apis import (
     delete_share_group_offsets,
     describe_share_group_offsets,
 )
+from kafka_api.streams_group_apis import streams_group_describe, streams_group_heartbeat
 from kafka_api.transaction_apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -219,6 +220,9 @@ APIS: dict[int, Api] = {
         Api(47, "OffsetDelete", 0, 0, offset_delete, "DELETE group, READ topic"),
         Api(68, "ConsumerGroupHeartbeat", 0, 1, consumer_group_heartbeat, "READ group"),
         Api(69, "ConsumerGroupDescribe", 0, 1, consumer_group_describe, "DESCRIBE group"),
+        Api(88, "StreamsGroupHeartbeat", 0, 1, streams_group_heartbeat,
+            "READ group; a topology: DESCRIBE topic (each named), CREATE cluster or topic (internal ones)"),
+        Api(89, "StreamsGroupDescribe", 0, 1, streams_group_describe, "DESCRIBE group"),
         Api(76, "ShareGroupHeartbeat", 1, 1, share_group_heartbeat, "READ group"),
         Api(77, "ShareGroupDescribe", 1, 1, share_group_describe, "DESCRIBE group"),
         Api(78, "ShareFetch", 1, 2, share_fetch, "READ group, READ topic"),

@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api.errors import code_of
 from partitions.controller.defaults import NUM_PARTITIONS_DEFAULT, REPLICATION_FACTOR_DEFAULT
 from partitions.errors import TopicExists
+from partitions.groups.streams.topology import TopicInfo
 from partitions.metadata.service import AdminService
 from partitions.peers.cluster import FrontDoor
 from raftlog.consensus.errors import NoLeader
@@ -137,6 +138,26 @@ class AutoTopics:
         for name, task in tasks.items():
             answers[name] = _answer(task)
         return answers
+
+    def create_internal(self, node: FrontDoor, defaults: TopicDefaults, topics: Sequence[TopicInfo]) -> None:
+        """Start creating a streams group's internal topics (``partitions.groups.streams``: its
+        repartition and changelog topics, each with the partitions and configs its topology gives; a
+        replication factor of 0 takes the broker's default), as Kafka's ``createStreamsInternalTopics``:
+        not waited for, within the node's bound of creations in flight; a name already being created is
+        not created twice, and the member's next heartbeat asks again for what is still missing."""
+        start, _, _ = admit([t.name for t in topics], self._creating.keys(), len(topics), self.in_flight_max)
+        live = sum(1 for n in node.metadata.nodes() if n.state == "alive")
+        for topic in topics:
+            if topic.name not in start:
+                continue
+            factor = topic.replication_factor or defaults.replication(live)
+            task: asyncio.Task[object] = asyncio.create_task(
+                node.cluster.admin.call(
+                    AdminService.create_topic, topic.name, topic.partitions, factor, dict(topic.configs)
+                )
+            )
+            self._creating[topic.name] = task
+            task.add_done_callback(functools.partial(self._ended, topic.name))
 
     def _ended(self, name: str, task: asyncio.Task[object]) -> None:
         if self._creating.get(name) is task:

@@ -18,6 +18,7 @@ from partitions.groups.classic.coordinator import ClassicGroups
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.group_model import Recorded
 from partitions.groups.share.coordinator import ShareGroupCoordinator
+from partitions.groups.streams.coordinator import StreamsGroupCoordinator
 from partitions.names import broker_id
 from partitions.peers.cluster import FrontDoor
 from partitions.security.acls import CLUSTER_NAME, AclOperation, ResourceType, client_host
@@ -34,6 +35,7 @@ class Coordinator(Protocol):
     classic: ClassicGroups  # Kafka's classic groups: their members, held and ticked by the node
     consumer: ConsumerGroupCoordinator  # the consumer group protocol's groups (KIP-848)
     share: ShareGroupCoordinator  # share groups' membership (KIP-932)
+    streams: StreamsGroupCoordinator  # streams groups (KIP-1071)
 
     async def ensure_topic(self) -> None:
         """Create ``__consumer_groups`` if there is none yet."""

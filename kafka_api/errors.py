@@ -138,6 +138,9 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     # the consumer group protocol (KIP-848)
     (groups.NotCoordinator, ErrorCode.not_coordinator),
     (groups.NotConsumerGroup, ErrorCode.group_id_not_found),
+    (groups.NotStreamsGroup, ErrorCode.group_id_not_found),
+    (groups.StreamsGroupsNotFinalized, ErrorCode.unsupported_version),  # as Kafka's streams.version 0
+    (groups.InvalidTopology, ErrorCode.streams_invalid_topology),
     (groups.UnknownMember, ErrorCode.unknown_member_id),
     (groups.FencedMemberEpoch, ErrorCode.fenced_member_epoch),
     (groups.StaleMemberEpoch, ErrorCode.stale_member_epoch),

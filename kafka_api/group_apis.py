@@ -279,8 +279,11 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        consumer = door.coordinator.consumer
-        if not consumer.check_commit(body.group_id, body.member_id, generation, request.api_version):
+        consumer, streams = door.coordinator.consumer, door.coordinator.streams
+        checked = consumer.check_commit(body.group_id, body.member_id, generation, request.api_version)
+        if not checked and not streams.check_commit(
+            body.group_id, body.member_id, generation, request.api_version
+        ):
             door.groups.check_commit(
                 body.group_id, body.member_id, generation, getattr(body, "group_instance_id", None)
             )
@@ -322,9 +325,9 @@ async def offset_fetch(door: Door, request: wire.Request) -> Any:
         with Caught() as caught:  # every error is the group's answer
             if door.allows(DESCRIBE, GROUP, asked.group_id):
                 member_id = getattr(asked, "member_id", None)
-                door.coordinator.consumer.check_fetch(
-                    asked.group_id, member_id, getattr(asked, "member_epoch", -1)
-                )
+                epoch = getattr(asked, "member_epoch", -1)
+                door.coordinator.consumer.check_fetch(asked.group_id, member_id, epoch)
+                door.coordinator.streams.check_fetch(asked.group_id, member_id, epoch)
         if caught.failed:
             groups.append(wire.build(group_cls, group_id=asked.group_id, topics=(), error_code=caught.code))
             continue
@@ -450,8 +453,11 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         # (v6's schema calls the generation generation_id_or_member_epoch, as it always was on the wire)
         generation = getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", -1))
         member_id = getattr(body, "member_id", "")
-        consumer = door.coordinator.consumer
-        if not consumer.check_commit(body.group_id, member_id, generation, request.api_version, True):
+        consumer, streams = door.coordinator.consumer, door.coordinator.streams
+        checked = consumer.check_commit(body.group_id, member_id, generation, request.api_version, True)
+        if not checked and not streams.check_commit(
+            body.group_id, member_id, generation, request.api_version, True
+        ):
             door.groups.check_txn_commit(
                 body.group_id, member_id, generation, getattr(body, "group_instance_id", None)
             )

@@ -69,6 +69,10 @@ _EXTRA = {
     (18, 5): ("api_versions_v5", "ApiVersions"),
     (42, 3): ("delete_groups_v3", "DeleteGroups"),
     (28, 6): ("txn_offset_commit_v6", "TxnOffsetCommit"),
+    (88, 0): ("streams_group_heartbeat_v0", "StreamsGroupHeartbeat"),
+    (88, 1): ("streams_group_heartbeat_v1", "StreamsGroupHeartbeat"),
+    (89, 0): ("streams_group_describe_v0", "StreamsGroupDescribe"),
+    (89, 1): ("streams_group_describe_v1", "StreamsGroupDescribe"),
 }
 
 

@@ -38,7 +38,8 @@ LEVELS: Mapping[str, Mapping[int, str]] = {
         1: "release 0.1.0's formats",
         2: "release 0.2.0's formats: a classic group's metadata replicated, Kafka producers' contiguous "
         "batches, committed leader epochs, consumer group protocol groups, producer ids bound to their "
-        "owner, share groups (KIP-932), client quotas (KIP-546), client metrics subscriptions, group "
+        "owner, share groups (KIP-932), streams groups (KIP-1071), client quotas (KIP-546), client metrics "
+        "subscriptions, group "
         "configs and replication throttles, the schema registry, Kafka's delegation tokens",
     },
     TRANSACTION_VERSION: {
@@ -73,6 +74,11 @@ PRODUCER_OWNERS = Format(
 )
 SHARE_GROUPS = Format(
     "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
+)
+STREAMS_GROUPS = Format(
+    "group table kind 12: a streams group (KIP-1071), and the snapshot row's thirteenth field",
+    RAFTLOG_VERSION,
+    2,
 )
 SCHEMA_REGISTRY = Format(
     "partition command SchemaCommand kind 12: the schema registry's table (__schemas)", RAFTLOG_VERSION, 2
@@ -188,6 +194,7 @@ class KafkaFeature:
 METADATA_VERSION = "metadata.version"
 GROUP_VERSION = "group.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 KAFKA_FEATURES: Mapping[str, KafkaFeature] = {
     feature.name: feature
     for feature in (
@@ -203,6 +210,8 @@ KAFKA_FEATURES: Mapping[str, KafkaFeature] = {
             {1: 0, 2: 1},
             "share.version 2 (Kafka 4.4's dead-letter topics of share groups) is not served",
         ),
+        # 1: streams groups (KIP-1071), exactly where the cluster allows ``STREAMS_GROUPS``
+        KafkaFeature(STREAMS_VERSION, {1: 0, 2: 1}),
     )
 }
 """Kafka's features a raftlog cluster has, each a view of ``raftlog.version``."""
@@ -211,7 +220,6 @@ KAFKA_NOT_SERVED: Mapping[str, str] = {
     "raftlog controller add and remove (RemoveRaftVoter on the Kafka door)",
     "eligible.leader.replicas.version": "eligible leader replicas (KIP-966) are not served: a partition's "
     "leader is elected by Raft among a majority of its replicas",
-    "streams.version": "streams groups (KIP-1071) are not served",
 }
 """Kafka's features raftlog has no level of, each with the reason an update naming one is refused."""
 

@@ -545,6 +545,18 @@ def consumer_timeouts(stored: Mapping[str, str], session_ms: int, heartbeat_ms: 
     )
 
 
+def streams_settings(stored: Mapping[str, str]) -> tuple[int, int, int]:
+    """A streams group's session timeout, heartbeat interval (ms) and standby replicas (Kafka's
+    ``streamsGroupSessionTimeoutMs``, ``streamsGroupHeartbeatIntervalMs``, ``streams.num.standby.replicas``
+    of ``streamsGroupAssignmentConfigs``): the group's configs, else their defaults (Kafka's
+    ``group.streams.*`` broker configs' defaults)."""
+    return (
+        int(value_of(GROUP, stored, "streams.session.timeout.ms")),
+        int(value_of(GROUP, stored, "streams.heartbeat.interval.ms")),
+        int(value_of(GROUP, stored, STREAMS_STANDBY_REPLICAS)),
+    )
+
+
 def lookup(resources: Mapping[tuple[str, str], Mapping[str, str]]) -> Callable[[str, str], Mapping[str, str]]:
     """``(kind, name) -> configs`` (empty when none are set)."""
     return lambda kind, name: resources.get((kind, name), {})

@@ -477,6 +477,10 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.consumer.coordinator",  # the consumer group protocol's coordinator
     "partitions.groups.consumer.topic_regex",  # what a regex resolves to and a description shows (Viewer)
     "partitions.groups.share.coordinator",  # share groups' membership (KIP-932)
+    "partitions.groups.streams.coordinator",  # streams groups' coordinator (KIP-1071)
+    "partitions.groups.streams.group",  # a streams group heartbeat, its answer and the group described
+    "partitions.groups.streams.reconcile",  # a member's tasks (active, standby, warm-up)
+    "partitions.groups.streams.topology",  # a topology and the internal topics it needs
     "partitions.data.share_records",  # share groups' records, served by a partition's leader (KIP-932)
     "partitions.groups.share.offsets",  # share groups' offset admin rules (KIP-932)
     "partitions.groups.share.partition",  # acknowledge types, records in flight, ShareOffset

@@ -415,6 +415,7 @@ class Node:
             classic_initial_delay_ms=config.classic_initial_delay_ms,
         )
         self.groups.consumer.group_configs = self._group_configs
+        self.groups.streams.group_configs = self._group_configs
         self.transactions = TransactionCoordinator(
             config.node_id,
             self._internal_topic_log(ReplicatedTransactionLog, config.transaction_partitions),

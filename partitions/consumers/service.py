@@ -44,7 +44,7 @@ from partitions.features import Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
-from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group, InstanceConfig
+from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, STREAMS_PROTOCOL_TYPE, Group, InstanceConfig
 from partitions.groups.share.coordinator import LEAVE_EPOCH
 from raftlog.errors import RaftlogError
 
@@ -345,6 +345,12 @@ class ConsumerService:
             return GroupSummary(
                 group.name, consumer.group_epoch, consumer.assignor, len(consumer.members),
                 coordinator_partition, consumer.state, "consumer", "kafka", "consumer",
+            )  # fmt: skip
+        streams = group.streams  # a streams group's (KIP-1071): its epoch, members and state
+        if streams is not None:
+            return GroupSummary(
+                group.name, streams.group_epoch, "sticky", len(streams.members), coordinator_partition,
+                streams.state, STREAMS_PROTOCOL_TYPE, "kafka", "streams",
             )  # fmt: skip
         if group.protocol_type == SHARE_PROTOCOL_TYPE:  # a share group (KIP-932): members in memory
             share = self._groups.share.members_of(group.name)

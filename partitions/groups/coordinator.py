@@ -43,6 +43,7 @@ from partitions.features import (
     CONSUMER_GROUP,
     SCHEMA_CONSUMERS,
     SHARE_GROUPS,
+    STREAMS_GROUPS,
     Features,
 )
 from partitions.groups.assignors import TopicPartition
@@ -62,6 +63,7 @@ from partitions.groups.errors import (
     PartitionNotAssigned,
     ShareGroupsNotFinalized,
     StaleGeneration,
+    StreamsGroupsNotFinalized,
     UnknownConsumerInstance,
     UnknownGroup,
 )
@@ -75,6 +77,7 @@ from partitions.groups.group_commands import (
     Join,
     Leave,
     Refresh,
+    StreamsGroupRecord,
     Subscribe,
 )
 from partitions.groups.group_model import (
@@ -92,6 +95,8 @@ from partitions.groups.group_types import GroupType, Holders, check_type, held_b
 from partitions.groups.live import LiveGroup
 from partitions.groups.share.coordinator import ShareGroup, ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
+from partitions.groups.streams.coordinator import StreamsGroupCoordinator
+from partitions.groups.streams.group import StreamsGroup
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
 from raftlog.consensus.errors import ConsensusError
@@ -226,6 +231,8 @@ class GroupCoordinator:
             session_timeout_ms=consumer_session_timeout_ms,
             regex_budget_ms=consumer_regex_budget_ms,
         )
+        # streams groups (KIP-1071), kept in the same table
+        self.streams = StreamsGroupCoordinator(_ConsumerTable(self), monotonic)
         # share groups' membership (KIP-932): the coordinator's soft state (``share.coordinator``)
         self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic, groups_max=share_groups_max)
         # Kafka's classic groups, whose members live in memory between writes of their metadata (the
@@ -550,6 +557,7 @@ class GroupCoordinator:
             try:
                 await self.expire_due()
                 await self.consumer.expire_due()
+                await self.streams.expire_due()
                 await self.share.expire_due()
             except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
                 log.info("group session sweep: %s", exc)
@@ -651,6 +659,22 @@ class _ConsumerTable:
             for _, session, name, group in self._groups._led_groups()
             if group.consumer is not None
         ]
+
+    def led_streams_groups(self) -> list[tuple[str, int, StreamsGroup]]:
+        return [
+            (name, session.term, group.streams)
+            for _, session, name, group in self._groups._led_groups()
+            if group.streams is not None
+        ]
+
+    async def record_streams(self, group: str, state: StreamsGroup) -> None:
+        """Written whole before the member is answered; refused (StreamsGroupsNotFinalized) while the
+        cluster's feature level predates kind 12."""
+        gate = self._groups._features
+        if gate is not None and not gate.allows(STREAMS_GROUPS):
+            raise StreamsGroupsNotFinalized(group)
+        partition, _, _ = self._groups._read(group)
+        await self._groups._propose(partition, StreamsGroupRecord(group, state, self._groups._wall()))
 
     def share_groups(self, group: str) -> int:
         _, table, _ = self._groups._read(group)

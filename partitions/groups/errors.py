@@ -141,6 +141,16 @@ class NotConsumerGroup(GroupError):
 
 
 @with_fields
+class NotStreamsGroup(GroupError):
+    """The group is held by members of another protocol: a streams group member may not join it (Kafka's
+    GROUP_ID_NOT_FOUND, "Group ... is not a streams group.")."""
+
+    group: str
+    held_by: str
+    template = "Group {group} is not a streams group: members of the {held_by} hold it."
+
+
+@with_fields
 class UnknownMember(GroupError):
     group: str
     member_id: str
@@ -268,6 +278,20 @@ class ShareGroupsNotFinalized(GroupError):
 
     group: str
     template = "group {group}: share groups need feature raftlog.version 2 finalized"
+
+
+@with_fields
+class StreamsGroupsNotFinalized(GroupError):
+    """A streams group heartbeat while the cluster's feature level predates its group table record: refused,
+    as Kafka refuses it while ``streams.version`` is 0."""
+
+    group: str
+    template = "group {group}: streams groups need feature raftlog.version 2 finalized"
+
+
+class InvalidTopology(GroupError):
+    """A streams group topology Kafka refuses with STREAMS_INVALID_TOPOLOGY (error code 130); the message
+    says why, in Kafka's words where Kafka has them (``streams.topology``)."""
 
 
 class GroupTopicsHidden(TopicAuthorizationFailed):

@@ -24,12 +24,14 @@ from partitions.groups.group_model import (
     ReadConfig,
 )
 from partitions.groups.share.group import ShareMember
+from partitions.groups.streams.group import StreamsGroup
 
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9
 _CONSUMER_GROUP = 10  # a consumer protocol group (KIP-848), whole: [kind, group, ConsumerGroup row, now_ms]
 # a share group (KIP-932): [kind, group, group epoch, now_ms, share groups max, members, partition counts]
 _SHARE_GROUP = 11
+_STREAMS_GROUP = 12  # a streams group (KIP-1071), whole: [kind, group, StreamsGroup row, now_ms]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,17 @@ class ConsumerGroupRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamsGroupRecord:
+    """A streams group (KIP-1071) as its coordinator writes it at each change: its epochs, topology, every
+    member with its epoch and tasks, the target assignment. Refused while members of another protocol
+    hold the group; a later write replaces it whole."""
+
+    group: str
+    state: StreamsGroup
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ShareGroupRecord:
     """A share group (KIP-932), its group epoch, its members and the partition counts of their topics,
     written by its coordinator when the epoch changes: after a failover the group goes on from there with
@@ -166,7 +179,13 @@ class Forget:
 
 
 RecordCommand = (
-    Committed | KafkaGeneration | ClassicGroupMetadata | ConsumerGroupRecord | ShareGroupRecord | Forget
+    Committed
+    | KafkaGeneration
+    | ClassicGroupMetadata
+    | ConsumerGroupRecord
+    | StreamsGroupRecord
+    | ShareGroupRecord
+    | Forget
 )
 GroupCommand = (
     Join
@@ -178,6 +197,7 @@ GroupCommand = (
     | KafkaGeneration
     | ClassicGroupMetadata
     | ConsumerGroupRecord
+    | StreamsGroupRecord
     | ShareGroupRecord
     | Forget
 )
@@ -216,6 +236,8 @@ def encode(command: GroupCommand) -> bytes:
         ]  # fmt: skip
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
+    elif isinstance(command, StreamsGroupRecord):
+        fields = [_STREAMS_GROUP, command.group, command.state.to_row(), command.now_ms]
     elif isinstance(command, ShareGroupRecord):
         fields = [
             _SHARE_GROUP, command.group, command.epoch, command.now_ms, command.groups_max,
@@ -269,6 +291,9 @@ def decode(data: bytes) -> GroupCommand:
         if kind == _CONSUMER_GROUP:
             _, group, row, now_ms = fields[:4]
             return ConsumerGroupRecord(str(group), ConsumerGroup.from_row(str(group), row), int(now_ms))
+        if kind == _STREAMS_GROUP:
+            _, group, row, now_ms = fields[:4]
+            return StreamsGroupRecord(str(group), StreamsGroup.from_row(str(group), row), int(now_ms))
         if kind == _SHARE_GROUP:
             _, group, epoch, now_ms = fields[:4]
             bound = fields[4] if len(fields) > 4 else None  # records written before it: no bound

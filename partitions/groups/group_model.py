@@ -13,6 +13,7 @@ from partitions.groups.assignors import ASSIGNORS, TopicPartition
 from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.errors import InvalidConsumerConfig
 from partitions.groups.share.group import ShareMember
+from partitions.groups.streams.group import StreamsGroup
 
 SCHEMA_FORMATS = ("avro", "jsonschema", "protobuf")  # records framed under a registered schema, as JSON
 FORMATS = ("json", "binary", *SCHEMA_FORMATS)
@@ -33,6 +34,7 @@ GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size: a Join past it is refused w
 CLASSIC_MEMBER_BYTES_MAX = 1024 * 1024
 CLASSIC_GROUP_BYTES_MAX = 8 * 1024 * 1024
 SHARE_PROTOCOL_TYPE = "share"  # a share group's ``protocol_type`` in the table
+STREAMS_PROTOCOL_TYPE = "streams"  # a streams group's (KIP-1071)
 CLASSIC_METADATA_VERSION = 0  # of the command's and the snapshot row's layout; a reader takes extra fields
 
 
@@ -180,6 +182,8 @@ class Group:
     classic_rebalancing: bool = False
     # a share group's members (KIP-932) as its coordinator last wrote them (``ShareGroupRecord``)
     share_members: tuple[ShareMember, ...] = ()
+    # a streams group (KIP-1071) as its coordinator last wrote it (``StreamsGroupRecord``)
+    streams: StreamsGroup | None = None
 
     def owner(self, tp: TopicPartition) -> str | None:
         for member, tps in self.assignment.items():

@@ -2,10 +2,12 @@
 
 A group name is held by the members of one protocol at a time: HTTP consumer instances
 (``partitions/consumers``, ``api/consumers.py``), Kafka's classic protocol (``classic/``), the consumer group
-protocol (KIP-848, ``consumer/``) or a share group (KIP-932, ``share/``).
+protocol (KIP-848, ``consumer/``), a share group (KIP-932, ``share/``) or a streams group (KIP-1071,
+``streams/``).
 A member of one may not join a group another holds; the asker's refusal is its protocol's own (as each of
 Kafka's ``GroupMetadataManager`` typed getters raises its own): a classic member INCONSISTENT_GROUP_PROTOCOL,
-a consumer or share group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), an HTTP instance
+a consumer or share group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), a streams group member
+``NotStreamsGroup`` (GROUP_ID_NOT_FOUND), an HTTP instance
 ``GroupNotEmpty`` (409); deleting a group or resetting its offsets (no asker) is refused ``GroupNotEmpty``
 while any protocol holds it.
 
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from partitions.groups.classic.members import GroupCode, GroupRefusal
-from partitions.groups.errors import GroupError, GroupNotEmpty, NotConsumerGroup
+from partitions.groups.errors import GroupError, GroupNotEmpty, NotConsumerGroup, NotStreamsGroup
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup
 from raftlog.errors import check
@@ -37,6 +39,7 @@ class GroupType(enum.Enum):
     CLASSIC = "classic"  # Kafka's classic group protocol
     CONSUMER = "consumer"  # the consumer group protocol (KIP-848)
     SHARE = "share"  # share groups (KIP-932)
+    STREAMS = "streams"  # streams groups (KIP-1071)
 
 
 def _unread() -> int:
@@ -52,6 +55,7 @@ class Holders:
     http: int = 0
     classic: int = 0
     consumer: int = 0
+    streams: int = 0
     share_recorded: bool = False  # the table records a share group of the name, with members or not
     share: Callable[[], int] = _unread
 
@@ -67,6 +71,7 @@ class Holders:
             http=len(group.members),
             classic=len(live.members) if live is not None and live.members else len(group.classic_members),
             consumer=0 if consumer is None else len(consumer.members),
+            streams=0 if group.streams is None else len(group.streams.members),
             share_recorded=group.protocol_type == SHARE_PROTOCOL_TYPE,
             share=share,
         )
@@ -74,11 +79,13 @@ class Holders:
     def members(self, held_by: GroupType, asking: GroupType | None) -> int:
         """How many members of ``held_by`` hold the group against ``asking`` (0: it does not hold it)."""
         if held_by is GroupType.SHARE:
-            if asking is GroupType.CONSUMER:  # a share group is one even empty
+            if asking in (GroupType.CONSUMER, GroupType.STREAMS):  # a share group is one even empty
                 return 1 if self.share_recorded else 0
             return self.share()
         if held_by is GroupType.HTTP:
             return self.http
+        if held_by is GroupType.STREAMS:
+            return self.streams
         return self.classic if held_by is GroupType.CLASSIC else self.consumer
 
 
@@ -100,27 +107,38 @@ _NAMED: dict[GroupType | None, dict[GroupType, str]] = {
         GroupType.HTTP: "members joined over HTTP (REST consumer instances)",
         GroupType.CONSUMER: "members of the consumer group protocol (KIP-848)",
         GroupType.SHARE: "members of a share group (KIP-932)",
+        GroupType.STREAMS: "members of a streams group (KIP-1071)",
     },
     GroupType.CONSUMER: {
         GroupType.HTTP: "HTTP API",
         GroupType.CLASSIC: "classic Kafka protocol",
         GroupType.SHARE: "share group protocol (KIP-932)",
+        GroupType.STREAMS: "streams group protocol (KIP-1071)",
     },
     GroupType.SHARE: {
         GroupType.HTTP: "HTTP API",
         GroupType.CLASSIC: "classic Kafka protocol",
         GroupType.CONSUMER: "consumer group protocol",
+        GroupType.STREAMS: "streams group protocol (KIP-1071)",
+    },
+    GroupType.STREAMS: {
+        GroupType.HTTP: "HTTP API",
+        GroupType.CLASSIC: "classic Kafka protocol",
+        GroupType.CONSUMER: "consumer group protocol",
+        GroupType.SHARE: "share group protocol (KIP-932)",
     },
     GroupType.HTTP: {
         GroupType.CLASSIC: "the Kafka protocol",
         GroupType.CONSUMER: "the Kafka protocol",
         GroupType.SHARE: "the share group protocol (KIP-932)",
+        GroupType.STREAMS: "the streams group protocol (KIP-1071)",
     },
     None: {
         GroupType.HTTP: "HTTP",
         GroupType.CLASSIC: "the Kafka protocol",
         GroupType.CONSUMER: "the Kafka protocol",
         GroupType.SHARE: "the share group protocol (KIP-932)",
+        GroupType.STREAMS: "the streams group protocol (KIP-1071)",
     },
 }
 
@@ -135,6 +153,8 @@ def refusal(name: str, asking: GroupType | None, holders: Holders) -> GroupError
     named = _NAMED[asking][other]
     if asking is GroupType.CLASSIC:
         return GroupRefusal(GroupCode.inconsistent_group_protocol, f"group {name!r} has {named}")
+    if asking is GroupType.STREAMS:
+        return NotStreamsGroup(name, named)
     if asking in (GroupType.CONSUMER, GroupType.SHARE):
         return NotConsumerGroup(name, named)
     if other is GroupType.CLASSIC:  # Kafka's members, whichever of its protocols they use

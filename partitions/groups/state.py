@@ -59,6 +59,7 @@ from partitions.groups.group_commands import (
     RecordCommand,
     Refresh,
     ShareGroupRecord,
+    StreamsGroupRecord,
     Subscribe,
     decode,
 )
@@ -68,12 +69,14 @@ from partitions.groups.group_model import (
     EMPTY_GROUP_RETENTION_MS,
     GROUP_MEMBERS_MAX,
     SHARE_PROTOCOL_TYPE,
+    STREAMS_PROTOCOL_TYPE,
     ClassicMember,
     ConsumerInstance,
     Group,
     ReadConfig,
 )
 from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember
+from partitions.groups.streams.group import StreamsGroup
 from raftlog.errors import check
 
 # -- apply ---------------------------------------------------------------------------------------------
@@ -172,6 +175,7 @@ class GroupTable:
                 isinstance(command, Expire)
                 and not existing.classic_members
                 and not _consumer_members(existing)
+                and not _streams_members(existing)
                 and command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
             )
             return self._store(command.group, None) if due else GroupChanged(command.group, existing)
@@ -221,13 +225,21 @@ class GroupTable:
             return self._store(name, replace(existing, committed_topics=topics, changed_ms=changed))
         if existing is not None and existing.members:
             return GroupNotEmpty(name, len(existing.members), "HTTP")
-        if isinstance(command, ConsumerGroupRecord):
+        if isinstance(command, ConsumerGroupRecord | StreamsGroupRecord):
             if existing is not None and existing.classic_members:
                 return GroupNotEmpty(name, len(existing.classic_members), "the classic Kafka protocol")
-            return self._store(name, _consumer_group(command, existing))
+            if isinstance(command, ConsumerGroupRecord):
+                if _streams_members(existing):
+                    return GroupNotEmpty(name, _streams_members(existing), "the streams group protocol")
+                return self._store(name, _consumer_group(command, existing))
+            if _consumer_members(existing):
+                return GroupNotEmpty(name, _consumer_members(existing), "the consumer group protocol")
+            return self._store(name, _streams_group(command, existing))
         held = _consumer_members(existing)
         if held:  # a consumer protocol group with members: no classic metadata over it, no deletion
             return GroupNotEmpty(name, held, "the consumer group protocol")
+        if _streams_members(existing):  # as a streams group's
+            return GroupNotEmpty(name, _streams_members(existing), "the streams group protocol")
         if isinstance(command, ShareGroupRecord):
             if existing is not None and existing.classic_members:
                 return GroupNotEmpty(name, len(existing.classic_members), "the classic Kafka protocol")
@@ -332,6 +344,7 @@ class GroupTable:
                     _classic_row(g),
                     None if g.consumer is None else g.consumer.to_row(),
                     [m.to_row() for m in g.share_members],
+                    None if g.streams is None else g.streams.to_row(),
                 ]
             )
         return rows
@@ -348,6 +361,8 @@ class GroupTable:
             consumer_row = row[10] if len(row) > 10 else None  # rows before consumer groups: ten fields
             consumer = None if consumer_row is None else ConsumerGroup.from_row(name, consumer_row)
             share = tuple(ShareMember.from_row(m) for m in row[11]) if len(row) > 11 else ()  # before: 11
+            streams_row = row[12] if len(row) > 12 else None  # rows before streams groups: twelve fields
+            streams = None if streams_row is None else StreamsGroup.from_row(name, streams_row)
             group_members = {row[0]: _member_from_row(row) for row in members}
             group_assignment = {
                 member: tuple(TopicPartition(t, int(p)) for t, p in tps) for member, tps in assignment.items()
@@ -367,6 +382,7 @@ class GroupTable:
                 consumer,
                 rebalancing,
                 share,
+                streams,
             )
         return cls(MappingProxyType(groups))
 
@@ -374,6 +390,28 @@ class GroupTable:
 def _consumer_members(group: Group | None) -> int:
     """How many consumer protocol members hold the group."""
     return 0 if group is None or group.consumer is None else len(group.consumer.members)
+
+
+def _streams_members(group: Group | None) -> int:
+    """How many streams group protocol members hold the group."""
+    return 0 if group is None or group.streams is None else len(group.streams.members)
+
+
+def _streams_group(command: StreamsGroupRecord, existing: Group | None) -> Group:
+    """The table's group holding a streams group: its epoch as the generation, protocol type
+    ``streams``; the topics it committed offsets of kept."""
+    return Group(
+        command.group,
+        "sticky",
+        command.state.group_epoch,
+        {},
+        {},
+        {},
+        command.now_ms,
+        STREAMS_PROTOCOL_TYPE,
+        existing.committed_topics if existing is not None else (),
+        streams=command.state,
+    )
 
 
 def _consumer_group(command: ConsumerGroupRecord, existing: Group | None) -> Group:

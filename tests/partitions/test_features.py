@@ -115,6 +115,7 @@ def test_kafkas_features_follow_raftlog_version_and_the_gates_they_name(level: i
     shown = features.kafka_levels(finalized)
     assert shown.get("group.version", 0) == int(gate.allows(features.CONSUMER_GROUP))
     assert shown.get("share.version", 0) == int(gate.allows(features.SHARE_GROUPS))
+    assert shown.get("streams.version", 0) == int(gate.allows(features.STREAMS_GROUPS))
     assert shown["metadata.version"] == {1: 27, 2: 33}[level]  # Kafka's 4.1-IV1 and 4.4-IV2
     supported, advertised = gate.advertised()
     assert supported["group.version"] == (0, 1) and supported["metadata.version"] == (27, 33)
@@ -131,7 +132,8 @@ def test_kafkas_features_follow_raftlog_version_and_the_gates_they_name(level: i
         ("share.version", 2, "dead-letter"),
         ("eligible.leader.replicas.version", 1, "KIP-966"),
         ("kraft.version", 1, "not KRaft"),
-        ("streams.version", 1, "KIP-1071"),
+        ("streams.version", 1, "comes with raftlog.version 2"),
+        ("streams.version", 2, "the levels 0, 1"),
     ],
 )
 def test_an_update_of_kafkas_features_is_refused_unless_the_cluster_is_there(
