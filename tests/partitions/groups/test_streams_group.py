@@ -1,0 +1,345 @@
+"""The streams group protocol (KIP-1071) as a pure state machine, and its coordinator over the real group
+table with a test clock: Kafka's request rules in Kafka's words, the topology set by the first member and
+never changed under it, tasks given only once configured, revoked before another member gets them, never
+run by two members at once, sessions that fence, a new leader term that keeps every member, commits checked
+by member epoch, and one group one protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import msgpack
+import pytest
+
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
+from partitions.groups.errors import (
+    ConsumerProtocolVersion,
+    FencedMemberEpoch,
+    GroupNotEmpty,
+    InvalidGroupRequest,
+    InvalidTopology,
+    NotConsumerGroup,
+    NotStreamsGroup,
+    StaleMemberEpoch,
+    UnknownMember,
+)
+from partitions.groups.group_commands import ConsumerGroupRecord, Forget, StreamsGroupRecord, decode, encode
+from partitions.groups.group_model import Group
+from partitions.groups.live import LiveGroup
+from partitions.groups.state import GroupTable
+from partitions.groups.streams.coordinator import StreamsGroupCoordinator
+from partitions.groups.streams.group import StreamsGroup, StreamsHeartbeat, heartbeat
+from partitions.groups.streams.reconcile import Tasks
+from partitions.groups.streams.topology import (
+    MISSING_INTERNAL_TOPICS,
+    MISSING_SOURCE_TOPICS,
+    STALE_TOPOLOGY,
+    StreamsTopology,
+    Subtopology,
+    TopicInfo,
+)
+
+COMPACT = (("cleanup.policy", "compact"),)
+# a word count: lines -> (re-key) repartition topic -> counts, with a store and its changelog
+TOPOLOGY = StreamsTopology(
+    0,
+    (
+        Subtopology("0", ("lines",), ("app-repartition",)),
+        Subtopology(
+            "1",
+            (),
+            (),
+            (TopicInfo("app-store-changelog", 0, 0, COMPACT),),
+            (TopicInfo("app-repartition"),),
+        ),
+    ),
+)
+INTERNAL = {"app-repartition", "app-store-changelog"}
+
+
+def _join(member: str, process: str, topology: StreamsTopology = TOPOLOGY) -> StreamsHeartbeat:
+    return StreamsHeartbeat(
+        "app", member, 0, rebalance_timeout_ms=10_000, topology=topology, process_id=process
+    )
+
+
+def _beat(group: StreamsGroup, member: str, owned: Tasks | None = None) -> StreamsHeartbeat:
+    m = group.members[member]
+    return StreamsHeartbeat("app", member, m.epoch, owned=m.assigned if owned is None else owned)
+
+
+def _counts(topics: dict[str, int]):  # type: ignore[no-untyped-def]
+    return lambda topic: topics.get(topic)
+
+
+def _all_active(group: StreamsGroup) -> list[tuple[str, int]]:
+    return sorted(
+        t for m in group.members.values() for tasks in (m.assigned, m.revoking) for t in tasks.active
+    )
+
+
+@pytest.mark.parametrize(
+    ("hb", "words"),
+    [
+        (
+            StreamsHeartbeat("app", "", 0, rebalance_timeout_ms=1, topology=TOPOLOGY),
+            "MemberId can't be empty.",
+        ),
+        (StreamsHeartbeat("", "m", 0, rebalance_timeout_ms=1, topology=TOPOLOGY), "GroupId can't be empty."),
+        (
+            StreamsHeartbeat("app", "m", 0, topology=TOPOLOGY),
+            "RebalanceTimeoutMs must be provided in first request.",
+        ),
+        (
+            StreamsHeartbeat("app", "m", 0, rebalance_timeout_ms=1),
+            "Topology must be non-null when (re-)joining.",
+        ),
+        (
+            StreamsHeartbeat(
+                "app", "m", 0, rebalance_timeout_ms=1, topology=TOPOLOGY, owned=Tasks(frozenset({("0", 0)}))
+            ),
+            "ActiveTasks must be empty when (re-)joining.",
+        ),
+        (
+            StreamsHeartbeat("app", "m", 3, topology=TOPOLOGY),
+            "Topology can only be provided when (re-)joining.",
+        ),
+        (StreamsHeartbeat("app", "m", -3), "MemberEpoch is -3, but must be greater than or equal to -2."),
+        (StreamsHeartbeat("app", "m", -2), "InstanceId can't be null."),
+        (
+            StreamsHeartbeat("app", "m", 0, rebalance_timeout_ms=1, topology=TOPOLOGY, regexes=True),
+            "Regular expressions for source topics are not supported yet.",
+        ),
+    ],
+)
+def test_a_heartbeat_breaking_kafkas_rules_is_refused_in_kafkas_words(
+    hb: StreamsHeartbeat, words: str
+) -> None:
+    with pytest.raises(InvalidGroupRequest) as refused:
+        heartbeat(StreamsGroup("app"), hb, _counts({}))
+    assert str(refused.value) == words
+
+
+def test_internal_topics_missing_are_named_to_create_and_tasks_come_once_they_exist() -> None:
+    topics = {"lines": 3}
+    first = heartbeat(StreamsGroup("app"), _join("a", "p1"), _counts(topics))
+    assert first.tasks == Tasks() and first.group.state == "NotReady"
+    assert [code for code, _ in first.status] == [MISSING_INTERNAL_TOPICS]
+    # partitions inferred: the repartition topic from its writer, the changelog from its subtopology
+    assert {(t.name, t.partitions, t.configs) for t in first.to_create} == {
+        ("app-repartition", 3, ()),
+        ("app-store-changelog", 3, COMPACT),
+    }
+    topics.update({name: 3 for name in INTERNAL})
+    ready = heartbeat(first.group, _beat(first.group, "a"), _counts(topics))
+    assert ready.status == () and ready.to_create == () and ready.group.state == "Stable"
+    assert ready.tasks is not None and sorted(ready.tasks.active) == [(s, p) for s in "01" for p in range(3)]
+    assert ready.member_epoch == ready.group.group_epoch == 2
+
+
+def test_a_missing_source_topic_is_a_status_and_no_task() -> None:
+    answer = heartbeat(StreamsGroup("app"), _join("a", "p1"), _counts({}))
+    assert [code for code, _ in answer.status] == [MISSING_SOURCE_TOPICS]
+    assert answer.tasks == Tasks() and answer.to_create == ()
+
+
+def test_the_topology_is_the_first_members_a_stale_one_is_told_and_another_refused() -> None:
+    newer = StreamsTopology(1, TOPOLOGY.subtopologies)
+    group = heartbeat(StreamsGroup("app"), _join("a", "p1", newer), _counts({"lines": 1})).group
+    stale = heartbeat(group, _join("b", "p2"), _counts({"lines": 1}))
+    assert STALE_TOPOLOGY in [code for code, _ in stale.status]
+    other = StreamsTopology(1, (Subtopology("0", ("lines",)),))
+    with pytest.raises(InvalidGroupRequest, match="Topology updates are not supported yet."):
+        heartbeat(group, _join("c", "p3", other), _counts({"lines": 1}))
+
+
+def test_a_topology_naming_an_unknown_changelog_partition_count_is_invalid() -> None:
+    bad = StreamsTopology(0, (Subtopology("0", ("lines",), (), (TopicInfo("c", 2),)),))
+    with pytest.raises(InvalidTopology, match="Changelog topic c must have an undefined partition count"):
+        heartbeat(StreamsGroup("app"), _join("a", "p1", bad), _counts({"lines": 1}))
+
+
+def test_tasks_move_to_a_joining_member_only_after_the_holder_revoked_them() -> None:
+    topics = {"lines": 2, **{name: 2 for name in INTERNAL}}
+    counts = _counts(topics)
+    a = heartbeat(StreamsGroup("app"), _join("a", "p1"), counts)
+    assert a.tasks is not None and len(a.tasks.active) == 4
+    b = heartbeat(a.group, _join("b", "p2"), counts)
+    assert b.tasks == Tasks()  # a still runs everything
+    revoking = heartbeat(b.group, _beat(b.group, "a"), counts)
+    member = revoking.group.members["a"]
+    assert member.state == "unrevoked_tasks" and len(member.revoking.active) == 2
+    assert _all_active(revoking.group) == sorted(t for s in "01" for t in [(s, 0), (s, 1)])
+    # b asks again before a revoked: still nothing
+    still = heartbeat(revoking.group, _beat(revoking.group, "b"), counts)
+    assert still.group.members["b"].assigned == Tasks()
+    done = heartbeat(still.group, _beat(still.group, "a", owned=member.assigned), counts)
+    assert done.group.members["a"].state == "stable"
+    given = heartbeat(done.group, _beat(done.group, "b"), counts)
+    assert given.tasks is not None and given.tasks.active == member.revoking.active
+    assert given.group.state == "Stable"
+
+
+def test_random_heartbeats_never_have_two_members_run_one_task_and_settle_with_every_task_once() -> None:
+    for seed in range(30):
+        rng = random.Random(seed)
+        topics = {"lines": rng.randint(1, 6)}
+        topics.update({name: topics["lines"] for name in INTERNAL})
+        counts = _counts(topics)
+        group = StreamsGroup("app")
+        joined: list[str] = []
+        for step in range(60):
+            if len(joined) < 4 and rng.random() < 0.3:
+                member = f"m{len(joined)}"
+                group = heartbeat(group, _join(member, f"p{rng.randint(0, 2)}"), counts).group
+                joined.append(member)
+            elif joined:
+                member = rng.choice(joined)
+                m = group.members[member]
+                released = rng.random() < 0.6
+                owned = m.assigned if released else m.assigned.union(m.revoking)
+                group = heartbeat(group, StreamsHeartbeat("app", member, m.epoch, owned=owned), counts).group
+            active = _all_active(group)
+            assert len(active) == len(set(active)), (seed, step)
+        for _ in range(3 * len(joined) + 2):  # everyone heartbeats, having revoked: it settles
+            for member in joined:
+                group = heartbeat(group, _beat(group, member), counts).group
+        assert group.state == "Stable", seed
+        assert sorted(t for m in group.members.values() for t in m.assigned.active) == sorted(
+            (s, p) for s in "01" for p in range(topics["lines"])
+        )
+
+
+def test_an_epoch_from_the_future_or_the_past_is_fenced() -> None:
+    counts = _counts({"lines": 1, **{name: 1 for name in INTERNAL}})
+    group = heartbeat(StreamsGroup("app"), _join("a", "p1"), counts).group
+    with pytest.raises(FencedMemberEpoch):
+        heartbeat(group, StreamsHeartbeat("app", "a", 7), counts)
+    with pytest.raises(UnknownMember):
+        heartbeat(group, StreamsHeartbeat("app", "z", 1), counts)
+
+
+def test_the_group_round_trips_through_its_row_and_its_table_record() -> None:
+    counts = _counts({"lines": 2, **{name: 2 for name in INTERNAL}})
+    group = heartbeat(StreamsGroup("app"), _join("a", "p1"), counts).group
+    group = heartbeat(group, _join("b", "p2"), counts).group
+    assert StreamsGroup.from_row("app", msgpack.unpackb(msgpack.packb(group.to_row()))) == group
+    extra = [*group.to_row(), "a field of a later release"]
+    assert StreamsGroup.from_row("app", extra) == group
+    record = StreamsGroupRecord("app", group, 5)
+    assert decode(encode(record)) == record
+
+
+# -- the coordinator over the real table ----------------------------------------------------------------
+
+
+class Table:
+    """One coordinator partition's table, led here in ``term``."""
+
+    def __init__(self) -> None:
+        self.table = GroupTable()
+        self.term = 1
+        self.topics = {"lines": 2, **{name: 2 for name in INTERNAL}}
+
+    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
+        return self.term, self.table.groups.get(name)
+
+    def live(self, group: str) -> LiveGroup | None:
+        return None
+
+    def partition_count(self, topic: str) -> int:
+        return self.topics.get(topic, 0)
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.topics)
+
+    def led_streams_groups(self) -> list[tuple[str, int, StreamsGroup]]:
+        return [(n, self.term, g.streams) for n, g in self.table.groups.items() if g.streams is not None]
+
+    def led_consumer_groups(self) -> list[tuple[str, int, ConsumerGroup]]:
+        return [(n, self.term, g.consumer) for n, g in self.table.groups.items() if g.consumer is not None]
+
+    async def record_streams(self, group: str, state: StreamsGroup) -> None:
+        result = self.table.apply(encode(StreamsGroupRecord(group, state, 0)))
+        if isinstance(result, Exception):
+            raise result
+
+    async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
+        result = self.table.apply(encode(ConsumerGroupRecord(group, state, 0)))
+        if isinstance(result, Exception):
+            raise result
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_a_silent_member_is_fenced_after_its_session_and_a_new_term_keeps_every_member() -> None:
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        coordinator = StreamsGroupCoordinator(table, clock)
+        await coordinator.heartbeat(_join("a", "p1"))
+        await coordinator.heartbeat(_join("b", "p2"))
+        table.term = 2  # a failover: the table's group goes on, sessions start afresh
+        clock.now = 40_000
+        group = coordinator.describe("app")
+        await coordinator.heartbeat(_beat(group, "a"))
+        assert await coordinator.expire_due() == []  # b first seen in term 2 now
+        clock.now = 40_000 + 45_001
+        await coordinator.heartbeat(_beat(coordinator.describe("app"), "a"))
+        assert await coordinator.expire_due() == [("app", "b")]
+        assert set(coordinator.describe("app").members) == {"a"}
+
+    asyncio.run(scenario())
+
+
+def test_commits_and_fetches_of_its_members_are_checked_by_member_epoch() -> None:
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        coordinator = StreamsGroupCoordinator(table, clock)
+        a = await coordinator.heartbeat(_join("a", "p1"))
+        assert coordinator.check_commit("app", "a", a.member_epoch, 9)
+        with pytest.raises(StaleMemberEpoch):
+            coordinator.check_commit("app", "a", a.member_epoch - 1, 9)
+        with pytest.raises(UnknownMember):
+            coordinator.check_commit("app", "x", 1, 9)
+        with pytest.raises(ConsumerProtocolVersion, match="streams group protocol"):
+            coordinator.check_commit("app", "a", a.member_epoch, 8)
+        assert coordinator.check_commit("app", "", -1, 3, transactional=True)  # no group metadata
+        assert not coordinator.check_commit("other", "a", 1, 9)  # no such group: not this rule's
+        with pytest.raises(StaleMemberEpoch):
+            coordinator.check_fetch("app", "a", 99)
+        coordinator.check_fetch("app", None, -1)  # an admin's
+
+    asyncio.run(scenario())
+
+
+def test_one_group_one_protocol_and_no_deletion_while_members_hold_it() -> None:
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        streams = StreamsGroupCoordinator(table, clock)
+        consumer = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
+        await streams.heartbeat(_join("a", "p1"))
+        with pytest.raises(NotConsumerGroup):
+            await consumer.heartbeat(
+                "app", Heartbeat("", 0, None, None, 1_000, ("lines",), None, frozenset())
+            )
+        refused = table.table.apply(encode(Forget("app")))
+        assert isinstance(refused, GroupNotEmpty)
+        await consumer.heartbeat("plain", Heartbeat("", 0, None, None, 1_000, ("lines",), None, frozenset()))
+        with pytest.raises(NotStreamsGroup, match="Group plain is not a streams group"):
+            await streams.heartbeat(
+                StreamsHeartbeat("plain", "s", 0, rebalance_timeout_ms=1, topology=TOPOLOGY)
+            )
+        # the last member gone, the group is empty and may be deleted
+        await streams.heartbeat(StreamsHeartbeat("app", "a", -1))
+        assert streams.describe("app").state == "Empty"
+        assert not isinstance(table.table.apply(encode(Forget("app"))), Exception)
+
+    asyncio.run(scenario())
