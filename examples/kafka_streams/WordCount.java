@@ -18,6 +18,10 @@
 // stream threads: Kafka Streams' producer of a thread uses <application.id>-<process id>-<thread index>, its
 // default client id being <application.id>-<process id> and the thread's name <client id>-StreamThread-<index>.
 // An exception that ends a stream thread is printed ("UNCAUGHT ...") and the thread replaced.
+//
+// --group-protocol streams (default classic) makes the application a streams group (KIP-1071,
+// StreamsGroupHeartbeat): the group's coordinator assigns the tasks, and a member's session timeout is the
+// group's (group.streams.session.timeout.ms on the brokers, 45 s by default), not --session-timeout-ms.
 
 import java.util.Arrays;
 import java.util.HashMap;
@@ -47,10 +51,14 @@ public class WordCount {
         settings.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         settings.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         settings.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        // a killed instance's tasks go to the others after this long without its heartbeats (default 45 s)
+        // a killed instance's tasks go to the others after this long without its heartbeats (default 45 s;
+        // the classic protocol's: a streams group's is the group's own)
         int sessionMs = Integer.parseInt(options.getOrDefault("--session-timeout-ms", "45000"));
         settings.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), sessionMs);
         settings.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), sessionMs / 3);
+        // "classic": the consumer group protocol with Streams' own assignor in the group's leader; "streams":
+        // a streams group (KIP-1071), its tasks assigned by the group's coordinator
+        settings.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, options.getOrDefault("--group-protocol", "classic"));
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(options.get("--input"))

@@ -51,6 +51,7 @@ class StreamsInstance:
         application_id: str,
         topics: tuple[str, str],
         session_timeout_ms: int,
+        group_protocol: str = "classic",
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
@@ -62,7 +63,7 @@ class StreamsInstance:
             f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath, "WordCount",
             "--bootstrap", bootstrap, "--application-id", application_id,
             "--state-dir", str(directory / "state"), "--input", topics[0], "--output", topics[1],
-            "--session-timeout-ms", str(session_timeout_ms),
+            "--session-timeout-ms", str(session_timeout_ms), "--group-protocol", group_protocol,
         ]  # fmt: skip
         self._process: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -119,6 +120,15 @@ class StreamsInstance:
         if self._process is not None and self._process.poll() is None:
             os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait(STOP_TIMEOUT_S)
+
+    def stop(self) -> None:
+        """SIGTERM, as a user stops it: Kafka Streams closes (its transactions ended, the group left)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise StreamsError(f"not stopped {STOP_TIMEOUT_S} s after SIGTERM:\n{self.tail()}") from None
 
     def tail(self, lines: int = 40) -> str:
         found = []

@@ -151,7 +151,7 @@ def test_the_topology_is_the_first_members_a_stale_one_is_told_and_another_refus
     stale = heartbeat(group, _join("b", "p2"), _counts({"lines": 1}))
     assert STALE_TOPOLOGY in [code for code, _ in stale.status]
     other = StreamsTopology(1, (Subtopology("0", ("lines",)),))
-    with pytest.raises(InvalidGroupRequest, match="Topology updates are not supported yet."):
+    with pytest.raises(InvalidGroupRequest, match=r"Topology updates are not supported yet\."):
         heartbeat(group, _join("c", "p3", other), _counts({"lines": 1}))
 
 
