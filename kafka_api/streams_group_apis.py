@@ -10,6 +10,7 @@ status). READ on the group for a heartbeat, DESCRIBE for a describe, as Kafka's.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from collections.abc import Iterable
 from typing import Any
@@ -21,6 +22,7 @@ from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
 from kafka_api.errors import Caught, code_of, group_coordinator_code
 from partitions.errors import InvalidName
+from partitions.groups.errors import UnknownGroup
 from partitions.groups.streams.coordinator import ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS
 from partitions.groups.streams.group import StreamsGroup, StreamsHeartbeat, StreamsMember
 from partitions.groups.streams.reconcile import EMPTY, Tasks, task_rows, tasks_of
@@ -42,6 +44,10 @@ GROUP, TOPIC, CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLU
 
 def _code(error: BaseException) -> ErrorCode:
     return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else group_coordinator_code(error)
+
+
+def _describe_code(error: BaseException) -> ErrorCode:
+    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else code_of(error)
 
 
 def _topic_info(info: Any) -> TopicInfo:
@@ -282,13 +288,16 @@ async def streams_group_describe(door: Door, request: wire.Request) -> Any:
             refusal = str(door.refusal(DESCRIBE, GROUP, name))
             groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
             continue
-        with Caught(
-            lambda error: ErrorCode.invalid_group_id if isinstance(error, InvalidName) else code_of(error)
-        ) as caught:
+        state: StreamsGroup | None = None
+        with Caught(_describe_code) as caught:
             coordinating(door, name)
-            state = door.coordinator.streams.describe(name)
+            with contextlib.suppress(UnknownGroup):  # answered below in Kafka's words
+                state = door.coordinator.streams.describe(name)
         if caught.failed:
             groups.append(described(name, caught.code, caught.message))
+            continue
+        if state is None:
+            groups.append(described(name, ErrorCode.group_id_not_found, f"Group {name} not found."))
             continue
         status = 1 if getattr(body, "include_topology_description", False) else 0  # NOT_STORED: none kept
         groups.append(

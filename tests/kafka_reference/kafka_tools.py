@@ -35,6 +35,7 @@ TOOLS = {
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
     "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }

@@ -98,7 +98,10 @@ class StreamsInstance:
             except queue.Empty:
                 raise StreamsError(f"no {prefix!r} within {timeout_s} s:\n{self.tail()}") from None
             if line is None:
-                raise StreamsError(f"the instance ended before {prefix!r}:\n{self.tail()}")
+                status = self._process.poll() if self._process is not None else None
+                raise StreamsError(
+                    f"the instance ended (exit status {status}) before {prefix!r}:\n{self.tail()}"
+                )
             if line.startswith(prefix):
                 return line[len(prefix) :]
 
