@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+import msgpack
+
 from partitions.groups.errors import (
     FencedInstanceId,
     FencedMemberEpoch,
@@ -59,6 +61,11 @@ from partitions.groups.streams.topology import validate as validate_topology
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 STREAMS_MEMBERS_MAX = 1_000  # as the other protocols' (Kafka's group.streams.max.size is unbounded)
+# what one caller can make the group table hold, where Kafka has no bound of its own: a topology (kept once
+# per group, in every replica and snapshot) and a member's own metadata (ids, endpoint, tags): with the
+# members bound, a group's record stays within a few MiB, as a classic group's (CLASSIC_GROUP_BYTES_MAX)
+TOPOLOGY_BYTES_MAX = 1 << 20
+MEMBER_METADATA_BYTES_MAX = 4 << 10  # Kafka Streams sends at most 5 client tags of 20 + 30 characters
 ROW_VERSION = 0  # of ``StreamsGroup.to_row``; a reader takes extra fields
 
 
@@ -257,6 +264,29 @@ def validate(hb: StreamsHeartbeat) -> None:
         )
     if hb.member_epoch != JOIN_EPOCH and hb.topology is not None:
         raise InvalidGroupRequest("Topology can only be provided when (re-)joining.")
+    _check_bounds(hb)
+
+
+def _check_bounds(hb: StreamsHeartbeat) -> None:
+    """The topology and the member's metadata within what a group may hold (``TOPOLOGY_BYTES_MAX``,
+    ``MEMBER_METADATA_BYTES_MAX``, measured as the table stores them)."""
+    if hb.topology is not None:
+        size = len(msgpack.packb(hb.topology.to_row(), use_bin_type=True))
+        if size > TOPOLOGY_BYTES_MAX:
+            raise InvalidGroupRequest(
+                f"The topology is {size} bytes, past the {TOPOLOGY_BYTES_MAX} bytes a streams group may hold."
+            )
+    metadata = [
+        hb.member_id, hb.instance_id, hb.rack_id, hb.process_id, hb.client_id, hb.client_host,
+        None if hb.user_endpoint is None else list(hb.user_endpoint),
+        None if hb.client_tags is None else [list(kv) for kv in hb.client_tags],
+    ]  # fmt: skip
+    size = len(msgpack.packb(metadata, use_bin_type=True))
+    if size > MEMBER_METADATA_BYTES_MAX:
+        raise InvalidGroupRequest(
+            f"The member's metadata (ids, endpoint, client tags) is {size} bytes, past the "
+            f"{MEMBER_METADATA_BYTES_MAX} bytes a streams group member may hold."
+        )
 
 
 def _check_epoch(group: str, member: StreamsMember, given: int, owned: Tasks | None) -> None:

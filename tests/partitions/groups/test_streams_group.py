@@ -122,6 +122,21 @@ def test_a_heartbeat_breaking_kafkas_rules_is_refused_in_kafkas_words(
     assert str(refused.value) == words
 
 
+def test_a_topology_or_member_past_what_a_group_may_hold_is_refused_and_nothing_is_kept() -> None:
+    huge = StreamsTopology(
+        0, tuple(Subtopology(str(i), (f"topic-{i:06d}-" + "x" * 180,)) for i in range(6_000))
+    )
+    with pytest.raises(InvalidGroupRequest, match="past the 1048576 bytes a streams group may hold"):
+        heartbeat(StreamsGroup("app"), _join("a", "p1", huge), _counts({}))
+    tags = tuple((f"tag-{i}", "v" * 200) for i in range(100))
+    with pytest.raises(InvalidGroupRequest, match="past the 4096 bytes a streams group member may hold"):
+        heartbeat(
+            StreamsGroup("app"),
+            StreamsHeartbeat("app", "a", 0, rebalance_timeout_ms=1, topology=TOPOLOGY, client_tags=tags),
+            _counts({}),
+        )
+
+
 def test_internal_topics_missing_are_named_to_create_and_tasks_come_once_they_exist() -> None:
     topics = {"lines": 3}
     first = heartbeat(StreamsGroup("app"), _join("a", "p1"), _counts(topics))
