@@ -19,22 +19,22 @@ handled one at a time (a lock per group); those of different groups concurrently
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Protocol
 
 from partitions.errors import TopicAuthorizationFailed
-from partitions.groups.consumer.assignment import UNREVOKED
 from partitions.groups.consumer.group import (
     JOIN_EPOCH,
     Answer,
     ConsumerGroup,
+    ConsumerMember,
     Heartbeat,
     fence,
     regex_after,
+    revocation_overdue,
     validate,
 )
 from partitions.groups.consumer.group import heartbeat as step
@@ -52,6 +52,7 @@ from partitions.groups.errors import (
 from partitions.groups.group_model import Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
+from partitions.groups.member_timers import MemberTimers
 from partitions.resource_configs import consumer_timeouts
 from raftlog.errors import RaftlogError
 
@@ -87,13 +88,6 @@ class ConsumerRecords(Protocol):
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None: ...
 
 
-@dataclass
-class _Timers:
-    term: int
-    expires_ms: dict[str, int] = field(default_factory=dict)  # member -> when its session ends
-    revoke_by_ms: dict[tuple[str, int], int] = field(default_factory=dict)  # (member, epoch) -> deadline
-
-
 class ConsumerGroupCoordinator:
     """Event loop only. ``monotonic`` (ms) times sessions and rebalance timeouts."""
 
@@ -109,13 +103,11 @@ class ConsumerGroupCoordinator:
     ) -> None:
         """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
         self._records = records
-        self._monotonic = monotonic
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._new_member_id = new_member_id
         self.group_configs = group_configs
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._timers: dict[str, _Timers] = {}
+        self._timers: MemberTimers[ConsumerMember] = MemberTimers(monotonic, revocation_overdue)
         self.regexes = RegexResolver(budget_ms=regex_budget_ms)  # --group-consumer-regex-budget-ms
 
     def timeouts(self, name: str) -> tuple[int, int]:
@@ -123,18 +115,6 @@ class ConsumerGroupCoordinator:
         return consumer_timeouts(
             self.group_configs(name), self.session_timeout_ms, self.heartbeat_interval_ms
         )
-
-    def _lock(self, name: str) -> asyncio.Lock:
-        lock = self._locks.get(name)
-        if lock is None:
-            lock = self._locks[name] = asyncio.Lock()
-        return lock
-
-    def _timers_of(self, name: str, term: int) -> _Timers:
-        timers = self._timers.get(name)
-        if timers is None or timers.term != term:
-            timers = self._timers[name] = _Timers(term)  # a new term here: sessions start afresh
-        return timers
 
     def _current(self, name: str, joining: bool) -> tuple[int, ConsumerGroup]:
         """The group as the table holds it, led here (NotCoordinator otherwise). A group of another
@@ -159,7 +139,7 @@ class ConsumerGroupCoordinator:
         hidden = await self.regexes.hidden(hb.subscribed or (), viewer)
         if hidden is not None:
             raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", hidden)
-        async with self._lock(name):
+        async with self._timers.lock(name):
             term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
             regex = regex_after(state, hb) if hb.member_epoch >= 0 else None
             regex_topics = None if regex is None else await self._resolve(name, state, hb, regex, viewer)
@@ -169,14 +149,13 @@ class ConsumerGroupCoordinator:
             answer = step(state, hb, counts, new_member_id, regex_topics=regex_topics)
             if answer.group != state:
                 await self._records.record_consumer(name, answer.group)
-            timers = self._timers_of(name, term)
+            timers = self._timers.of(name, term)
             if answer.left is not None:
-                timers.expires_ms.pop(answer.left.member_id, None)
+                self._timers.left(timers, answer.left.member_id)
                 log.info("consumer group %s: member %s left", name, answer.left.member_id)
-            if answer.member_id in answer.group.members:
-                session_ms, _ = self.timeouts(name)
-                timers.expires_ms[answer.member_id] = self._monotonic() + session_ms
-                self._schedule_revocation(timers, answer.group, answer.member_id)
+            member = answer.group.members.get(answer.member_id)
+            if member is not None:
+                self._timers.heard(timers, member, self.timeouts(name)[0])
             return answer
 
     async def _resolve(
@@ -206,41 +185,19 @@ class ConsumerGroupCoordinator:
             )  # fmt: skip
             return None
 
-    def _schedule_revocation(self, timers: _Timers, group: ConsumerGroup, member_id: str) -> None:
-        """A member asked to revoke has its rebalance timeout to do so (in that epoch); else none runs."""
-        for key in [k for k in timers.revoke_by_ms if k[0] == member_id]:
-            member = group.members.get(member_id)
-            if member is None or member.state != UNREVOKED or member.epoch != key[1]:
-                del timers.revoke_by_ms[key]
-        member = group.members[member_id]
-        if member.state == UNREVOKED:
-            key = (member_id, member.epoch)
-            timers.revoke_by_ms.setdefault(key, self._monotonic() + member.rebalance_timeout_ms)
-
     async def expire_due(self) -> list[tuple[str, str]]:
         """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
         fenced: list[tuple[str, str]] = []
         for name, term, _ in list(self._records.led_consumer_groups()):
-            async with self._lock(name):
+            async with self._timers.lock(name):
                 try:
                     found_term, state = self._current(name, joining=False)
                 except RaftlogError:
                     continue
                 if found_term != term:
                     continue
-                timers = self._timers_of(name, term)
-                now = self._monotonic()
-                due = []
-                session_ms, _ = self.timeouts(name)
-                for member in state.members.values():
-                    expires = timers.expires_ms.setdefault(member.member_id, now + session_ms)  # first sight
-                    revoke_by = timers.revoke_by_ms.get((member.member_id, member.epoch))
-                    if member.state == UNREVOKED and revoke_by is None:  # revoking since before this term
-                        revoke_by = timers.revoke_by_ms[(member.member_id, member.epoch)] = (
-                            now + member.rebalance_timeout_ms
-                        )
-                    if now > expires or (revoke_by is not None and now > revoke_by):
-                        due.append(member.member_id)
+                timers = self._timers.of(name, term)
+                due = self._timers.due(timers, state.members.values(), self.timeouts(name)[0])
                 if not due:
                     continue
                 next_state = state
@@ -249,7 +206,7 @@ class ConsumerGroupCoordinator:
                 log.info("consumer group %s: fenced %s (session or rebalance timeout)", name, ", ".join(due))
                 await self._records.record_consumer(name, next_state)
                 for member_id in due:
-                    timers.expires_ms.pop(member_id, None)
+                    self._timers.left(timers, member_id)
                     fenced.append((name, member_id))
         return fenced
 

@@ -3,7 +3,8 @@ partition: runs ``streams.group``'s pure state machine against the group as the 
 writes each changed group there (``StreamsGroupRecord``) before the member is answered, and keeps the
 timers Kafka keeps in memory: each member's session (the group's ``streams.session.timeout.ms``, 45 s by
 default) and the rebalance timeout of a member asked to revoke tasks. Timers are soft state of the leader
-term: a coordinator taking over starts every member's session afresh; the group, its topology, epochs,
+term (``member_timers``, shared with the consumer protocol's): a coordinator taking over starts every
+member's session afresh; the group, its topology, epochs,
 members and tasks are the table's, so none is lost.
 
 One group, one protocol (``group_types``): a group held by members of another protocol is not a streams
@@ -14,10 +15,8 @@ broker does after its coordinator answers. Heartbeats of one group are handled o
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.groups.errors import (
@@ -30,11 +29,13 @@ from partitions.groups.errors import (
 from partitions.groups.group_model import Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
+from partitions.groups.member_timers import MemberTimers
 from partitions.groups.streams.group import (
     JOIN_EPOCH,
     StreamsAnswer,
     StreamsGroup,
     StreamsHeartbeat,
+    StreamsMember,
     fence,
     revocation_overdue,
 )
@@ -67,13 +68,6 @@ class StreamsRecords(Protocol):
     async def record_streams(self, group: str, state: StreamsGroup) -> None: ...
 
 
-@dataclass
-class _Timers:
-    term: int
-    expires_ms: dict[str, int] = field(default_factory=dict)  # member -> when its session ends
-    revoke_by_ms: dict[tuple[str, int], int] = field(default_factory=dict)  # (member, epoch) -> deadline
-
-
 class StreamsGroupCoordinator:
     """Event loop only. ``monotonic`` (ms) times sessions and rebalance timeouts."""
 
@@ -85,26 +79,12 @@ class StreamsGroupCoordinator:
     ) -> None:
         """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
         self._records = records
-        self._monotonic = monotonic
         self.group_configs = group_configs
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._timers: dict[str, _Timers] = {}
+        self._timers: MemberTimers[StreamsMember] = MemberTimers(monotonic, revocation_overdue)
 
     def settings(self, name: str) -> tuple[int, int, int]:
         """The group's session timeout, heartbeat interval (ms) and standby replicas as its configs say."""
         return streams_settings(self.group_configs(name))
-
-    def _lock(self, name: str) -> asyncio.Lock:
-        lock = self._locks.get(name)
-        if lock is None:
-            lock = self._locks[name] = asyncio.Lock()
-        return lock
-
-    def _timers_of(self, name: str, term: int) -> _Timers:
-        timers = self._timers.get(name)
-        if timers is None or timers.term != term:
-            timers = self._timers[name] = _Timers(term)  # a new term here: sessions start afresh
-        return timers
 
     def _current(self, name: str, joining: bool) -> tuple[int, StreamsGroup]:
         """The group as the table holds it, led here (NotCoordinator otherwise). A group of another
@@ -127,56 +107,34 @@ class StreamsGroupCoordinator:
     async def heartbeat(self, hb: StreamsHeartbeat) -> StreamsAnswer:
         """A StreamsGroupHeartbeat: the group's next state written, then answered."""
         name = hb.group
-        async with self._lock(name):
+        async with self._timers.lock(name):
             term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
             session_ms, _, standbys = self.settings(name)
             answer = step(state, hb, self._partitions, standby_replicas=standbys)
             if answer.group != state:
                 await self._records.record_streams(name, answer.group)
-            timers = self._timers_of(name, term)
+            timers = self._timers.of(name, term)
             if answer.left is not None:
-                timers.expires_ms.pop(answer.left.member_id, None)
+                self._timers.left(timers, answer.left.member_id)
                 log.info("streams group %s: member %s left", name, answer.left.member_id)
-            if answer.member_id in answer.group.members:
-                timers.expires_ms[answer.member_id] = self._monotonic() + session_ms
-                self._schedule_revocation(timers, answer.group, answer.member_id)
+            member = answer.group.members.get(answer.member_id)
+            if member is not None:
+                self._timers.heard(timers, member, session_ms)
             return answer
-
-    def _schedule_revocation(self, timers: _Timers, group: StreamsGroup, member_id: str) -> None:
-        """A member asked to revoke has its rebalance timeout to do so (in that epoch); else none runs."""
-        for key in [k for k in timers.revoke_by_ms if k[0] == member_id]:
-            member = group.members.get(member_id)
-            if member is None or not revocation_overdue(member) or member.epoch != key[1]:
-                del timers.revoke_by_ms[key]
-        member = group.members[member_id]
-        if revocation_overdue(member):
-            timers.revoke_by_ms.setdefault(
-                (member_id, member.epoch), self._monotonic() + member.rebalance_timeout_ms
-            )
 
     async def expire_due(self) -> list[tuple[str, str]]:
         """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
         fenced: list[tuple[str, str]] = []
         for name, term, _ in list(self._records.led_streams_groups()):
-            async with self._lock(name):
+            async with self._timers.lock(name):
                 try:
                     found_term, state = self._current(name, joining=False)
                 except RaftlogError:
                     continue
                 if found_term != term:
                     continue
-                timers = self._timers_of(name, term)
-                now = self._monotonic()
-                session_ms, _, _ = self.settings(name)
-                due = []
-                for member in state.members.values():
-                    expires = timers.expires_ms.setdefault(member.member_id, now + session_ms)  # first sight
-                    key = (member.member_id, member.epoch)
-                    revoke_by = timers.revoke_by_ms.get(key)
-                    if revocation_overdue(member) and revoke_by is None:  # revoking since before this term
-                        revoke_by = timers.revoke_by_ms[key] = now + member.rebalance_timeout_ms
-                    if now > expires or (revoke_by is not None and now > revoke_by):
-                        due.append(member.member_id)
+                timers = self._timers.of(name, term)
+                due = self._timers.due(timers, state.members.values(), self.settings(name)[0])
                 if not due:
                     continue
                 next_state = state
@@ -185,7 +143,7 @@ class StreamsGroupCoordinator:
                 log.info("streams group %s: fenced %s (session or rebalance timeout)", name, ", ".join(due))
                 await self._records.record_streams(name, next_state)
                 for member_id in due:
-                    timers.expires_ms.pop(member_id, None)
+                    self._timers.left(timers, member_id)
                     fenced.append((name, member_id))
         return fenced
 

@@ -23,6 +23,7 @@ from partitions.groups.errors import (
     NotConsumerGroup,
     NotStreamsGroup,
     StaleMemberEpoch,
+    UnknownGroup,
     UnknownMember,
 )
 from partitions.groups.group_commands import ConsumerGroupRecord, Forget, StreamsGroupRecord, decode, encode
@@ -356,5 +357,22 @@ def test_one_group_one_protocol_and_no_deletion_while_members_hold_it() -> None:
         await streams.heartbeat(StreamsHeartbeat("app", "a", -1))
         assert streams.describe("app").state == "Empty"
         assert not isinstance(table.table.apply(encode(Forget("app"))), Exception)
+
+    asyncio.run(scenario())
+
+
+def test_heartbeats_naming_groups_there_are_not_leave_nothing_behind() -> None:
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        streams = StreamsGroupCoordinator(table, clock)
+        consumer = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
+        for i in range(200):
+            with pytest.raises(UnknownGroup):
+                await streams.heartbeat(StreamsHeartbeat(f"nope-{i}", "m", 3))
+            with pytest.raises(UnknownGroup):
+                await consumer.heartbeat(f"nope-{i}", Heartbeat("m", 3))
+        assert streams._timers.names() == [] and consumer._timers.names() == []
+        await streams.heartbeat(_join("a", "p1"))
+        assert streams._timers.names() == ["app"]  # a group that is: its member's session kept
 
     asyncio.run(scenario())
