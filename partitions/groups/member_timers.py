@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
+
+from raftlog.errors import RaftlogError
+
+log = logging.getLogger("raftlog.groups")
 
 
 class TimedMember(Protocol):
@@ -31,6 +36,7 @@ class TimedMember(Protocol):
 
 
 M = TypeVar("M", bound=TimedMember)
+G = TypeVar("G")  # a protocol's group value
 
 
 @dataclass
@@ -110,3 +116,38 @@ class MemberTimers(Generic[M]):
             if now > expires or (revoke_by is not None and now > revoke_by):
                 due.append(member.member_id)
         return due
+
+    async def expire(
+        self,
+        led: Iterable[tuple[str, int]],
+        current: Callable[[str], tuple[int, G]],
+        members: Callable[[G], Iterable[M]],
+        session_ms: Callable[[str], int],
+        fence: Callable[[G, str], G],
+        record: Callable[[str, G], Awaitable[None]],
+        what: str,
+    ) -> list[tuple[str, str]]:
+        """Fence every member of the groups ``led`` here ((name, term)) whose session, or whose rebalance
+        timeout while revoking, passed: each group read again (``current``: its term and value, raising
+        when it is not led here any more), stepped (``fence``) and written (``record``) under its lock."""
+        fenced: list[tuple[str, str]] = []
+        for name, term in list(led):
+            async with self.lock(name):
+                try:
+                    found_term, state = current(name)
+                except RaftlogError:
+                    continue
+                if found_term != term:
+                    continue
+                timers = self.of(name, term)
+                due = self.due(timers, members(state), session_ms(name))
+                if not due:
+                    continue
+                for member_id in due:
+                    state = fence(state, member_id)
+                log.info("%s %s: fenced %s (session or rebalance timeout)", what, name, ", ".join(due))
+                await record(name, state)
+                for member_id in due:
+                    self.left(timers, member_id)
+                    fenced.append((name, member_id))
+        return fenced

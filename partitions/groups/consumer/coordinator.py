@@ -54,7 +54,6 @@ from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
 from partitions.groups.member_timers import MemberTimers
 from partitions.resource_configs import consumer_timeouts
-from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.groups")
 
@@ -187,28 +186,15 @@ class ConsumerGroupCoordinator:
 
     async def expire_due(self) -> list[tuple[str, str]]:
         """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
-        fenced: list[tuple[str, str]] = []
-        for name, term, _ in list(self._records.led_consumer_groups()):
-            async with self._timers.lock(name):
-                try:
-                    found_term, state = self._current(name, joining=False)
-                except RaftlogError:
-                    continue
-                if found_term != term:
-                    continue
-                timers = self._timers.of(name, term)
-                due = self._timers.due(timers, state.members.values(), self.timeouts(name)[0])
-                if not due:
-                    continue
-                next_state = state
-                for member_id in due:
-                    next_state = fence(next_state, member_id)
-                log.info("consumer group %s: fenced %s (session or rebalance timeout)", name, ", ".join(due))
-                await self._records.record_consumer(name, next_state)
-                for member_id in due:
-                    self._timers.left(timers, member_id)
-                    fenced.append((name, member_id))
-        return fenced
+        return await self._timers.expire(
+            [(name, term) for name, term, _ in self._records.led_consumer_groups()],
+            lambda name: self._current(name, joining=False),
+            lambda state: state.members.values(),
+            lambda name: self.timeouts(name)[0],
+            fence,
+            self._records.record_consumer,
+            "consumer group",
+        )
 
     # -- what the other APIs check -----------------------------------------------------------------------
 

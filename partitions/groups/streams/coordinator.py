@@ -41,7 +41,6 @@ from partitions.groups.streams.group import (
 )
 from partitions.groups.streams.group import heartbeat as step
 from partitions.resource_configs import streams_settings
-from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.groups")
 
@@ -124,28 +123,15 @@ class StreamsGroupCoordinator:
 
     async def expire_due(self) -> list[tuple[str, str]]:
         """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
-        fenced: list[tuple[str, str]] = []
-        for name, term, _ in list(self._records.led_streams_groups()):
-            async with self._timers.lock(name):
-                try:
-                    found_term, state = self._current(name, joining=False)
-                except RaftlogError:
-                    continue
-                if found_term != term:
-                    continue
-                timers = self._timers.of(name, term)
-                due = self._timers.due(timers, state.members.values(), self.settings(name)[0])
-                if not due:
-                    continue
-                next_state = state
-                for member_id in due:
-                    next_state = fence(next_state, member_id)
-                log.info("streams group %s: fenced %s (session or rebalance timeout)", name, ", ".join(due))
-                await self._records.record_streams(name, next_state)
-                for member_id in due:
-                    self._timers.left(timers, member_id)
-                    fenced.append((name, member_id))
-        return fenced
+        return await self._timers.expire(
+            [(name, term) for name, term, _ in self._records.led_streams_groups()],
+            lambda name: self._current(name, joining=False),
+            lambda state: state.members.values(),
+            lambda name: self.settings(name)[0],
+            fence,
+            self._records.record_streams,
+            "streams group",
+        )
 
     # -- what the other APIs check -----------------------------------------------------------------------
 
