@@ -27,7 +27,6 @@ from typing import Protocol
 
 from partitions.errors import TopicAuthorizationFailed
 from partitions.groups.consumer.group import (
-    JOIN_EPOCH,
     Answer,
     ConsumerGroup,
     ConsumerMember,
@@ -40,6 +39,7 @@ from partitions.groups.consumer.group import (
 from partitions.groups.consumer.group import heartbeat as step
 from partitions.groups.consumer.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT, REGEX_RESOLVE_BUDGET_MS_DEFAULT
+from partitions.groups.epoch_members import JOIN_EPOCH
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     GroupTopicsHidden,

@@ -43,18 +43,17 @@ from partitions.groups.consumer.assignment import (
     reconcile,
 )
 from partitions.groups.consumer.topic_regex import check_length
-from partitions.groups.errors import (
-    FencedInstanceId,
-    FencedMemberEpoch,
-    GroupFull,
-    InvalidGroupRequest,
-    UnknownMember,
-    UnreleasedInstanceId,
-    UnsupportedAssignor,
+from partitions.groups.epoch_members import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    leaving,
+    member_of,
+    static_member,
 )
+from partitions.groups.errors import GroupFull, InvalidGroupRequest, UnsupportedAssignor
 from raftlog.errors import check
 
-JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 CONSUMER_MEMBERS_MAX = 1_000  # as the classic groups' (group.consumer.max.size is unbounded in Kafka)
 ROW_VERSION = 0  # of ``ConsumerGroup.to_row``; a reader takes extra fields
 
@@ -148,10 +147,7 @@ class ConsumerGroup:
         return sorted({m.regex for m in self.members.values() if m.regex})
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:
-        for m in self.members.values():
-            if m.instance_id == instance_id:
-                return m
-        return None
+        return static_member(self.members, instance_id)
 
     def holder(self, tp: TopicPartition, other_than: str) -> str | None:
         """The member (other than ``other_than``) holding ``tp``, assigned or pending revocation."""
@@ -254,15 +250,6 @@ def regex_after(group: ConsumerGroup, hb: Heartbeat) -> str | None:
     return None if member is None else member.regex
 
 
-def _check_epoch(group: str, member: ConsumerMember, given: int, owned: Partitions | None) -> None:
-    if given > member.epoch:
-        raise FencedMemberEpoch(group, member.member_id, given, member.epoch)
-    if given < member.epoch and (
-        given != member.previous_epoch or owned is None or not owned <= member.assigned
-    ):
-        raise FencedMemberEpoch(group, member.member_id, given, member.epoch)
-
-
 def _new_member(hb: Heartbeat, member_id: str) -> ConsumerMember:
     return ConsumerMember(
         member_id, hb.instance_id, hb.rack_id, hb.client_id, hb.client_host, 0, 0, STABLE, 0, (), None
@@ -272,35 +259,16 @@ def _new_member(hb: Heartbeat, member_id: str) -> ConsumerMember:
 def _member_of(
     group: ConsumerGroup, hb: Heartbeat, new_member_id: str
 ) -> tuple[ConsumerMember, ConsumerMember | None]:
-    """The member the heartbeat is from (created when joining) and the static member it replaces."""
-    joining = hb.member_epoch == JOIN_EPOCH
+    """The member the heartbeat is from (created when joining) and the static member it replaces
+    (``epoch_members``)."""
     member_id = hb.member_id or new_member_id
-    if hb.instance_id is None:
-        member = group.members.get(member_id)
-        if member is None:
-            if not joining:
-                raise UnknownMember(group.name, member_id)
-            return _new_member(hb, member_id), None
-        _check_epoch(group.name, member, hb.member_epoch, hb.owned)
-        return member, None
-    static = group.static_member(hb.instance_id)
-    if joining:
-        if static is None:
-            existing = group.members.get(member_id)
-            if existing is not None:
-                _check_epoch(group.name, existing, hb.member_epoch, hb.owned)
-                return existing, None
-            return _new_member(hb, member_id), None
-        if static.epoch != STATIC_LEAVE_EPOCH:
-            raise UnreleasedInstanceId(group.name, hb.instance_id, static.member_id)
-        # the static member comes back under a new member id: it takes over the old one's place
-        return replace(static, member_id=member_id, epoch=0, previous_epoch=0), static
-    if static is None:
-        raise UnknownMember(group.name, f"instance {hb.instance_id}")
-    if static.member_id != member_id:
-        raise FencedInstanceId(group.name, hb.instance_id, member_id)
-    _check_epoch(group.name, static, hb.member_epoch, hb.owned)
-    return static, None
+    owned = hb.owned
+    return member_of(
+        group.name, group.members, member_id, hb.member_epoch, hb.instance_id,
+        lambda m: owned is not None and owned <= m.assigned,
+        lambda: _new_member(hb, member_id),
+        lambda static: replace(static, member_id=member_id, epoch=0, previous_epoch=0),
+    )  # fmt: skip
 
 
 def heartbeat(
@@ -420,20 +388,11 @@ def _with_member(group: ConsumerGroup, member: ConsumerMember) -> ConsumerGroup:
 
 def leave(group: ConsumerGroup, hb: Heartbeat) -> Answer:
     """Epoch -1 (leave) or -2 (a static member leaving for a while)."""
-    if hb.instance_id is None:
-        member = group.members.get(hb.member_id)
-        if member is None:
-            raise UnknownMember(group.name, hb.member_id)
-        return Answer(fence(group, member.member_id), hb.member_id, hb.member_epoch, None, member)
-    static = group.static_member(hb.instance_id)
-    if static is None:
-        raise UnknownMember(group.name, f"instance {hb.instance_id}")
-    if static.member_id != hb.member_id:
-        raise FencedInstanceId(group.name, hb.instance_id, hb.member_id)
-    if hb.member_epoch == STATIC_LEAVE_EPOCH:
-        gone = replace(static, epoch=STATIC_LEAVE_EPOCH, revoking=EMPTY)
-        return Answer(_with_member(group, gone), static.member_id, STATIC_LEAVE_EPOCH, None)
-    return Answer(fence(group, static.member_id), hb.member_id, hb.member_epoch, None, static)
+    member = leaving(group.name, group.members, hb.member_id, hb.instance_id)
+    if hb.instance_id is not None and hb.member_epoch == STATIC_LEAVE_EPOCH:
+        gone = replace(member, epoch=STATIC_LEAVE_EPOCH, revoking=EMPTY)
+        return Answer(_with_member(group, gone), member.member_id, STATIC_LEAVE_EPOCH, None)
+    return Answer(fence(group, member.member_id), hb.member_id, hb.member_epoch, None, member)
 
 
 def fence(group: ConsumerGroup, member_id: str) -> ConsumerGroup:

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from partitions.groups.epoch_members import JOIN_EPOCH
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     NotCoordinator,
@@ -31,7 +32,6 @@ from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
 from partitions.groups.member_timers import MemberTimers
 from partitions.groups.streams.group import (
-    JOIN_EPOCH,
     StreamsAnswer,
     StreamsGroup,
     StreamsHeartbeat,

@@ -31,14 +31,8 @@ from typing import Any
 
 import msgpack
 
-from partitions.groups.errors import (
-    FencedInstanceId,
-    FencedMemberEpoch,
-    GroupFull,
-    InvalidGroupRequest,
-    UnknownMember,
-    UnreleasedInstanceId,
-)
+from partitions.groups.epoch_members import JOIN_EPOCH, STATIC_LEAVE_EPOCH, leaving, member_of, static_member
+from partitions.groups.errors import GroupFull, InvalidGroupRequest
 from partitions.groups.streams.assignor import MemberSpec, assign
 from partitions.groups.streams.reconcile import (
     EMPTY,
@@ -59,7 +53,6 @@ from partitions.groups.streams.topology import (
 )
 from partitions.groups.streams.topology import validate as validate_topology
 
-JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 STREAMS_MEMBERS_MAX = 1_000  # as the other protocols' (Kafka's group.streams.max.size is unbounded)
 # what one caller can make the group table hold, where Kafka has no bound of its own: a topology (kept once
 # per group, in every replica and snapshot) and a member's own metadata (ids, endpoint, tags): with the
@@ -146,10 +139,7 @@ class StreamsGroup:
         return "Stable"
 
     def static_member(self, instance_id: str) -> StreamsMember | None:
-        for m in self.members.values():
-            if m.instance_id == instance_id:
-                return m
-        return None
+        return static_member(self.members, instance_id)
 
     def holders(self) -> Holders:
         """Which process holds each task now (assigned or pending revocation)."""
@@ -289,15 +279,6 @@ def _check_bounds(hb: StreamsHeartbeat) -> None:
         )
 
 
-def _check_epoch(group: str, member: StreamsMember, given: int, owned: Tasks | None) -> None:
-    if given > member.epoch:
-        raise FencedMemberEpoch(group, member.member_id, given, member.epoch)
-    if given < member.epoch and (
-        given != member.previous_epoch or (owned is not None and not owned.within(member.assigned))
-    ):
-        raise FencedMemberEpoch(group, member.member_id, given, member.epoch)
-
-
 def _new_member(hb: StreamsHeartbeat) -> StreamsMember:
     return StreamsMember(
         hb.member_id, hb.instance_id, hb.rack_id, hb.client_id, hb.client_host, 0, 0, STABLE, 0,
@@ -306,33 +287,15 @@ def _new_member(hb: StreamsHeartbeat) -> StreamsMember:
 
 
 def _member_of(group: StreamsGroup, hb: StreamsHeartbeat) -> tuple[StreamsMember, StreamsMember | None]:
-    """The member the heartbeat is from (created when joining) and the static member it replaces."""
-    joining = hb.member_epoch == JOIN_EPOCH
-    if hb.instance_id is None:
-        member = group.members.get(hb.member_id)
-        if member is None:
-            if not joining:
-                raise UnknownMember(group.name, hb.member_id)
-            return _new_member(hb), None
-        _check_epoch(group.name, member, hb.member_epoch, hb.owned)
-        return member, None
-    static = group.static_member(hb.instance_id)
-    if joining:
-        if static is None or static.member_id == hb.member_id:
-            existing = group.members.get(hb.member_id)
-            if existing is not None:
-                _check_epoch(group.name, existing, hb.member_epoch, hb.owned)
-                return existing, None
-            return _new_member(hb), None
-        if static.epoch != STATIC_LEAVE_EPOCH:
-            raise UnreleasedInstanceId(group.name, hb.instance_id, static.member_id)
-        return replace(static, member_id=hb.member_id, epoch=0, previous_epoch=0), static
-    if static is None:
-        raise UnknownMember(group.name, f"instance {hb.instance_id}")
-    if static.member_id != hb.member_id:
-        raise FencedInstanceId(group.name, hb.instance_id, hb.member_id)
-    _check_epoch(group.name, static, hb.member_epoch, hb.owned)
-    return static, None
+    """The member the heartbeat is from (created when joining) and the static member it replaces
+    (``epoch_members``, the consumer protocol's rule, as Kafka's)."""
+    owned = hb.owned
+    return member_of(
+        group.name, group.members, hb.member_id, hb.member_epoch, hb.instance_id,
+        lambda m: owned is not None and owned.within(m.assigned),
+        lambda: _new_member(hb),
+        lambda static: replace(static, member_id=hb.member_id, epoch=0, previous_epoch=0),
+    )  # fmt: skip
 
 
 def _topology_of(group: StreamsGroup, hb: StreamsHeartbeat) -> StreamsTopology:
@@ -533,16 +496,7 @@ def _with_member(group: StreamsGroup, member: StreamsMember) -> StreamsGroup:
 def leave(group: StreamsGroup, hb: StreamsHeartbeat) -> StreamsAnswer:
     """Epoch -1 (leave) or -2 (a static member leaving for a while); a member leaving may ask the
     application to shut down (Kafka's ``streamsGroupLeave``)."""
-    if hb.instance_id is None:
-        member = group.members.get(hb.member_id)
-        if member is None:
-            raise UnknownMember(group.name, hb.member_id)
-    else:
-        member = group.static_member(hb.instance_id)
-        if member is None:
-            raise UnknownMember(group.name, f"instance {hb.instance_id}")
-        if member.member_id != hb.member_id:
-            raise FencedInstanceId(group.name, hb.instance_id, hb.member_id)
+    member = leaving(group.name, group.members, hb.member_id, hb.instance_id)
     left: StreamsMember | None = member
     if hb.instance_id is not None and hb.member_epoch == STATIC_LEAVE_EPOCH:
         after = _with_member(group, replace(member, epoch=STATIC_LEAVE_EPOCH, revoking=EMPTY))
