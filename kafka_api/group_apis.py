@@ -281,8 +281,9 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         _coordinating(door, body.group_id)
         consumer, streams = door.coordinator.consumer, door.coordinator.streams
         checked = consumer.check_commit(body.group_id, body.member_id, generation, request.api_version)
+        committed = [(name, p.partition_index) for name, _, ps in asked if name in readable for p in ps]
         if not checked and not streams.check_commit(
-            body.group_id, body.member_id, generation, request.api_version
+            body.group_id, body.member_id, generation, request.api_version, partitions=committed
         ):
             door.groups.check_commit(
                 body.group_id, body.member_id, generation, getattr(body, "group_instance_id", None)
@@ -455,8 +456,9 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
         member_id = getattr(body, "member_id", "")
         consumer, streams = door.coordinator.consumer, door.coordinator.streams
         checked = consumer.check_commit(body.group_id, member_id, generation, request.api_version, True)
+        committed = [(tp.topic, tp.partition) for tp in tps]
         if not checked and not streams.check_commit(
-            body.group_id, member_id, generation, request.api_version, True
+            body.group_id, member_id, generation, request.api_version, True, committed
         ):
             door.groups.check_txn_commit(
                 body.group_id, member_id, generation, getattr(body, "group_instance_id", None)

@@ -143,13 +143,21 @@ class StreamsGroupCoordinator:
         return found[1].streams
 
     def check_commit(
-        self, name: str, member_id: str, epoch: int, api_version: int, transactional: bool = False
+        self,
+        name: str,
+        member_id: str,
+        epoch: int,
+        api_version: int,
+        transactional: bool = False,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> bool:
-        """An OffsetCommit or TxnOffsetCommit to a streams group with members, as Kafka's
-        ``StreamsGroup.validateOffsetCommit``: UnknownMember, ConsumerProtocolVersion for an OffsetCommit
-        below v9, StaleMemberEpoch for an epoch other than the member's; a transactional commit from
-        outside every group (no member, epoch -1) passes. True when checked, False when the group is no
-        such group (the other protocols' rules apply)."""
+        """An OffsetCommit or TxnOffsetCommit of ``partitions`` to a streams group with members, as Kafka
+        4.4's ``StreamsGroup.validateOffsetCommit``: UnknownMember, ConsumerProtocolVersion for an
+        OffsetCommit below v9, StaleMemberEpoch for an epoch above the member's; an epoch below it passes
+        for partitions of tasks the member was given in that epoch or before and still holds (a commit sent
+        before the heartbeat that moved its epoch was answered), StaleMemberEpoch otherwise. A transactional
+        commit from outside every group (no member, epoch -1) passes. True when checked, False when the
+        group is no such group (the other protocols' rules apply)."""
         state = self.streams_group(name)
         if state is None or not state.members:
             return False
@@ -163,8 +171,15 @@ class StreamsGroupCoordinator:
                 f"OffsetCommit version {OFFSET_COMMIT_STREAMS_VERSION} or above must be used by members "
                 "using the streams group protocol"
             )
-        if epoch != member.epoch:
+        if epoch > member.epoch:
             raise StaleMemberEpoch(name, member_id, epoch, member.epoch)
+        if epoch < member.epoch:
+            subtopologies = _by_source_topic(state)
+            for topic, partition in partitions:
+                subtopology = subtopologies.get(topic)
+                given = None if subtopology is None else member.task_epoch((subtopology, partition))
+                if given is None or epoch < given:
+                    raise StaleMemberEpoch(name, member_id, epoch, member.epoch)
         return True
 
     def check_fetch(self, name: str, member_id: str | None, epoch: int) -> None:
@@ -185,3 +200,13 @@ class StreamsGroupCoordinator:
         holds it; NotCoordinator when not led here)."""
         _, state = self._current(name, joining=False)
         return state
+
+
+def _by_source_topic(state: StreamsGroup) -> dict[str, str]:
+    """The subtopology reading each source and repartition source topic (Kafka's ``sourceTopicMap``)."""
+    found: dict[str, str] = {}
+    if state.topology is not None:
+        for s in state.topology.subtopologies:
+            for topic in (*s.source_topics, *(t.name for t in s.repartition_source_topics)):
+                found[topic] = s.subtopology_id
+    return found

@@ -48,6 +48,7 @@ from partitions.groups.streams.topology import (
     STALE_TOPOLOGY,
     ConfiguredTopology,
     StreamsTopology,
+    Task,
     TopicInfo,
     configure,
 )
@@ -79,6 +80,15 @@ class StreamsMember:
     client_tags: tuple[tuple[str, str], ...] = ()
     assigned: Tasks = EMPTY
     revoking: Tasks = EMPTY
+    # the epoch each active task (assigned or pending revocation) was given to the member in: a commit of an
+    # older member epoch passes for the tasks it held since then (Kafka 4.4's assignment epoch validator)
+    active_epochs: Mapping[Task, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def task_epoch(self, task: Task) -> int | None:
+        """The epoch the member was given the active task in, None when it holds no such task."""
+        if task not in self.assigned.active and task not in self.revoking.active:
+            return None
+        return self.active_epochs.get(task, self.epoch)
 
     def metadata(self) -> tuple[Any, ...]:
         """What a change of bumps the group epoch (Kafka's ``hasStreamsMemberMetadataChanged``)."""
@@ -93,6 +103,7 @@ class StreamsMember:
             self.previous_epoch, self.state, self.rebalance_timeout_ms, self.topology_epoch, self.process_id,
             None if self.user_endpoint is None else list(self.user_endpoint),
             [list(kv) for kv in self.client_tags], self.assigned.to_row(), self.revoking.to_row(),
+            [[s, p, e] for (s, p), e in sorted(self.active_epochs.items())],
         ]  # fmt: skip
 
     @classmethod
@@ -107,6 +118,7 @@ class StreamsMember:
             str(state), int(rebalance_ms), int(topology_epoch), str(process),
             None if endpoint is None else (str(endpoint[0]), int(endpoint[1])),
             tuple((str(k), str(v)) for k, v in tags), Tasks.from_row(assigned), Tasks.from_row(revoking),
+            MappingProxyType({(str(s), int(p)): int(e) for s, p, e in (row[15] if len(row) > 15 else ())}),
         )  # fmt: skip
 
 
@@ -475,9 +487,12 @@ def _reconcile(group: StreamsGroup, member: StreamsMember, owned: Tasks | None) 
         owned,
     )
     previous = member.epoch if step.epoch != member.epoch else member.previous_epoch
+    held = step.assigned.active | step.revoking.active  # a task kept keeps its epoch; a new one: this step's
+    epochs = {t: e for t in held if (e := member.task_epoch(t)) is not None}
+    epochs.update({t: step.epoch for t in held if t not in epochs})
     return replace(
         member, state=step.state, epoch=step.epoch, previous_epoch=previous, assigned=step.assigned,
-        revoking=step.revoking,
+        revoking=step.revoking, active_epochs=MappingProxyType(epochs),
     )  # fmt: skip
 
 

@@ -8,8 +8,8 @@ heartbeat no longer owns them) and once no one else still runs them: an active t
 another member holds it active, or while another member of the same process holds it as a standby or
 warm-up; a standby not while the same process runs it active or already has it as a standby. A task that
 goes from active to standby on the same member is given at once; a standby promoted to active stays a
-standby until the active one is granted. Kafka's per-task assignment epochs (which let a commit of an older
-epoch through for tasks held since) are not kept: a commit must carry the member's current epoch.
+standby until the active one is granted. The epoch each active task was given in is the group's
+(``StreamsMember.active_epochs``, kept in ``group._reconcile``).
 """
 
 from __future__ import annotations

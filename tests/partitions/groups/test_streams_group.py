@@ -321,8 +321,10 @@ def test_commits_and_fetches_of_its_members_are_checked_by_member_epoch() -> Non
         coordinator = StreamsGroupCoordinator(table, clock)
         a = await coordinator.heartbeat(_join("a", "p1"))
         assert coordinator.check_commit("app", "a", a.member_epoch, 9)
+        with pytest.raises(StaleMemberEpoch):  # its task was given in its current epoch
+            coordinator.check_commit("app", "a", a.member_epoch - 1, 9, partitions=[("lines", 0)])
         with pytest.raises(StaleMemberEpoch):
-            coordinator.check_commit("app", "a", a.member_epoch - 1, 9)
+            coordinator.check_commit("app", "a", a.member_epoch + 1, 9)
         with pytest.raises(UnknownMember):
             coordinator.check_commit("app", "x", 1, 9)
         with pytest.raises(ConsumerProtocolVersion, match="streams group protocol"):
@@ -332,6 +334,37 @@ def test_commits_and_fetches_of_its_members_are_checked_by_member_epoch() -> Non
         with pytest.raises(StaleMemberEpoch):
             coordinator.check_fetch("app", "a", 99)
         coordinator.check_fetch("app", None, -1)  # an admin's
+
+    asyncio.run(scenario())
+
+
+def test_a_commit_of_an_older_epoch_passes_only_for_tasks_held_since_then() -> None:
+    """Kafka 4.4's assignment epoch validator: a commit sent before the heartbeat that moved the member's
+    epoch was answered still counts for the tasks it had then, not for those given since."""
+
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        table.topics = {"lines": 4, **{name: 4 for name in INTERNAL}}
+        coordinator = StreamsGroupCoordinator(table, clock)
+        a = await coordinator.heartbeat(_join("a", "p1"))
+        first = a.member_epoch
+        await coordinator.heartbeat(_join("b", "p2"))
+        group = coordinator.describe("app")
+        kept = group.members["a"].assigned.active - group.target["b"].active  # a keeps these
+        await coordinator.heartbeat(_beat(group, "a", owned=Tasks(kept)))  # a revoked the rest
+        await coordinator.heartbeat(_beat(coordinator.describe("app"), "b"))
+        group = coordinator.describe("app")
+        assert group.members["b"].epoch > first and group.members["b"].assigned.active
+        for subtopology, partition in sorted(kept):
+            topic = "lines" if subtopology == "0" else "app-repartition"
+            assert coordinator.check_commit("app", "a", first, 9, partitions=[(topic, partition)])
+        given = sorted(group.members["b"].assigned.active)[0]
+        topic = "lines" if given[0] == "0" else "app-repartition"
+        with pytest.raises(StaleMemberEpoch):  # b got it in its new epoch, not in the first
+            coordinator.check_commit("app", "b", first, 9, partitions=[(topic, given[1])])
+        with pytest.raises(StaleMemberEpoch):  # a topic no subtopology reads
+            coordinator.check_commit("app", "a", first, 9, partitions=[("elsewhere", 0)])
+        assert StreamsGroup.from_row("app", msgpack.unpackb(msgpack.packb(group.to_row()))) == group
 
     asyncio.run(scenario())
 
