@@ -39,20 +39,17 @@ from partitions.groups.consumer.group import (
 from partitions.groups.consumer.group import heartbeat as step
 from partitions.groups.consumer.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT, REGEX_RESOLVE_BUDGET_MS_DEFAULT
+from partitions.groups.epoch_coordinator import EpochCoordinator, GroupRecords
 from partitions.groups.epoch_members import JOIN_EPOCH
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     GroupTopicsHidden,
     InvalidRegularExpression,
-    NotCoordinator,
     StaleMemberEpoch,
-    UnknownGroup,
     UnknownMember,
 )
 from partitions.groups.group_model import Group
-from partitions.groups.group_types import GroupType, Holders, check_type
-from partitions.groups.live import LiveGroup
-from partitions.groups.member_timers import MemberTimers
+from partitions.groups.group_types import GroupType
 from partitions.resource_configs import consumer_timeouts
 
 log = logging.getLogger("raftlog.groups")
@@ -62,16 +59,8 @@ HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.consumer.heartbeat.interv
 OFFSET_COMMIT_CONSUMER_VERSION = 9  # the first OffsetCommit a consumer protocol member may use
 
 
-class ConsumerRecords(Protocol):
+class ConsumerRecords(GroupRecords, Protocol):
     """What this coordinator needs of the node's group coordinator (``coordinator.GroupCoordinator``)."""
-
-    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
-        """(term, the table's group) when the group's partition is led here; None otherwise."""
-        ...
-
-    def live(self, group: str) -> LiveGroup | None:
-        """The group's classic members as the Kafka door holds them; None without."""
-        ...
 
     def partition_count(self, topic: str) -> int: ...
 
@@ -87,8 +76,11 @@ class ConsumerRecords(Protocol):
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None: ...
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
     """Event loop only. ``monotonic`` (ms) times sessions and rebalance timeouts."""
+
+    asking = GroupType.CONSUMER
+    what = "consumer group"
 
     def __init__(
         self,
@@ -101,12 +93,11 @@ class ConsumerGroupCoordinator:
         regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT,
     ) -> None:
         """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
-        self._records = records
+        super().__init__(records, monotonic, revocation_overdue, group_configs)
+        self._consumer = records
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._new_member_id = new_member_id
-        self.group_configs = group_configs
-        self._timers: MemberTimers[ConsumerMember] = MemberTimers(monotonic, revocation_overdue)
         self.regexes = RegexResolver(budget_ms=regex_budget_ms)  # --group-consumer-regex-budget-ms
 
     def timeouts(self, name: str) -> tuple[int, int]:
@@ -115,20 +106,23 @@ class ConsumerGroupCoordinator:
             self.group_configs(name), self.session_timeout_ms, self.heartbeat_interval_ms
         )
 
-    def _current(self, name: str, joining: bool) -> tuple[int, ConsumerGroup]:
-        """The group as the table holds it, led here (NotCoordinator otherwise). A group of another
-        protocol with members is NotConsumerGroup; one without (an empty classic group, a group that
-        only committed offsets) is taken over by a joining member."""
-        found = self._records.recorded_group(name)
-        if found is None:
-            raise NotCoordinator(name)
-        term, group = found
-        check_type(name, GroupType.CONSUMER, Holders.of(group, self._records.live(name)))
-        if group is not None and group.consumer is not None:
-            return term, group.consumer
-        if not joining:
-            raise UnknownGroup(name)
-        return term, ConsumerGroup(name)
+    def session_ms(self, name: str) -> int:
+        return self.timeouts(name)[0]
+
+    def _of(self, group: Group) -> ConsumerGroup | None:
+        return group.consumer
+
+    def _new(self, name: str) -> ConsumerGroup:
+        return ConsumerGroup(name)
+
+    def _led(self) -> Iterable[tuple[str, int, ConsumerGroup]]:
+        return self._consumer.led_consumer_groups()
+
+    def _fence(self, state: ConsumerGroup, member_id: str) -> ConsumerGroup:
+        return fence(state, member_id)
+
+    async def _record(self, name: str, state: ConsumerGroup) -> None:
+        await self._consumer.record_consumer(name, state)
 
     async def heartbeat(self, name: str, hb: Heartbeat, viewer: Viewer = EVERYONE) -> Answer:
         """A ConsumerGroupHeartbeat from ``viewer`` (the principal it came from): the group's next state
@@ -143,11 +137,11 @@ class ConsumerGroupCoordinator:
             regex = regex_after(state, hb) if hb.member_epoch >= 0 else None
             regex_topics = None if regex is None else await self._resolve(name, state, hb, regex, viewer)
             topics = set(state.subscribed_topics()) | set(hb.subscribed or ()) | set(regex_topics or ())
-            counts = {t: self._records.partition_count(t) for t in sorted(topics)}
+            counts = {t: self._consumer.partition_count(t) for t in sorted(topics)}
             new_member_id = hb.member_id or self._new_member_id()
             answer = step(state, hb, counts, new_member_id, regex_topics=regex_topics)
             if answer.group != state:
-                await self._records.record_consumer(name, answer.group)
+                await self._record(name, answer.group)
             timers = self._timers.of(name, term)
             if answer.left is not None:
                 self._timers.left(timers, answer.left.member_id)
@@ -167,7 +161,7 @@ class ConsumerGroupCoordinator:
         as Kafka ignores a stored regex it cannot parse."""
         new = regex != regex_after(state, replace(hb, subscribed_regex=None))
         try:
-            return await self.regexes.resolve(regex, self._records.topics(), viewer)
+            return await self.regexes.resolve(regex, self._consumer.topics(), viewer)
         except InvalidRegularExpression as refused:
             if new:
                 raise
@@ -184,26 +178,11 @@ class ConsumerGroupCoordinator:
             )  # fmt: skip
             return None
 
-    async def expire_due(self) -> list[tuple[str, str]]:
-        """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
-        return await self._timers.expire(
-            [(name, term) for name, term, _ in self._records.led_consumer_groups()],
-            lambda name: self._current(name, joining=False),
-            lambda state: state.members.values(),
-            lambda name: self.timeouts(name)[0],
-            fence,
-            self._records.record_consumer,
-            "consumer group",
-        )
-
     # -- what the other APIs check -----------------------------------------------------------------------
 
     def consumer_group(self, name: str) -> ConsumerGroup | None:
         """The group's consumer protocol state when the table holds one and it is led here."""
-        found = self._records.recorded_group(name)
-        if found is None or found[1] is None:
-            return None
-        return found[1].consumer
+        return self.state_of(name)
 
     def check_commit(
         self, name: str, member_id: str, epoch: int, api_version: int, transactional: bool = False
@@ -228,26 +207,6 @@ class ConsumerGroupCoordinator:
         if epoch != member.epoch:
             raise StaleMemberEpoch(name, member_id, epoch, member.epoch)
         return True
-
-    def check_fetch(self, name: str, member_id: str | None, epoch: int) -> None:
-        """An OffsetFetch v9+ naming a member: it must be one, in its current epoch (Kafka's
-        ``validateOffsetFetch``); without one it is an admin's, always answered."""
-        if member_id is None and epoch < 0:
-            return
-        state = self.consumer_group(name)
-        if state is None:  # not a consumer protocol group: its members' fetches are not checked here
-            return
-        member = state.members.get(member_id or "")
-        if member is None:
-            raise UnknownMember(name, member_id or "")
-        if epoch != member.epoch:
-            raise StaleMemberEpoch(name, member.member_id, epoch, member.epoch)
-
-    def describe(self, name: str) -> ConsumerGroup:
-        """The consumer group (UnknownGroup when there is none; NotConsumerGroup when another protocol
-        holds it; NotCoordinator when not led here)."""
-        _, state = self._current(name, joining=False)
-        return state
 
     async def describe_for(self, name: str, viewer: Viewer) -> ConsumerGroup:
         """The group as ``describe``, as Kafka's ConsumerGroupDescribe shows it to ``viewer``: a group one

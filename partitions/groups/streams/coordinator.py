@@ -19,18 +19,15 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from partitions.groups.epoch_coordinator import EpochCoordinator, GroupRecords
 from partitions.groups.epoch_members import JOIN_EPOCH
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
-    NotCoordinator,
     StaleMemberEpoch,
-    UnknownGroup,
     UnknownMember,
 )
 from partitions.groups.group_model import Group
-from partitions.groups.group_types import GroupType, Holders, check_type
-from partitions.groups.live import LiveGroup
-from partitions.groups.member_timers import MemberTimers
+from partitions.groups.group_types import GroupType
 from partitions.groups.streams.group import (
     StreamsAnswer,
     StreamsGroup,
@@ -49,14 +46,8 @@ ACCEPTABLE_RECOVERY_LAG = 10_000  # Kafka's group.streams.acceptable.recovery.la
 OFFSET_COMMIT_STREAMS_VERSION = 9  # the first OffsetCommit a streams group member may use
 
 
-class StreamsRecords(Protocol):
+class StreamsRecords(GroupRecords, Protocol):
     """What this coordinator needs of the node's group coordinator (``coordinator.GroupCoordinator``)."""
-
-    def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
-        """(term, the table's group) when the group's partition is led here; None otherwise."""
-        ...
-
-    def live(self, group: str) -> LiveGroup | None: ...
 
     def partition_count(self, topic: str) -> int:
         """A topic's partitions; 0 when there is no such topic."""
@@ -67,8 +58,11 @@ class StreamsRecords(Protocol):
     async def record_streams(self, group: str, state: StreamsGroup) -> None: ...
 
 
-class StreamsGroupCoordinator:
+class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
     """Event loop only. ``monotonic`` (ms) times sessions and rebalance timeouts."""
+
+    asking = GroupType.STREAMS
+    what = "streams group"
 
     def __init__(
         self,
@@ -77,30 +71,33 @@ class StreamsGroupCoordinator:
         group_configs: Callable[[str], Mapping[str, str]] = lambda group: {},
     ) -> None:
         """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
-        self._records = records
-        self.group_configs = group_configs
-        self._timers: MemberTimers[StreamsMember] = MemberTimers(monotonic, revocation_overdue)
+        super().__init__(records, monotonic, revocation_overdue, group_configs)
+        self._streams = records
 
     def settings(self, name: str) -> tuple[int, int, int]:
         """The group's session timeout, heartbeat interval (ms) and standby replicas as its configs say."""
         return streams_settings(self.group_configs(name))
 
-    def _current(self, name: str, joining: bool) -> tuple[int, StreamsGroup]:
-        """The group as the table holds it, led here (NotCoordinator otherwise). A group of another
-        protocol with members is NotStreamsGroup; an empty one is taken over by a joining member."""
-        found = self._records.recorded_group(name)
-        if found is None:
-            raise NotCoordinator(name)
-        term, group = found
-        check_type(name, GroupType.STREAMS, Holders.of(group, self._records.live(name)))
-        if group is not None and group.streams is not None:
-            return term, group.streams
-        if not joining:
-            raise UnknownGroup(name)
-        return term, StreamsGroup(name)
+    def session_ms(self, name: str) -> int:
+        return self.settings(name)[0]
+
+    def _of(self, group: Group) -> StreamsGroup | None:
+        return group.streams
+
+    def _new(self, name: str) -> StreamsGroup:
+        return StreamsGroup(name)
+
+    def _led(self) -> Iterable[tuple[str, int, StreamsGroup]]:
+        return self._streams.led_streams_groups()
+
+    def _fence(self, state: StreamsGroup, member_id: str) -> StreamsGroup:
+        return fence(state, member_id)
+
+    async def _record(self, name: str, state: StreamsGroup) -> None:
+        await self._streams.record_streams(name, state)
 
     def _partitions(self, topic: str) -> int | None:
-        count = self._records.partition_count(topic)
+        count = self._streams.partition_count(topic)
         return count if count > 0 else None
 
     async def heartbeat(self, hb: StreamsHeartbeat) -> StreamsAnswer:
@@ -111,7 +108,7 @@ class StreamsGroupCoordinator:
             session_ms, _, standbys = self.settings(name)
             answer = step(state, hb, self._partitions, standby_replicas=standbys)
             if answer.group != state:
-                await self._records.record_streams(name, answer.group)
+                await self._record(name, answer.group)
             timers = self._timers.of(name, term)
             if answer.left is not None:
                 self._timers.left(timers, answer.left.member_id)
@@ -121,26 +118,7 @@ class StreamsGroupCoordinator:
                 self._timers.heard(timers, member, session_ms)
             return answer
 
-    async def expire_due(self) -> list[tuple[str, str]]:
-        """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
-        return await self._timers.expire(
-            [(name, term) for name, term, _ in self._records.led_streams_groups()],
-            lambda name: self._current(name, joining=False),
-            lambda state: state.members.values(),
-            lambda name: self.settings(name)[0],
-            fence,
-            self._records.record_streams,
-            "streams group",
-        )
-
     # -- what the other APIs check -----------------------------------------------------------------------
-
-    def streams_group(self, name: str) -> StreamsGroup | None:
-        """The group's streams protocol state when the table holds one and it is led here."""
-        found = self._records.recorded_group(name)
-        if found is None or found[1] is None:
-            return None
-        return found[1].streams
 
     def check_commit(
         self,
@@ -158,7 +136,7 @@ class StreamsGroupCoordinator:
         before the heartbeat that moved its epoch was answered), StaleMemberEpoch otherwise. A transactional
         commit from outside every group (no member, epoch -1) passes. True when checked, False when the
         group is no such group (the other protocols' rules apply)."""
-        state = self.streams_group(name)
+        state = self.state_of(name)
         if state is None or not state.members:
             return False
         if transactional and epoch == -1 and not member_id:
@@ -181,25 +159,6 @@ class StreamsGroupCoordinator:
                 if given is None or epoch < given:
                     raise StaleMemberEpoch(name, member_id, epoch, member.epoch)
         return True
-
-    def check_fetch(self, name: str, member_id: str | None, epoch: int) -> None:
-        """An OffsetFetch naming a member of a streams group: it must be one, in its current epoch."""
-        if member_id is None and epoch < 0:
-            return
-        state = self.streams_group(name)
-        if state is None:
-            return
-        member = state.members.get(member_id or "")
-        if member is None:
-            raise UnknownMember(name, member_id or "")
-        if epoch != member.epoch:
-            raise StaleMemberEpoch(name, member.member_id, epoch, member.epoch)
-
-    def describe(self, name: str) -> StreamsGroup:
-        """The streams group (UnknownGroup when there is none; NotStreamsGroup when another protocol
-        holds it; NotCoordinator when not led here)."""
-        _, state = self._current(name, joining=False)
-        return state
 
 
 def _by_source_topic(state: StreamsGroup) -> dict[str, str]:
