@@ -12,8 +12,11 @@ a consumer or share group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), a st
 while any protocol holds it.
 
 A protocol holds a group while it has members there; an empty group is taken over by the first member
-joining it (Kafka's offline migration). One exception, as Kafka's: a group recorded as a share group is one
-even empty (its state stays in every partition it read), so a consumer protocol member may not take it.
+joining it (Kafka's offline migration). Two exceptions, as Kafka's: a group recorded as a share group is one
+even empty (its state stays in every partition it read), so a consumer protocol member may not take it; and
+a streams group is one even empty (its topology stays with it), so only a classic member (which Kafka
+lets convert it) may take it before it is deleted; and a streams member may not take an empty consumer
+protocol group (Kafka converts only an empty classic group to a streams group).
 
 Pure: the coordinators read the group table, the classic groups in memory and the share coordinator's
 members, and give them here as ``Holders``.
@@ -56,6 +59,8 @@ class Holders:
     classic: int = 0
     consumer: int = 0
     streams: int = 0
+    consumer_recorded: bool = False  # the table records a consumer protocol group, with members or not
+    streams_recorded: bool = False  # the table records a streams group of the name, with members or not
     share_recorded: bool = False  # the table records a share group of the name, with members or not
     share: Callable[[], int] = _unread
 
@@ -72,6 +77,8 @@ class Holders:
             classic=len(live.members) if live is not None and live.members else len(group.classic_members),
             consumer=0 if consumer is None else len(consumer.members),
             streams=0 if group.streams is None else len(group.streams.members),
+            consumer_recorded=consumer is not None,
+            streams_recorded=group.streams is not None,
             share_recorded=group.protocol_type == SHARE_PROTOCOL_TYPE,
             share=share,
         )
@@ -84,9 +91,13 @@ class Holders:
             return self.share()
         if held_by is GroupType.HTTP:
             return self.http
-        if held_by is GroupType.STREAMS:
-            return self.streams
-        return self.classic if held_by is GroupType.CLASSIC else self.consumer
+        if held_by is GroupType.STREAMS:  # one even empty, but to a classic member and to its deletion
+            recorded = self.streams_recorded and asking not in (None, GroupType.CLASSIC)
+            return max(self.streams, 1 if recorded else 0)
+        if held_by is GroupType.CONSUMER:  # to a streams member, one even empty
+            recorded = self.consumer_recorded and asking is GroupType.STREAMS
+            return max(self.consumer, 1 if recorded else 0)
+        return self.classic
 
 
 def held_by(holders: Holders, asking: GroupType | None) -> tuple[GroupType, int] | None:

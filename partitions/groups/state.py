@@ -229,16 +229,19 @@ class GroupTable:
             if existing is not None and existing.classic_members:
                 return GroupNotEmpty(name, len(existing.classic_members), "the classic Kafka protocol")
             if isinstance(command, ConsumerGroupRecord):
-                if _streams_members(existing):
+                if existing is not None and existing.streams is not None:  # one even empty
                     return GroupNotEmpty(name, _streams_members(existing), "the streams group protocol")
                 return self._store(name, _consumer_group(command, existing))
-            if _consumer_members(existing):
+            if existing is not None and existing.consumer is not None:  # one even empty, to a streams group
                 return GroupNotEmpty(name, _consumer_members(existing), "the consumer group protocol")
             return self._store(name, _streams_group(command, existing))
         held = _consumer_members(existing)
         if held:  # a consumer protocol group with members: no classic metadata over it, no deletion
             return GroupNotEmpty(name, held, "the consumer group protocol")
-        if _streams_members(existing):  # as a streams group's
+        if _streams_members(existing) or (
+            existing is not None and existing.streams is not None and isinstance(command, ShareGroupRecord)
+        ):  # a streams group's members; and, as Kafka's, a share group never over one even empty (an empty
+            # one Kafka converts to a classic group, and deletes)
             return GroupNotEmpty(name, _streams_members(existing), "the streams group protocol")
         if isinstance(command, ShareGroupRecord):
             if existing is not None and existing.classic_members:

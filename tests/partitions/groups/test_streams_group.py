@@ -26,7 +26,14 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from partitions.groups.group_commands import ConsumerGroupRecord, Forget, StreamsGroupRecord, decode, encode
+from partitions.groups.group_commands import (
+    ConsumerGroupRecord,
+    Forget,
+    KafkaGeneration,
+    StreamsGroupRecord,
+    decode,
+    encode,
+)
 from partitions.groups.group_model import Group
 from partitions.groups.live import LiveGroup
 from partitions.groups.state import GroupTable
@@ -407,5 +414,53 @@ def test_heartbeats_naming_groups_there_are_not_leave_nothing_behind() -> None:
         assert streams._timers.names() == [] and consumer._timers.names() == []
         await streams.heartbeat(_join("a", "p1"))
         assert streams._timers.names() == ["app"]  # a group that is: its member's session kept
+
+    asyncio.run(scenario())
+
+
+def coordinator_member(consumer: ConsumerGroupCoordinator, group: str) -> str:
+    return next(iter(consumer.describe(group).members))
+
+
+def test_an_empty_streams_group_stays_one_until_it_is_deleted() -> None:
+    """As Kafka's: no member of another protocol takes an empty streams group (its topology stays with it);
+    deleting it frees the name."""
+
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        streams = StreamsGroupCoordinator(table, clock)
+        consumer = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
+        await streams.heartbeat(_join("a", "p1"))
+        await streams.heartbeat(StreamsHeartbeat("app", "a", -1))
+        assert streams.describe("app").state == "Empty"
+        with pytest.raises(NotConsumerGroup):
+            await consumer.heartbeat(
+                "app", Heartbeat("", 0, None, None, 1_000, ("lines",), None, frozenset())
+            )
+        empty_consumer = ConsumerGroup("app")
+        refused = table.table.apply(encode(ConsumerGroupRecord("app", empty_consumer, 0)))
+        assert isinstance(refused, GroupNotEmpty)  # the table refuses it too
+        # a classic member may take it (Kafka converts an empty streams group to a classic one)
+        again = StreamsGroupCoordinator(table, clock)
+        await again.heartbeat(_join("c", "p3"))
+        await again.heartbeat(StreamsHeartbeat("app", "c", -1))
+        assert not isinstance(
+            table.table.apply(encode(KafkaGeneration("app", "consumer", "range", 1, 0))), Exception
+        )
+        assert table.table.groups["app"].streams is None
+        assert not isinstance(table.table.apply(encode(Forget("app"))), Exception)
+        # nor does a streams member take an empty consumer protocol group (Kafka's castToStreamsGroup)
+        await consumer.heartbeat("plain", Heartbeat("", 0, None, None, 1_000, ("lines",), None, frozenset()))
+        left = coordinator_member(consumer, "plain")
+        await consumer.heartbeat("plain", Heartbeat(left, -1))
+        assert consumer.describe("plain").state == "Empty"
+        with pytest.raises(NotStreamsGroup):
+            await streams.heartbeat(
+                StreamsHeartbeat("plain", "s", 0, rebalance_timeout_ms=1, topology=TOPOLOGY)
+            )
+        joined = await consumer.heartbeat(
+            "app", Heartbeat("", 0, None, None, 1_000, ("lines",), None, frozenset())
+        )
+        assert joined.member_epoch == 1
 
     asyncio.run(scenario())
