@@ -259,7 +259,7 @@ async def _create_internal(door: Door, topics: Iterable[TopicInfo]) -> list[str]
     (CREATE on the cluster, else on each topic), as Kafka's broker does after its coordinator answers; the
     names it may not create are returned."""
     wanted = list(topics)
-    if door.allows(CREATE, CLUSTER, "kafka-cluster"):
+    if door.allows(CREATE, CLUSTER):
         allowed = wanted
     else:
         allowed = [t for t in wanted if door.allows(CREATE, TOPIC, t.name)]

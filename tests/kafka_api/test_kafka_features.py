@@ -69,6 +69,7 @@ def test_kafka_features_describe_shows_the_finalized_level(
         "metadata.version": ("4.1-IV1", "4.4-IV2", "4.4-IV2"),
         "group.version": ("0", "1", "1"),
         "share.version": ("0", "1", "1"),
+        "streams.version": ("0", "1", "1"),  # streams groups (KIP-1071)
     }, described.output
 
 
@@ -89,15 +90,17 @@ def test_kafka_features_that_follow_raftlog_version_upgrade_to_where_they_are_an
 
     before = levels()
     there = features(
-        "upgrade", "--feature", "group.version=1", "--feature", "share.version=1", "--metadata", "4.4-IV2"
-    )
+        "upgrade", "--feature", "group.version=1", "--feature", "share.version=1",
+        "--feature", "streams.version=1", "--metadata", "4.4-IV2",
+    )  # fmt: skip
     assert there.status == 0, there.output
     assert "group.version was upgraded to 1." in there.output, there.output
+    assert "streams.version was upgraded to 1." in there.output, there.output
     down = features("downgrade", "--feature", "group.version=0")
     assert down.status != 0 and "downgrade is refused" in down.output, down.output
     release = features("upgrade", "--release-version", "4.4")
     assert release.status != 0, release.output
-    for reason in ("KIP-966", "not KRaft", "KIP-1071"):
+    for reason in ("KIP-966", "not KRaft"):  # streams.version is no longer among them: raftlog is at 1
         assert reason in release.output, release.output
     dead_letters = features("upgrade", "--feature", "share.version=2")
     assert dead_letters.status != 0 and "dead-letter" in dead_letters.output, dead_letters.output
