@@ -308,6 +308,18 @@ class ConsumerService:
                 MemberDescription(cm.member_id, cm.topics(), tuple(rows), cm.client_id, cm.client_host)
             )
             assigned.update(cm.assigned)
+        streams = current.streams  # a streams group's members (KIP-1071): the partitions their tasks read
+        for stm in streams.members.values() if streams is not None else ():
+            reads = streams.source_partitions(stm.assigned.active) if streams is not None else []
+            rows = []
+            for topic, partition in reads:
+                with contextlib.suppress(UnknownTopic, UnknownPartition):  # deleted since
+                    rows.append(await row(TopicPartition(topic, partition), None))
+            topics = tuple(sorted({r.tp.topic for r in rows}))
+            members.append(
+                MemberDescription(stm.member_id, topics, tuple(rows), stm.client_id, stm.client_host)
+            )
+            assigned.update(r.tp for r in rows)
         share = self._groups.share.members_of(group) if current.protocol_type == SHARE_PROTOCOL_TYPE else None
         for sm in sorted(share.members.values(), key=lambda m: m.member_id) if share is not None else ():
             rows = []

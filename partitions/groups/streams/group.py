@@ -24,7 +24,7 @@ until it rejoins or its session ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -152,6 +152,20 @@ class StreamsGroup:
 
     def static_member(self, instance_id: str) -> StreamsMember | None:
         return static_member(self.members, instance_id)
+
+    def source_partitions(self, tasks: Iterable[Task]) -> list[tuple[str, int]]:
+        """The topic partitions the tasks read (their subtopology's source and repartition source topics
+        at the task's partition, where the topic has it), sorted."""
+        if self.topology is None:
+            return []
+        by_id = {s.subtopology_id: s for s in self.topology.subtopologies}
+        found = set()
+        for subtopology_id, partition in tasks:
+            s = by_id.get(subtopology_id)
+            for topic in (*s.source_topics, *(t.name for t in s.repartition_source_topics)) if s else ():
+                if partition < self.partition_counts.get(topic, 0):
+                    found.add((topic, partition))
+        return sorted(found)
 
     def holders(self) -> Holders:
         """Which process holds each task now (assigned or pending revocation)."""

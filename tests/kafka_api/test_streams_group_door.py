@@ -1,0 +1,151 @@
+"""Streams groups (KIP-1071) through the Kafka door of a real cluster, with a raw StreamsGroupHeartbeat (no
+JVM: Kafka Streams itself runs in ``tests/kafka_reference/test_streams_groups.py``): a member joining with
+a topology is told which internal topics are missing, the node creates them with the topology's configs,
+the member gets every task once they exist; StreamsGroupDescribe, ListGroups (type ``streams``) and the
+HTTP admin view show the group and what its member reads; a consumer protocol member may not take the
+group, even once it is empty."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from kafka_fixtures import RawKafka, http_client
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+
+from kafka_api import wire
+from raftlog_client.local_cluster import LocalCluster
+from raftlog_contract import consumer_group_path
+from tests.waiting import wait_for
+
+LIMIT_S = 120.0  # each phase, on a loaded machine
+HEARTBEAT, DESCRIBE, CONSUMER_HEARTBEAT = 88, 89, 68
+MISSING_INTERNAL_TOPICS = 3
+
+
+def _heartbeat(group: str, member: str, epoch: int, source: str, joining: bool, owned: Any = None) -> Any:
+    cls = wire.request_class(HEARTBEAT, 1)
+    sub = wire.sibling(cls, "Subtopology")
+    info, kv = wire.sibling(cls, "TopicInfo"), wire.sibling(cls, "KeyValue")
+    topology = wire.build(
+        wire.sibling(cls, "Topology"),
+        epoch=0,
+        subtopologies=(
+            wire.build(
+                sub, subtopology_id="0", source_topics=(source,), source_topic_regex=(),
+                state_changelog_topics=(
+                    wire.build(
+                        info, name=f"{group}-store-changelog", partitions=0, replication_factor=0,
+                        topic_configs=(wire.build(kv, key="cleanup.policy", value="compact"),),
+                    ),
+                ),
+                repartition_sink_topics=(), repartition_source_topics=(), copartition_groups=(),
+            ),
+        ),
+    )  # fmt: skip
+    return wire.build(
+        cls, group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0,
+        instance_id=None, rack_id=None,
+        rebalance_timeout=datetime.timedelta(seconds=30 if joining else -0.001),
+        topology=topology if joining else None, active_tasks=owned, standby_tasks=owned and (),
+        warmup_tasks=owned and (), process_id="process-1" if joining else None, user_endpoint=None,
+        client_tags=None, task_offsets=None, task_end_offsets=None, shutdown_application=False,
+    )  # fmt: skip
+
+
+def _join(cluster: LocalCluster, group: str, source: str) -> tuple[RawKafka, Any]:
+    """The member's first heartbeat, sent to the node coordinating ``group`` (the others answer
+    NOT_COORDINATOR), found as a client finds it (FindCoordinator first), and its answer."""
+
+    def found() -> tuple[RawKafka, Any] | None:
+        for address in cluster.bootstrap_servers.split(","):
+            with_finder = RawKafka(address)  # as a client asks first: the groups' topic made if need be
+            with_finder.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)))
+            with_finder.close()
+            connection = RawKafka(address)
+            answer = connection.call(HEARTBEAT, 1, _heartbeat(group, "m1", 0, source, joining=True))
+            if answer.error_code not in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
+                return connection, answer
+            connection.close()
+        return None
+
+    joined: tuple[RawKafka, Any] = wait_for(found, f"the coordinator of {group}", LIMIT_S)
+    return joined
+
+
+def test_a_streams_member_gets_its_internal_topics_made_then_every_task_and_the_doors_show_it(
+    kafka_cluster: LocalCluster,
+) -> None:
+    run = uuid.uuid4().hex[:6]
+    group, source = f"sg-{run}", f"sg-in-{run}"
+    changelog = f"{group}-store-changelog"
+    with http_client(kafka_cluster) as client:
+        client.create_topic(source, 3, 3)
+    connection, first = _join(kafka_cluster, group, source)
+    try:
+        assert first.error_code == ErrorCode.none, first
+        assert [s.status_code for s in first.status] == [MISSING_INTERNAL_TOPICS], first.status
+        assert first.active_tasks == ()  # nothing until its topics exist
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+
+        def made() -> Any:
+            topic = admin.list_topics(timeout=10).topics.get(changelog)
+            return topic is not None and len(topic.partitions) == 3 and topic
+
+        wait_for(made, f"{changelog} created with the source's 3 partitions", LIMIT_S)
+        configs = admin.describe_configs([_topic_resource(changelog)])
+        (described,) = configs.values()
+        assert described.result(timeout=30)["cleanup.policy"].value == "compact"
+
+        def tasks() -> Any:
+            answer = connection.call(
+                HEARTBEAT, 1, _heartbeat(group, "m1", first.member_epoch, source, False, owned=())
+            )
+            assert answer.error_code == ErrorCode.none, answer
+            return answer if answer.active_tasks else None
+
+        given = wait_for(tasks, "the member's tasks", LIMIT_S)
+        assert [(t.subtopology_id, tuple(t.partitions)) for t in given.active_tasks] == [("0", (0, 1, 2))]
+        cls = wire.request_class(DESCRIBE, 1)
+        (shown,) = connection.call(
+            DESCRIBE, 1, wire.build(cls, group_ids=(group,), include_authorized_operations=False)
+        ).groups
+        assert (shown.error_code, shown.group_state, [m.member_id for m in shown.members]) == (
+            ErrorCode.none, "Stable", ["m1"],
+        )  # fmt: skip
+        listed = connection.call(
+            16, 5, wire.build(wire.request_class(16, 5), states_filter=(), types_filter=())
+        )
+        assert [(g.group_type, g.group_state) for g in listed.groups if g.group_id == group] == [
+            ("streams", "Stable")
+        ], listed  # ListGroups v5 (KIP-1043), as Kafka's Admin.listGroups asks it
+        with http_client(kafka_cluster) as client:  # the HTTP door's admin view of the group
+            view = json.loads(client.request("GET", consumer_group_path(group)).body)
+        (member,) = view["members"]
+        assert (member["instance_id"], view["group_type"], view["state"]) == ("m1", "streams", "Stable")
+        assert sorted((p["topic"], p["partition"]) for p in member["partitions"]) == [
+            (source, p) for p in range(3)
+        ]
+
+        left = connection.call(HEARTBEAT, 1, _heartbeat(group, "m1", -1, source, False))
+        assert left.error_code == ErrorCode.none, left
+        consumer = wire.request_class(CONSUMER_HEARTBEAT, 0)
+        refused = connection.call(
+            CONSUMER_HEARTBEAT, 0,
+            wire.build(
+                consumer, group_id=group, member_id=str(uuid.uuid4()), member_epoch=0, instance_id=None,
+                rack_id=None, rebalance_timeout=datetime.timedelta(seconds=30),
+                subscribed_topic_names=(source,), server_assignor=None, topic_partitions=(),
+            ),
+        )  # fmt: skip
+        assert refused.error_code == ErrorCode.group_id_not_found, refused  # an empty streams group is one
+    finally:
+        connection.close()
+
+
+def _topic_resource(name: str) -> ConfigResource:
+    return ConfigResource(ResourceType.TOPIC, name)
