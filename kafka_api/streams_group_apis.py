@@ -181,7 +181,7 @@ async def streams_group_heartbeat(door: Door, request: wire.Request) -> Any:
         return refused(caught.code, caught.message)
     status = [(code, detail) for code, detail in answer.status]
     if answer.to_create:
-        unauthorized = await _create_internal(door, answer.to_create)
+        unauthorized = _create_internal(door, answer.to_create)
         if unauthorized:
             status = [
                 (c, f"{d}; Unauthorized to CREATE on topics {','.join(unauthorized)}.")
@@ -212,49 +212,30 @@ async def streams_group_heartbeat(door: Door, request: wire.Request) -> Any:
 
 def _endpoints(cls: type, group: StreamsGroup) -> tuple[Any, ...]:
     """Kafka's PartitionsByUserEndpoint: per member with a user endpoint, the topic partitions of its
-    active tasks and of its standby and warm-up tasks."""
+    active tasks and of its standby and warm-up tasks (``StreamsGroup.source_partitions``)."""
     endpoint_cls = wire.sibling(cls, "Endpoint")
     entry_cls = wire.sibling(cls, "EndpointToPartitions")
     tp_cls = wire.sibling(cls, "TopicPartition")
-    topology = group.topology
-    answer = []
-    for m in group.members.values():
-        if m.user_endpoint is None or topology is None:
-            continue
 
-        def partitions(
-            tasks: Iterable[tuple[str, int]], topology: StreamsTopology = topology
-        ) -> tuple[Any, ...]:
-            by: dict[str, set[int]] = {}
-            for task in tasks:
-                for topic, partition in _source_partitions(topology, task):
-                    by.setdefault(topic, set()).add(partition)
-            return tuple(
-                wire.build(tp_cls, topic=t, partitions=tuple(sorted(ps))) for t, ps in sorted(by.items())
-            )
+    def partitions(tasks: Iterable[tuple[str, int]]) -> tuple[Any, ...]:
+        by: dict[str, list[int]] = {}
+        for topic, partition in group.source_partitions(tasks):
+            by.setdefault(topic, []).append(partition)
+        return tuple(wire.build(tp_cls, topic=t, partitions=tuple(ps)) for t, ps in sorted(by.items()))
 
-        answer.append(
-            wire.build(
-                entry_cls,
-                user_endpoint=wire.build(endpoint_cls, host=m.user_endpoint[0], port=m.user_endpoint[1]),
-                active_partitions=partitions(m.assigned.active),
-                standby_partitions=partitions(m.assigned.standby | m.assigned.warmup),
-            )
+    return tuple(
+        wire.build(
+            entry_cls,
+            user_endpoint=wire.build(endpoint_cls, host=m.user_endpoint[0], port=m.user_endpoint[1]),
+            active_partitions=partitions(m.assigned.active),
+            standby_partitions=partitions(m.assigned.standby | m.assigned.warmup),
         )
-    return tuple(answer)
+        for m in group.members.values()
+        if m.user_endpoint is not None
+    )
 
 
-def _source_partitions(topology: StreamsTopology, task: tuple[str, int]) -> list[tuple[str, int]]:
-    subtopology, partition = task
-    for s in topology.subtopologies:
-        if s.subtopology_id == subtopology:
-            return [
-                (t, partition) for t in (*s.source_topics, *(r.name for r in s.repartition_source_topics))
-            ]
-    return []
-
-
-async def _create_internal(door: Door, topics: Iterable[TopicInfo]) -> list[str]:
+def _create_internal(door: Door, topics: Iterable[TopicInfo]) -> list[str]:
     """Start creating the internal topics the coordinator found missing that the principal may create
     (CREATE on the cluster, else on each topic), as Kafka's broker does after its coordinator answers; the
     names it may not create are returned."""

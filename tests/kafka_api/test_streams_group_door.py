@@ -52,7 +52,8 @@ def _heartbeat(group: str, member: str, epoch: int, source: str, joining: bool, 
         instance_id=None, rack_id=None,
         rebalance_timeout=datetime.timedelta(seconds=30 if joining else -0.001),
         topology=topology if joining else None, active_tasks=owned, standby_tasks=owned and (),
-        warmup_tasks=owned and (), process_id="process-1" if joining else None, user_endpoint=None,
+        warmup_tasks=owned and (), process_id="process-1" if joining else None,
+        user_endpoint=wire.build(wire.sibling(cls, "Endpoint"), host="app-1", port=8080) if joining else None,
         client_tags=None, task_offsets=None, task_end_offsets=None, shutdown_application=False,
     )  # fmt: skip
 
@@ -110,6 +111,10 @@ def test_a_streams_member_gets_its_internal_topics_made_then_every_task_and_the_
 
         given = wait_for(tasks, "the member's tasks", LIMIT_S)
         assert [(t.subtopology_id, tuple(t.partitions)) for t in given.active_tasks] == [("0", (0, 1, 2))]
+        # Interactive Queries: where each partition's task runs, by the member's endpoint
+        (where,) = given.partitions_by_user_endpoint
+        assert (where.user_endpoint.host, where.user_endpoint.port) == ("app-1", 8080)
+        assert [(tp.topic, tuple(tp.partitions)) for tp in where.active_partitions] == [(source, (0, 1, 2))]
         cls = wire.request_class(DESCRIBE, 1)
         (shown,) = connection.call(
             DESCRIBE, 1, wire.build(cls, group_ids=(group,), include_authorized_operations=False)
