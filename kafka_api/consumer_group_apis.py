@@ -17,10 +17,9 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
-from kafka_api.errors import Caught, code_of, group_coordinator_code
+from kafka_api.errors import Caught, group_code, heartbeat_code
 from kafka_api.group_describe import DescribeShape
 from kafka_api.topics import names_by_id, topic_ids
-from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.consumer.group import Heartbeat
 from partitions.groups.consumer.topic_regex import EVERYONE, Viewer
@@ -64,17 +63,6 @@ def viewer(door: Door) -> Viewer:
     return Viewer(principal, host, describable, acls)
 
 
-def _group_code(error: BaseException) -> ErrorCode:
-    """A group id that cannot name a group is INVALID_GROUP_ID; the rest as everywhere."""
-    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else code_of(error)
-
-
-def _heartbeat_code(error: BaseException) -> ErrorCode:
-    """A heartbeat's: a group id that cannot name a group INVALID_GROUP_ID, a failed write of the group's
-    record a coordinator's code (``errors.group_coordinator_code``)."""
-    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else group_coordinator_code(error)
-
-
 async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
@@ -111,7 +99,7 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         client_host=f"/{door.session.host}" if door.session.host else "",
         subscribed_regex=getattr(body, "subscribed_topic_regex", None),
     )
-    with Caught(_heartbeat_code) as caught:  # every error is the heartbeat's answer
+    with Caught(heartbeat_code) as caught:  # every error is the heartbeat's answer
         coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
         answer = await door.coordinator.consumer.heartbeat(body.group_id, hb, viewer(door))
@@ -146,7 +134,7 @@ async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
                 )
             )
             continue
-        with Caught(_group_code) as caught:  # every error is the group's answer
+        with Caught(group_code) as caught:  # every error is the group's answer
             coordinating(door, name)
             state = await door.coordinator.consumer.describe_for(name, viewer(door))
         if caught.failed:

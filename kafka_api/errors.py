@@ -204,6 +204,20 @@ def group_coordinator_code(error: BaseException) -> ErrorCode:
     return code_of(error)
 
 
+def group_code(error: BaseException) -> ErrorCode:
+    """A group API's answer: a group id that cannot name a group INVALID_GROUP_ID, the rest as everywhere."""
+    return ErrorCode.invalid_group_id if isinstance(error, broker.InvalidName) else code_of(error)
+
+
+def heartbeat_code(error: BaseException) -> ErrorCode:
+    """A group heartbeat's (the consumer and streams protocols'): a group id that cannot name a group
+    INVALID_GROUP_ID, a failed write of the group's record a coordinator's code
+    (``group_coordinator_code``)."""
+    return (
+        ErrorCode.invalid_group_id if isinstance(error, broker.InvalidName) else group_coordinator_code(error)
+    )
+
+
 # the first version of each API whose clients know PRODUCER_FENCED (before it: INVALID_PRODUCER_EPOCH):
 # InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
 PRODUCER_FENCED_FROM = {22: 4, 24: 2, 25: 2, 26: 2}

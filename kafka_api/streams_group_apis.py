@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
-from kafka_api.errors import Caught, code_of, group_coordinator_code
+from kafka_api.errors import Caught, group_code, heartbeat_code
 from partitions.errors import InvalidName
 from partitions.groups.errors import UnknownGroup
 from partitions.groups.streams.coordinator import ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS
@@ -40,14 +40,6 @@ from partitions.security.acls import AclOperation, ResourceType
 KAFKA_INTERNAL = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 READ, DESCRIBE, CREATE = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.CREATE
 GROUP, TOPIC, CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
-
-
-def _code(error: BaseException) -> ErrorCode:
-    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else group_coordinator_code(error)
-
-
-def _describe_code(error: BaseException) -> ErrorCode:
-    return ErrorCode.invalid_group_id if isinstance(error, InvalidName) else code_of(error)
 
 
 def _topic_info(info: Any) -> TopicInfo:
@@ -172,7 +164,7 @@ async def streams_group_heartbeat(door: Door, request: wire.Request) -> Any:
         client_host=f"/{door.session.host}" if door.session.host else "",
         regexes=body.topology is not None and any(s.source_topic_regex for s in body.topology.subtopologies),
     )
-    with Caught(_code) as caught:  # every error is the heartbeat's answer
+    with Caught(heartbeat_code) as caught:  # every error is the heartbeat's answer
         coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
         answer = await door.coordinator.streams.heartbeat(hb)
@@ -270,7 +262,7 @@ async def streams_group_describe(door: Door, request: wire.Request) -> Any:
             groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
             continue
         state: StreamsGroup | None = None
-        with Caught(_describe_code) as caught:
+        with Caught(group_code) as caught:
             coordinating(door, name)
             with contextlib.suppress(UnknownGroup):  # answered below in Kafka's words
                 state = door.coordinator.streams.describe(name)

@@ -76,11 +76,11 @@ def _create(bootstrap: str, names: list[str], partitions: int, config: dict[str,
     wait_for(led, f"leaders for {names}")
 
 
-def _transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
-    """The broker id that coordinates ``transactional_id`` (FindCoordinator v4, key type 1), asked of the
-    first broker that answers it."""
+def coordinator_of(bootstrap: str, key: str, key_type: int) -> int:
+    """The broker id that coordinates ``key`` (FindCoordinator v4: key type 0 a group, 1 a transactional
+    id), asked of the first broker that answers it."""
     cls = wire.request_class(FIND_COORDINATOR, 4)
-    body = wire.build(cls, key_type=TRANSACTION_KEY, coordinator_keys=(transactional_id,))
+    body = wire.build(cls, key_type=key_type, coordinator_keys=(key,))
 
     def ask() -> int | None:
         for address in bootstrap.split(","):
@@ -96,7 +96,7 @@ def _transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
                 return int(found.node_id)
         return None
 
-    coordinator: int = wait_for(ask, f"the coordinator of {transactional_id}")
+    coordinator: int = wait_for(ask, f"the coordinator of {key}")
     return coordinator
 
 
@@ -296,7 +296,7 @@ def test_kafka_streams_exactly_once_v2_counts_every_word_once_across_kill_9_of_a
         # kill -9 of the node coordinating the first instance's transactions, mid-stream
         lines.produce(1500)
         counts.reach(counts.read + 1000, alive)
-        killed = _transaction_coordinator(bootstrap, transactional_ids[0][0])
+        killed = coordinator_of(bootstrap, transactional_ids[0][0], TRANSACTION_KEY)
         systems.kill(system, killed)
         lines.produce(300)
         systems.restart(system, killed)

@@ -18,19 +18,16 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 from conftest import Systems
-from kafka_fixtures import RawKafka
 from kafka_tools import KafkaTools, Outcome
-from kio.schema.errors import ErrorCode
 from streams_app import StreamsInstance, compile_word_count
-from test_exactly_once import Counts, Lines, _committed, _create
+from test_exactly_once import Counts, Lines, _committed, _create, coordinator_of
 
-from kafka_api import wire
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SYSTEMS = ("raftlog", "kafka")
-FIND_COORDINATOR, GROUP_KEY = 10, 0
+GROUP_KEY = 0  # FindCoordinator's key type of a group
 # a killed member leaves the group at the end of its session (the group's, 45 s by default on Kafka)
 MEMBERS_TIMEOUT_S = 120.0
 PARTITIONS = 2
@@ -86,30 +83,6 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         "org.apache.kafka.common.errors.GroupIdNotFoundException: Group GROUP not found."
     ]),
 }  # fmt: skip
-
-
-def _coordinator(bootstrap: str, group: str) -> int:
-    """The broker id that coordinates ``group`` (FindCoordinator v4, key type 0), asked of the first
-    broker that answers it."""
-    cls = wire.request_class(FIND_COORDINATOR, 4)
-    body = wire.build(cls, key_type=GROUP_KEY, coordinator_keys=(group,))
-
-    def ask() -> int | None:
-        for address in bootstrap.split(","):
-            try:
-                raw = RawKafka(address)
-            except OSError:
-                continue
-            try:
-                found = raw.call(FIND_COORDINATOR, 4, body).coordinators[0]
-            finally:
-                raw.close()
-            if found.error_code == ErrorCode.none:
-                return int(found.node_id)
-        return None
-
-    coordinator: int = wait_for(ask, f"the coordinator of {group}")
-    return coordinator
 
 
 class Names:
@@ -225,7 +198,7 @@ def test_kafka_streams_on_a_streams_group_counts_every_word_once_and_kafka_strea
         # kill -9 of the node coordinating the group, mid-stream: the members find its successor
         lines.produce(1500)
         counts.reach(counts.read + 1000, alive)
-        killed = _coordinator(bootstrap, group)
+        killed = coordinator_of(bootstrap, group, GROUP_KEY)
         systems.kill(system, killed)
         lines.produce(300)
         systems.restart(system, killed)

@@ -166,6 +166,6 @@ def _by_source_topic(state: StreamsGroup) -> dict[str, str]:
     found: dict[str, str] = {}
     if state.topology is not None:
         for s in state.topology.subtopologies:
-            for topic in (*s.source_topics, *(t.name for t in s.repartition_source_topics)):
+            for topic in s.inputs():
                 found[topic] = s.subtopology_id
     return found

@@ -162,7 +162,7 @@ class StreamsGroup:
         found = set()
         for subtopology_id, partition in tasks:
             s = by_id.get(subtopology_id)
-            for topic in (*s.source_topics, *(t.name for t in s.repartition_source_topics)) if s else ():
+            for topic in s.inputs() if s else ():
                 if partition < self.partition_counts.get(topic, 0):
                     found.add((topic, partition))
         return sorted(found)
@@ -339,16 +339,6 @@ def _topology_of(group: StreamsGroup, hb: StreamsHeartbeat) -> StreamsTopology:
     return group.topology
 
 
-def _topics(topology: StreamsTopology) -> list[str]:
-    """Every topic the topology names: its source topics and its internal ones."""
-    names: set[str] = set()
-    for s in topology.subtopologies:
-        names.update(s.source_topics)
-        names.update(t.name for t in s.repartition_source_topics)
-        names.update(t.name for t in s.state_changelog_topics)
-    return sorted(names)
-
-
 def heartbeat(
     group: StreamsGroup,
     hb: StreamsHeartbeat,
@@ -400,7 +390,7 @@ def heartbeat(
                 f"epoch {topology.epoch}.",
             )
         )
-    counts = {t: c for t in _topics(topology) if (c := partition_count(t)) is not None}
+    counts = {t: c for t in sorted(topology.required_topics()) if (c := partition_count(t)) is not None}
     configured = configure(topology, lambda t: counts.get(t))
     if counts != dict(group.partition_counts):
         bump = True
