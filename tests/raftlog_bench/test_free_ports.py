@@ -17,13 +17,16 @@ def test_the_range_and_its_variable_are_raftlog_devs() -> None:
 
 
 def test_ports_are_distinct_free_and_in_the_workers_part(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(peers.FREE_PORTS_ENV, "20000-20050")
+    # The range starts at a port this test holds (the system's choice, so no other test's server can be
+    # on it, as one was on a fixed port in CI): that port is never handed out, every other is in range.
     held = socket.socket()
-    held.bind(("127.0.0.1", 20000))  # taken: never handed out
+    held.bind(("127.0.0.1", 0))
+    low = int(held.getsockname()[1])
+    monkeypatch.setenv(peers.FREE_PORTS_ENV, f"{low}-{low + 50}")
     try:
         for _ in range(20):
             ports = peers.free_ports(9)
-            assert len(set(ports)) == 9 and all(20001 <= port < 20050 for port in ports), ports
+            assert len(set(ports)) == 9 and all(low < port < low + 50 for port in ports), ports
     finally:
         held.close()
 
