@@ -549,6 +549,26 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         return state == _FOLLOWER and voted_for is not None and voted_for != self.node_id
 
     @property
+    def urgent(self) -> bool:
+        """A write waits on this replica's next tick: entries arrived for it to append and acknowledge, or
+        acknowledgements it holds; or, leading, proposals queued, entries not yet committed or committed
+        and not applied (the proposals' answers). A busy driver ticks these ahead of everything but the
+        controller (``driver.RoundOrder``): a node came back under thousands of partitions, every group
+        leading a replica there woke to catch it up, all of them serving, and a produce on a partition
+        whose leader never changed waited for its turn among them, on its leader and again on its
+        follower, past its 10 s (CI, stop 84). Cheap: the driver asks it of every ready core each round."""
+        if getattr(self._SyncObj__transport, "entries_waiting", False) or self._held_replies:
+            return True
+        if self._SyncObj__raftState != _LEADER:
+            return False
+        commit = self._SyncObj__raftCommitIndex
+        return bool(
+            self._SyncObj__commandsQueue._FastQueue__queue
+            or commit < self._journal.last_index
+            or self._SyncObj__raftLastApplied < commit
+        )
+
+    @property
     def leader_ready(self) -> bool:
         """Leader, and the no-op it appended on election is applied (see GroupStatus.leader_ready)."""
         noop_index = self._SyncObj__noopIDx

@@ -467,60 +467,68 @@ class Driver:
 
 
 class RoundOrder:
-    """A round's order: the ``ticked_first`` cores (the controller's), then two queues sharing the thread's
-    time equally: the cores made ready since the last round (a message, a proposal, a timer) whose groups
-    serve (``RaftCore.serving``: a leader, a follower connected to its leader or awaiting its new
-    leader's first append), and the rest: the cores carried over from the last round first, then the
-    fresh ones standing for election or voting. The next core comes from the queue that has had less of
-    the round's time (ties: the serving one). A carried core made ready again whose group serves (a
-    message or a proposal came since) leaves its place among the carried for the fresh serving queue:
-    when a node came back, the partition leaders of the other nodes all woke to catch it up, and a
-    produce's group carried among them waited behind the whole catch-up for its turn, however often
-    its produces and acknowledgements came (its follower heard no leader for 1.5 s and was elected).
+    """A round's order: the ``ticked_first`` cores (the controller's), then three queues sharing the
+    thread's time equally: the cores a write waits on (``RaftCore.urgent``: entries to acknowledge, or a
+    leader's proposals and uncommitted entries), ready since the last round or carried; the other cores
+    made ready since the last round (a message, a proposal, a timer) whose groups serve
+    (``RaftCore.serving``: a leader, a follower connected to its leader or awaiting its new leader's
+    first append); and the rest: the cores carried over from the last round first, then the fresh ones
+    standing for election or voting. The next core comes from the queue that has had least of the
+    round's time (ties: in that order). A carried core made ready again whose group serves (a message
+    came since) leaves its place among the carried for the fresh serving queue.
 
     Two storms queue hundreds of cores on a node's one driver thread: when a node stops, every group it
     led elects anew on the others (each tick an fsync of a term and a vote); when it comes back, every
-    group that leads a replica on it wakes to send it what it missed. In plain order a produce on a group
-    whose leader never changed waited behind that queue on its leader and again on its follower, and
-    timed out at 10 s where an fsync costs 10 ms. Alternating one tick for one, a serving core still
-    waited for an election's 10 ms fsync per serving core ahead of it: a new leader's first append,
-    acknowledged 3 s late, deposed it again (check-quorum). Sharing time, the cheap serving ticks go
-    about as many as fit in one such fsync per election ticked, and the queue still gets half of every
-    round, however busy the serving groups are."""
+    group that leads a replica on it wakes to send it what it missed, and is ready again every round
+    while it does. In plain order a produce on a group whose leader never changed waited behind that
+    queue on its leader and again on its follower, and timed out at 10 s where an fsync costs 10 ms.
+    Alternating one tick for one, a serving core still waited for an election's 10 ms fsync per serving
+    core ahead of it: a new leader's first append, acknowledged 3 s late, deposed it again
+    (check-quorum). Sharing time, the cheap serving ticks go about as many as fit in one such fsync per
+    election ticked. But the catch-up is serving too: a produce's group among a thousand of them waited
+    for its place in the set's order, each round again, on both its nodes (2 s a produce, one 10 s on
+    CI's machine). Its own queue puts it at the head of the next round. However busy any kind is, each of
+    the others still gets a third of every round."""
 
     __slots__ = ("_first", "_queues", "_side", "spent")
 
     def __init__(self, first: list[RaftCore], carried: list[RaftCore], ready: set[RaftCore]) -> None:
         """``ready``: the cores made ready since the last round (``carried`` ones among them too)."""
+        urgent: collections.deque[RaftCore] = collections.deque()
         serving: collections.deque[RaftCore] = collections.deque()
         rest: collections.deque[RaftCore] = collections.deque()
-        kept: set[RaftCore] = set()  # carried cores ready again that do not serve: they keep their place
+        placed: set[RaftCore] = set()  # carried cores already in a queue (not placed again from ready)
         for core in carried:
-            if core not in ready:
+            if core.urgent:
+                urgent.append(core)
+            elif core not in ready:
                 rest.append(core)
             elif not core.serving:
-                rest.append(core)
-                kept.add(core)
+                rest.append(core)  # ready again, not serving: it keeps its place
+            else:
+                continue  # ready again and serving: placed with the fresh ones below
+            placed.add(core)
         for core in ready:
-            if core not in kept:
-                (serving if core.serving else rest).append(core)
+            if core not in placed:
+                (urgent if core.urgent else serving if core.serving else rest).append(core)
         self._first = collections.deque(first)
-        self._queues = (serving, rest)
-        self.spent = [0.0, 0.0]  # seconds of this round each queue's cores took
+        self._queues = (urgent, serving, rest)
+        self.spent = [0.0, 0.0, 0.0]  # seconds of this round each queue's cores took
         self._side = -1  # the queue of the core last given (-1: a first core)
 
     def next(self) -> RaftCore | None:
         if self._first:
             self._side = -1
             return self._first.popleft()
-        serving, rest = self._queues
-        if serving and (not rest or self.spent[0] <= self.spent[1]):
-            self._side = 0
-        elif rest:
-            self._side = 1
-        else:
+        queues, spent = self._queues, self.spent
+        side = -1
+        for index, queue in enumerate(queues):
+            if queue and (side < 0 or spent[index] < spent[side]):
+                side = index
+        if side < 0:
             return None
-        return self._queues[self._side].popleft()
+        self._side = side
+        return queues[side].popleft()
 
     def took(self, seconds: float) -> None:
         """The core last given took ``seconds`` to tick."""
@@ -528,10 +536,9 @@ class RoundOrder:
             self.spent[self._side] += seconds
 
     def left(self) -> list[RaftCore]:
-        """The cores not given yet, for the next round, whose queue of the rest they head: the two queues
-        one for one, so that neither kind waits there for all of the other."""
-        serving, rest = self._queues
-        merged = [core for pair in zip(serving, rest, strict=False) for core in pair]
-        shorter = min(len(serving), len(rest))
-        merged.extend(itertools.islice(serving if len(serving) > shorter else rest, shorter, None))
+        """The cores not given yet, for the next round, whose queue of the rest they head: the queues
+        one for one, so that no kind waits there for all of another (an urgent one is placed by its
+        state again in the next round)."""
+        queues = itertools.zip_longest(*self._queues)
+        merged = [core for group in queues for core in group if core is not None]
         return [*self._first, *merged]

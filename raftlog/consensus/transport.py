@@ -60,6 +60,11 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         self._destroyed = False
         self._wake_fds: tuple[int, int] | None = None
         self._wake_pending = False
+        # Entries arrived and not delivered yet (an append with entries: a write waits for this replica's
+        # acknowledgement). Set as they arrive, cleared as the inbox is delivered; the driver ticks such a
+        # group ahead of the rest of a round (``RaftCore.urgent``, ``driver.RoundOrder``). A hint: a race
+        # with a threaded hub costs the order, never a message.
+        self.entries_waiting = False
         for node in otherNodes:
             self._nodes[node.id] = node
         hub.register_group(self._group, self)  # raises DuplicateGroup before anything else is set up
@@ -92,6 +97,8 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
             return 0
         accepted = messages if len(messages) <= room else messages[:room]
         self._inbox.extend((_MESSAGE, peer_id, m) for m in accepted)
+        if not self.entries_waiting:
+            self.entries_waiting = any(m["type"] == "append_entries" and m.get("entries") for m in accepted)
         self._kick()
         return len(accepted)
 
@@ -118,6 +125,7 @@ class MuxTransport(Transport):  # type: ignore[misc]  # pysyncobj is untyped
         first, so what arrived is acted on in the same tick) removes that callback and calls this."""
         inbox = self._inbox
         nodes = self._nodes
+        self.entries_waiting = False
         for _ in range(len(inbox)):
             kind, peer_id, message = inbox.popleft()
             node = nodes.get(peer_id)
