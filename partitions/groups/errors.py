@@ -141,6 +141,15 @@ class NotConsumerGroup(GroupError):
 
 
 @with_fields
+class NotShareGroup(NotConsumerGroup):
+    """A share group member may not join a group of another protocol, even an empty consumer protocol
+    group (Kafka 4.4's ``getOrMaybeCreateShareGroup``: GROUP_ID_NOT_FOUND, "Group ... is not a share
+    group."). Caught and mapped where ``NotConsumerGroup`` is."""
+
+    template = "Group {group} is not a share group: it is held by the {held_by}."
+
+
+@with_fields
 class NotStreamsGroup(GroupError):
     """The group is held by members of another protocol: a streams group member may not join it (Kafka's
     GROUP_ID_NOT_FOUND, "Group ... is not a streams group.")."""

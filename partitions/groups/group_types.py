@@ -6,7 +6,8 @@ protocol (KIP-848, ``consumer/``), a share group (KIP-932, ``share/``) or a stre
 ``streams/``).
 A member of one may not join a group another holds; the asker's refusal is its protocol's own (as each of
 Kafka's ``GroupMetadataManager`` typed getters raises its own): a classic member INCONSISTENT_GROUP_PROTOCOL,
-a consumer or share group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), a streams group member
+a consumer group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), a share group member ``NotShareGroup``
+(the same), a streams group member
 ``NotStreamsGroup`` (GROUP_ID_NOT_FOUND), an HTTP instance
 ``GroupNotEmpty`` (409); deleting a group or resetting its offsets (no asker) is refused ``GroupNotEmpty``
 while any protocol holds it.
@@ -15,8 +16,9 @@ A protocol holds a group while it has members there; an empty group is taken ove
 joining it (Kafka's offline migration). Two exceptions, as Kafka's: a group recorded as a share group is one
 even empty (its state stays in every partition it read), so a consumer protocol member may not take it; and
 a streams group is one even empty (its topology stays with it), so only a classic member (which Kafka
-lets convert it) may take it before it is deleted; and a streams member may not take an empty consumer
-protocol group (Kafka converts only an empty classic group to a streams group).
+lets convert it) may take it before it is deleted; and neither a streams nor a share member may take an
+empty consumer protocol group (Kafka converts only an empty classic group to a streams group, and none
+to a share group: ``NotShareGroup``).
 
 Pure: the coordinators read the group table, the classic groups in memory and the share coordinator's
 members, and give them here as ``Holders``.
@@ -29,7 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from partitions.groups.classic.members import GroupCode, GroupRefusal
-from partitions.groups.errors import GroupError, GroupNotEmpty, NotConsumerGroup, NotStreamsGroup
+from partitions.groups.errors import (
+    GroupError,
+    GroupNotEmpty,
+    NotConsumerGroup,
+    NotShareGroup,
+    NotStreamsGroup,
+)
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.live import LiveGroup
 from raftlog.errors import check
@@ -94,8 +102,8 @@ class Holders:
         if held_by is GroupType.STREAMS:  # one even empty, but to a classic member and to its deletion
             recorded = self.streams_recorded and asking not in (None, GroupType.CLASSIC)
             return max(self.streams, 1 if recorded else 0)
-        if held_by is GroupType.CONSUMER:  # to a streams member, one even empty
-            recorded = self.consumer_recorded and asking is GroupType.STREAMS
+        if held_by is GroupType.CONSUMER:  # to a streams or a share member, one even empty
+            recorded = self.consumer_recorded and asking in (GroupType.STREAMS, GroupType.SHARE)
             return max(self.consumer, 1 if recorded else 0)
         return self.classic
 
@@ -166,7 +174,9 @@ def refusal(name: str, asking: GroupType | None, holders: Holders) -> GroupError
         return GroupRefusal(GroupCode.inconsistent_group_protocol, f"group {name!r} has {named}")
     if asking is GroupType.STREAMS:
         return NotStreamsGroup(name, named)
-    if asking in (GroupType.CONSUMER, GroupType.SHARE):
+    if asking is GroupType.SHARE:
+        return NotShareGroup(name, named)
+    if asking is GroupType.CONSUMER:
         return NotConsumerGroup(name, named)
     if other is GroupType.CLASSIC:  # Kafka's members, whichever of its protocols they use
         members += holders.consumer

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import subprocess
 import time
@@ -22,6 +23,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import SHARE_LOCK_MS, RawKafka, http_client, set_group_configs
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from kafka_api import wire
@@ -482,3 +484,61 @@ async def _nothing() -> None:
 class _NoTopics:
     def topic(self, name: str) -> None:
         raise UnknownTopic(name)
+
+
+def test_a_share_member_is_refused_an_empty_consumer_protocol_group_as_kafka_refuses_it(
+    kafka_cluster: LocalCluster,
+) -> None:
+    """Kafka 4.4 makes no share group of a group of another type, even one whose consumer protocol
+    members all left (its offsets and epoch kept): GROUP_ID_NOT_FOUND, "Group ... is not a share group".
+    Through the Kafka door of a real cluster, at the group's coordinator; once deleted, the name is free."""
+    group = f"empty-consumer-{uuid.uuid4().hex[:8]}"
+    consumer, share = wire.request_class(68, 0), wire.request_class(76, 1)
+
+    def at_coordinator() -> tuple[RawKafka, Any] | None:
+        for address in kafka_cluster.bootstrap_servers.split(","):
+            connection = RawKafka(address)  # as a client asks first: the groups' topic made if need be
+            connection.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)))
+            joined = connection.call(
+                68, 0,
+                wire.build(
+                    consumer, group_id=group, member_id=str(uuid.uuid4()), member_epoch=0,
+                    instance_id=None, rack_id=None, rebalance_timeout=datetime.timedelta(seconds=30),
+                    subscribed_topic_names=("share-refused",), server_assignor=None, topic_partitions=(),
+                ),
+            )  # fmt: skip
+            if joined.error_code not in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
+                return connection, joined
+            connection.close()
+        return None
+
+    connection, joined = wait_for(at_coordinator, f"the coordinator of {group}", 120)
+    try:
+        assert joined.error_code == ErrorCode.none, joined
+        left = connection.call(
+            68, 0,
+            wire.build(
+                consumer, group_id=group, member_id=joined.member_id, member_epoch=-1, instance_id=None,
+                rack_id=None, rebalance_timeout=datetime.timedelta(seconds=30),
+                subscribed_topic_names=None, server_assignor=None, topic_partitions=None,
+            ),
+        )  # fmt: skip
+        assert left.error_code == ErrorCode.none, left
+
+        def share_join() -> Any:
+            return connection.call(
+                76, 1,
+                wire.build(
+                    share, group_id=group, member_id=str(uuid.uuid4()), member_epoch=0, rack_id=None,
+                    subscribed_topic_names=("share-refused",),
+                ),
+            )  # fmt: skip
+
+        refused = share_join()
+        assert refused.error_code == ErrorCode.group_id_not_found, refused
+        assert refused.error_message.startswith(f"Group {group} is not a share group"), refused
+        admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        admin.delete_consumer_groups([group], request_timeout=30)[group].result(timeout=60)
+        assert share_join().error_code == ErrorCode.none
+    finally:
+        connection.close()

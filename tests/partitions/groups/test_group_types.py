@@ -1,14 +1,14 @@
 """One group, one protocol, decided in one place: each protocol asking to join a group another holds gets
 its own refusal (the classic protocol's INCONSISTENT_GROUP_PROTOCOL, the consumer and share protocols'
-GROUP_ID_NOT_FOUND, the HTTP door's 409), an empty group is free for any, and a share group is one even
-empty to a consumer protocol member."""
+GROUP_ID_NOT_FOUND, the HTTP door's 409), an empty group is free for any, a share group is one even
+empty to a consumer protocol member, and a consumer protocol group one even empty to a share member."""
 
 from __future__ import annotations
 
 import pytest
 
 from partitions.groups.classic.members import GroupCode, GroupRefusal
-from partitions.groups.errors import GroupNotEmpty, NotConsumerGroup
+from partitions.groups.errors import GroupNotEmpty, NotConsumerGroup, NotShareGroup
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by, refusal
 
 HTTP, CLASSIC, CONSUMER, SHARE = GroupType.HTTP, GroupType.CLASSIC, GroupType.CONSUMER, GroupType.SHARE
@@ -45,6 +45,9 @@ def test_a_consumer_or_share_member_is_refused_not_a_consumer_group(
 ) -> None:
     refused = refusal("g", asking, _holding(holder))
     assert isinstance(refused, NotConsumerGroup) and refused.group == "g"
+    assert isinstance(refused, NotShareGroup) is (asking is SHARE)
+    if asking is SHARE:  # Kafka 4.4's words (GroupMetadataManager.getOrMaybeCreateShareGroup)
+        assert str(refused).startswith("Group g is not a share group"), str(refused)
 
 
 def test_an_http_instance_and_a_deletion_are_refused_group_not_empty_with_the_members_counted() -> None:
@@ -69,3 +72,16 @@ def test_the_share_coordinator_s_own_ask_never_reads_its_members() -> None:
     """The share coordinator asks while it works its members out: the rule must not ask it back."""
     held_by(Holders(), SHARE)
     held_by(Holders(share_recorded=True), CONSUMER)
+
+
+def test_an_empty_consumer_protocol_group_is_held_against_a_share_and_a_streams_member_only() -> None:
+    """Kafka 4.4 turns no group of another type into a share group: a share member joining a consumer
+    protocol group that has no members left (its offsets and epoch kept) is refused, as a streams member
+    is; a classic member, an HTTP instance and a deletion may take it."""
+    empty_consumer = Holders(consumer_recorded=True, share=lambda: 0)
+    assert held_by(empty_consumer, SHARE) == (CONSUMER, 1)
+    assert held_by(empty_consumer, GroupType.STREAMS) == (CONSUMER, 1)
+    refused = refusal("g", SHARE, empty_consumer)
+    assert isinstance(refused, NotShareGroup), refused
+    for asking in (CLASSIC, HTTP, None):
+        assert held_by(empty_consumer, asking) is None
