@@ -423,7 +423,7 @@ def _rows(fetched: ConsumerRecords) -> Iterator[list[bytes]]:
 async def commit(request: web.Request) -> web.Response:
     """``{"offsets": [{"topic", "partition", "offset", "metadata"?}], "generation"?}`` (Redpanda's
     ``partitions`` is the same list); each offset is the next one to read, stored as given (as Redpanda
-    and Kafka's OffsetCommit; Confluent adds 1). Without offsets: the positions of every assigned
+    and Kafka's OffsetCommit; Confluent adds 1), with its ``metadata`` string (``GET`` answers it). Without offsets: the positions of every assigned
     partition (what was fetched). Fenced by the coordinator, then committed on each partition's leader
     (where ``GET /consumers/{group}/offsets`` reads them). Answers 200 ``[]``, as Confluent."""
     group, instance = _group(request), _instance(request)
@@ -434,13 +434,29 @@ async def commit(request: web.Request) -> web.Response:
     generation = None if body.get("generation") is None else require_int(body["generation"], "generation")
     field = "partitions" if body.get("partitions") is not None else "offsets"
     offsets = _offsets(body, frozenset({"metadata"}), field) if body.get(field) else None
+    metadata = _metadata(body, field) if offsets is not None else {}
     groups = _groups(request)
     if offsets is not None:
         access.authorize_topics(request, READ, (tp.topic for tp in offsets))
     elif access.enforced(request):  # the positions: of the topics it subscribed
         access.authorize_topics(request, READ, await groups.call(GroupService.subscription, group, instance))
-    await groups.call(GroupService.commit, group, instance, offsets, generation)
+    await groups.call(GroupService.commit, group, instance, offsets, generation, metadata or None)
     return web.json_response([])
+
+
+def _metadata(body: Mapping[str, Any], field: str) -> dict[TopicPartition, str]:
+    """The ``metadata`` strings of a commit's entries (checked by ``_offsets`` first): kept with their
+    offsets, as a Kafka client's (its bound is the partitions' rule, ``commands.check_offset_metadata``)."""
+    found = {}
+    for i, entry in enumerate(body[field]):
+        text = entry.get("metadata")
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise BadRequest(f"{field}[{i}].metadata: must be a string")
+        if text:
+            found[_topic_partition(entry, f"{field}[{i}]")] = text
+    return found
 
 
 async def committed(request: web.Request) -> web.Response:
@@ -463,7 +479,7 @@ async def committed(request: web.Request) -> web.Response:
     rows = await _groups(request).call(GroupService.committed, group, instance, wanted)
     shown = [row for row in rows if access.allowed(request, access.TOPIC, DESCRIBE, row.tp.topic)]
     return web.json_response(
-        {"offsets": [{**_tp_json(row.tp), "offset": row.offset, "metadata": ""} for row in shown]}
+        {"offsets": [{**_tp_json(row.tp), "offset": row.offset, "metadata": row.metadata} for row in shown]}
     )
 
 

@@ -227,6 +227,7 @@ TABLE: list[tuple[type[RaftlogError], HttpError]] = [
     (broker.SequenceTooOld, HttpError(409, SEQUENCE_TOO_OLD)),
     (broker.ProducerFenced, HttpError(409, 40911)),
     (broker.OutOfOrderSequence, HttpError(409, 40912)),
+    (broker.OffsetMetadataTooLarge, HttpError(400, 40001)),  # a commit's metadata past Kafka's bound
     (broker.UnstableOffsetCommit, HttpError(409, 40919, retriable=True)),  # a transaction holds it pending
     (broker.InvalidTxnState, HttpError(409, 40920)),
     (broker.TransactionUnverified, HttpError(503, 50301, retriable=True)),  # its coordinator: not reached

@@ -85,6 +85,7 @@ TABLE: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (broker.SequenceTooOld, ErrorCode.out_of_order_sequence_number),
     (broker.OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
     (broker.ProducerFenced, ErrorCode.invalid_producer_epoch),
+    (broker.OffsetMetadataTooLarge, ErrorCode.offset_metadata_too_large),
     (broker.UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
     (broker.InvalidTxnState, ErrorCode.invalid_txn_state),
     (broker.TransactionUnverified, ErrorCode.not_enough_replicas),  # as Kafka answers it: retriable

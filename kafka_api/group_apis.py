@@ -48,7 +48,7 @@ from kafka_api.errors import Caught, code_of, group_coordinator_code, transactio
 from kafka_api.share_state import share_offsets
 from kafka_api.topics import names_by_id, topic_ids
 from partitions.consumers.protocol import GroupDescription, GroupSummary
-from partitions.data.service import NO_LEADER_EPOCH
+from partitions.data.service import NO_LEADER_EPOCH, GroupOffset
 from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.members import GroupRefusal, MemberIdRequired
@@ -67,6 +67,7 @@ from raftlog.errors import RaftlogError
 
 CONSUMER_COMMIT_REFUSALS = (UnknownMember, StaleMemberEpoch, ConsumerProtocolVersion)
 NO_OFFSET = -1
+NONE_COMMITTED = GroupOffset(NO_OFFSET)  # OffsetFetch's answer for a partition without an offset
 # a group's offsets out of reach for the request's time (``OffsetsUnavailable``): retried by every client
 LOAD_IN_PROGRESS = ErrorCode.coordinator_load_in_progress
 TRANSACTION_V2_OFFSETS = 5  # TxnOffsetCommit of Kafka's transaction version 2: the group added implicitly
@@ -298,8 +299,8 @@ async def offset_commit(door: Door, request: wire.Request) -> Any:
         refusal = group_coordinator_code(exc)
     offsets = door.node.cluster.offsets
 
-    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> object:
-        return await offsets.commit(body.group_id, topic, partition, offset, True, leader_epoch)
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int, metadata: str) -> object:
+        return await offsets.commit(body.group_id, topic, partition, offset, True, leader_epoch, metadata)
 
     return await _committed(request, "OffsetCommit", refusal, readable, commit, asked)
 
@@ -379,24 +380,22 @@ async def _fetch_group(
         asked = [(name, topic_id, list(partitions)) for name, topic_id, partitions in named_topics]
         only_committed = False
 
-    async def fetch(topic: str | None, partition: int) -> tuple[int, int, ErrorCode]:
+    async def fetch(topic: str | None, partition: int) -> tuple[GroupOffset, ErrorCode]:
         if group_refused:
-            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.group_authorization_failed
+            return NONE_COMMITTED, ErrorCode.group_authorization_failed
         if topic is None:
-            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.unknown_topic_id
+            return NONE_COMMITTED, ErrorCode.unknown_topic_id
         if not door.allows(DESCRIBE, TOPIC, topic):
-            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.topic_authorization_failed
+            return NONE_COMMITTED, ErrorCode.topic_authorization_failed
         found = None
         with Caught() as caught:  # every error is the partition's answer
             found = await offsets.committed(group, topic, partition, stable)
         if caught.failed:
-            return NO_OFFSET, NO_LEADER_EPOCH, caught.code
-        if found is None:
-            return NO_OFFSET, NO_LEADER_EPOCH, ErrorCode.none
-        return found.offset, found.leader_epoch, ErrorCode.none
+            return NONE_COMMITTED, caught.code
+        return found or NONE_COMMITTED, ErrorCode.none
 
     found = [await asyncio.gather(*(fetch(name, p) for p in partitions)) for name, _, partitions in asked]
-    unreachable = any(code is LOAD_IN_PROGRESS for answers in found for _, _, code in answers)
+    unreachable = any(code is LOAD_IN_PROGRESS for answers in found for _, code in answers)
     if unreachable and version >= 2:
         # an offset not read must not look like none committed: the group's answer, as Kafka's while its
         # offsets load, and the client asks again
@@ -407,13 +406,13 @@ async def _fetch_group(
             wire.build(
                 partition_cls,
                 partition_index=p,
-                committed_offset=offset,
-                committed_leader_epoch=epoch,
-                metadata="",
+                committed_offset=committed.offset,
+                committed_leader_epoch=committed.leader_epoch,
+                metadata=committed.metadata,
                 error_code=LOAD_IN_PROGRESS if unreachable else code,  # v1: the group's answer in each
             )
-            for p, (offset, epoch, code) in zip(partitions, answers, strict=True)
-            if not only_committed or offset != NO_OFFSET or unreachable
+            for p, (committed, code) in zip(partitions, answers, strict=True)
+            if not only_committed or committed.offset != NO_OFFSET or unreachable
         )
         if parts or not only_committed:
             topics.append(wire.build(topic_cls, name=name, topic_id=topic_id, partitions=parts))
@@ -478,10 +477,10 @@ async def txn_offset_commit(door: Door, request: wire.Request) -> Any:
     refusal = caught.code if caught.failed else None
     offsets = door.node.cluster.offsets
 
-    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> None:
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int, metadata: str) -> None:
         await offsets.commit_txn(
             body.group_id, topic, partition, offset, body.producer_id, body.producer_epoch, transaction,
-            leader_epoch,
+            leader_epoch, metadata,
         )  # fmt: skip
 
     return await _committed(request, "TxnOffsetCommit", refusal, readable, commit, asked)
@@ -512,24 +511,27 @@ async def _committed(
     response: str,
     refusal: ErrorCode | None,
     readable: set[str],
-    commit: Callable[[str, int, int, int], Awaitable[object]],
+    commit: Callable[[str, int, int, int, str], Awaitable[object]],
     asked: Sequence[Asked],
 ) -> Any:
     """The answer to an OffsetCommit or TxnOffsetCommit (``response``: the entity's name) whose partitions
     (``asked``: the request's topics, ``_named``) are each committed by ``commit(topic, partition, offset,
-    leader_epoch)``, all at once: GROUP_AUTHORIZATION_FAILED for every one of a request refused it, then
-    UNKNOWN_TOPIC_ID for a topic named by an id no topic has (as Kafka's ``handleOffsetCommitRequest``
-    answers it before the coordinator sees the request), ``refusal`` for every other one of a refused
-    request, TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what the commit raised
-    (kafka_api.errors) or NONE. When a partition's offset could not be stored in time
-    (COORDINATOR_LOAD_IN_PROGRESS), every partition stored answers that too: Kafka stores a request's
-    offsets in one append, all or none, and franz-go reads the first partition's code alone to retry; a
-    commit asked again stores the same offsets."""
+    leader_epoch, metadata)`` (null metadata as "", Kafka's ``NO_METADATA``), all at once:
+    GROUP_AUTHORIZATION_FAILED for every one of a request refused it, then UNKNOWN_TOPIC_ID for a topic
+    named by an id no topic has (as Kafka's ``handleOffsetCommitRequest`` answers it before the
+    coordinator sees the request), ``refusal`` for every other one of a refused request,
+    TOPIC_AUTHORIZATION_FAILED for a topic not in ``readable``, else what the commit raised
+    (kafka_api.errors: OFFSET_METADATA_TOO_LARGE for that partition alone, as Kafka's) or NONE. When a
+    partition's offset could not be stored in time (COORDINATOR_LOAD_IN_PROGRESS), every partition stored
+    answers that too: Kafka stores a request's offsets in one append, all or none, and franz-go reads the
+    first partition's code alone to retry; a commit asked again stores the same offsets."""
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, f"{response}ResponseTopic")
     partition_cls = wire.sibling(cls, f"{response}ResponsePartition")
 
-    async def answer(topic: str | None, partition: int, offset: int, leader_epoch: int) -> ErrorCode:
+    async def answer(
+        topic: str | None, partition: int, offset: int, leader_epoch: int, metadata: str
+    ) -> ErrorCode:
         if refusal is ErrorCode.group_authorization_failed:
             return refusal
         if topic is None:
@@ -539,7 +541,7 @@ async def _committed(
         if topic not in readable:
             return ErrorCode.topic_authorization_failed
         with Caught(_stored_code) as caught:  # every error is the partition's answer
-            await commit(topic, partition, offset, leader_epoch)
+            await commit(topic, partition, offset, leader_epoch, metadata)
         return caught.code
 
     codes = [
@@ -548,6 +550,7 @@ async def _committed(
                 answer(
                     name, p.partition_index, p.committed_offset,
                     getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),  # v6 on (TxnOffsetCommit: v2)
+                    p.committed_metadata or "",
                 )
                 for p in partitions
             )

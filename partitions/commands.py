@@ -9,6 +9,10 @@
                                  record before ``offset`` in (Kafka's ``committed_leader_epoch``,
                                  KIP-320); written only when one is known, so a commit without one
                                  keeps the first form's bytes
+[1, 2, group, offset, reset, leader_epoch, metadata]
+                                 CommitOffset's third form: the metadata string committed with the
+                                 offset (Kafka's ``committed_metadata``, at most
+                                 ``OFFSET_METADATA_MAX`` UTF-16 units); written only when not empty
 [1, 3]                           Barrier: commits nothing; proves leadership for linearizable reads
 [1, 4, payload]                  GroupCommand: a consumer-group membership change (``groups.group_commands``),
                                  only in partitions of the internal ``__consumer_groups`` topic
@@ -27,6 +31,8 @@
 [1, 8, group, offset, producer_id, epoch, transaction, leader_epoch]
                                  TxnOffset's second form, with the offset's leader epoch (as
                                  CommitOffset's); the first form still read
+[1, 8, group, offset, producer_id, epoch, transaction, leader_epoch, metadata]
+                                 TxnOffset's third form, with the offset's metadata (as CommitOffset's)
 [1, 9, payload]                  TxnCommand: a transaction coordinator's change (``transactions.state``),
                                  only in partitions of the internal ``__transactions`` topic
 [1, 10, batch]                   Produce, ``contiguous``: a Kafka producer's batch, whose sequence must
@@ -47,16 +53,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import msgpack
 
-from partitions.errors import InvalidCommand
+from partitions.errors import InvalidCommand, OffsetMetadataTooLarge
 from raftlog.packing import bin_header
 
 VERSION = 1
 _PRODUCE, _COMMIT_OFFSET, _BARRIER, _GROUP, _DELETE_OFFSET, _DELETE_RECORDS = 1, 2, 3, 4, 5, 6
 _TXN_MARKER, _TXN_OFFSET, _TXN, _PRODUCE_CONTIGUOUS, _SHARE, _SCHEMA = 7, 8, 9, 10, 11, 12
 NO_LEADER_EPOCH = -1  # a committed offset's leader epoch, unknown (Kafka's -1)
+OFFSET_METADATA_MAX = 4096  # Kafka's offset.metadata.max.bytes default: a committed offset's metadata
 NO_TRANSACTION = -1  # a produce bound to no transaction's ordinal (not transactional, or not checked so)
 
 
@@ -74,6 +82,7 @@ class CommitOffset:
     offset: int
     reset: bool = False
     leader_epoch: int = NO_LEADER_EPOCH  # of the record before ``offset``, as the client read it
+    metadata: str = ""  # the client's string committed with the offset (Kafka's ``committed_metadata``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +114,7 @@ class TxnOffset:
     producer_epoch: int
     transaction: int  # the ordinal of the transaction it belongs to (``TxnMarker.transaction``)
     leader_epoch: int = NO_LEADER_EPOCH  # as ``CommitOffset.leader_epoch``
+    metadata: str = ""  # as ``CommitOffset.metadata``
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +179,7 @@ def encode(command: Command) -> bytes:
     fields: list[object]
     if isinstance(command, CommitOffset):
         fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
-        if command.leader_epoch != NO_LEADER_EPOCH:  # the second form only when it says more
-            fields.append(command.leader_epoch)
+        fields += _offset_details(command.leader_epoch, command.metadata)
     elif isinstance(command, GroupCommand):
         fields = [VERSION, _GROUP, command.payload]
     elif isinstance(command, TxnCommand):
@@ -199,12 +208,27 @@ def encode(command: Command) -> bytes:
             command.producer_epoch,
             command.transaction,
         ]
-        if command.leader_epoch != NO_LEADER_EPOCH:
-            fields.append(command.leader_epoch)
+        fields += _offset_details(command.leader_epoch, command.metadata)
     else:
         fields = [VERSION, _BARRIER]
     packed: bytes = msgpack.packb(fields, use_bin_type=True)
     return packed
+
+
+def check_offset_metadata(metadata: str) -> None:
+    """Kafka's bound on a committed offset's metadata (``offset.metadata.max.bytes``, 4096, counted as Java
+    counts a string's length: UTF-16 units): OffsetMetadataTooLarge past it."""
+    length = len(metadata.encode("utf-16-le", "surrogatepass")) // 2
+    if length > OFFSET_METADATA_MAX:
+        raise OffsetMetadataTooLarge(length, OFFSET_METADATA_MAX)
+
+
+def _offset_details(leader_epoch: int, metadata: str) -> list[object]:
+    """The fields a committed offset's later forms add, each form only when it says more than the one
+    before: none, the leader epoch, or both with the metadata (older forms keep their bytes)."""
+    if metadata:
+        return [leader_epoch, metadata]
+    return [leader_epoch] if leader_epoch != NO_LEADER_EPOCH else []
 
 
 _PRODUCE_PREFIX = msgpack.packb([VERSION, _PRODUCE], use_bin_type=True)[1:]  # the two fields after the array
@@ -277,17 +301,18 @@ def decode(data: bytes | memoryview) -> Command:
         and fields[3] >= 0
     ):
         return Produce(fields[2], True, fields[3])
-    if kind == _COMMIT_OFFSET and len(fields) in (5, 6):
+    if kind == _COMMIT_OFFSET and len(fields) in (5, 6, 7):
         group, offset, reset = fields[2:5]
-        leader_epoch = fields[5] if len(fields) == 6 else NO_LEADER_EPOCH
+        leader_epoch, metadata = _read_details(fields[5:])
         if (
             isinstance(group, str)
             and isinstance(offset, int)
             and offset >= 0
             and isinstance(reset, bool)
             and _is_leader_epoch(leader_epoch)
+            and isinstance(metadata, str)
         ):
-            return CommitOffset(group, offset, reset, leader_epoch)
+            return CommitOffset(group, offset, reset, leader_epoch, metadata)
     if kind == _GROUP and len(fields) == 3 and isinstance(fields[2], bytes):
         return GroupCommand(fields[2])
     if kind == _TXN and len(fields) == 3 and isinstance(fields[2], bytes):
@@ -314,9 +339,9 @@ def decode(data: bytes | memoryview) -> Command:
             return TxnMarker(
                 producer_id, epoch, commit, coordinator_epoch, timestamp_ms, write_control, transaction
             )
-    if kind == _TXN_OFFSET and len(fields) in (7, 8):
+    if kind == _TXN_OFFSET and len(fields) in (7, 8, 9):
         group, offset, producer_id, epoch, transaction = fields[2:7]
-        leader_epoch = fields[7] if len(fields) == 8 else NO_LEADER_EPOCH
+        leader_epoch, metadata = _read_details(fields[7:])
         if (
             isinstance(group, str)
             and type(offset) is int
@@ -325,11 +350,18 @@ def decode(data: bytes | memoryview) -> Command:
             and _is_epoch(epoch)
             and type(transaction) is int
             and _is_leader_epoch(leader_epoch)
+            and isinstance(metadata, str)
         ):
-            return TxnOffset(group, offset, producer_id, epoch, transaction, leader_epoch)
+            return TxnOffset(group, offset, producer_id, epoch, transaction, leader_epoch, metadata)
     if kind == _BARRIER and len(fields) == 2:
         return Barrier()
     raise InvalidCommand(f"malformed command of kind {kind!r}")
+
+
+def _read_details(details: list[Any]) -> tuple[Any, Any]:
+    """A committed offset's leader epoch and metadata from the fields its later forms add."""
+    leader_epoch = details[0] if details else NO_LEADER_EPOCH
+    return leader_epoch, details[1] if len(details) > 1 else ""
 
 
 def _is_id(value: object) -> bool:

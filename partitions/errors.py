@@ -56,6 +56,16 @@ class CoordinatorFenced(PartitionError):
 
 
 @with_fields
+class OffsetMetadataTooLarge(PartitionError):
+    """A committed offset's metadata is longer than a partition keeps (Kafka's ``offset.metadata.max.bytes``,
+    counted as Kafka counts it, in UTF-16 units): that partition's offset is not committed."""
+
+    length: int
+    limit: int
+    template = "offset metadata of {length} characters is longer than the {limit} a commit may carry"
+
+
+@with_fields
 class UnstableOffsetCommit(PartitionError):
     """A transaction still open holds a committed offset of the group in the partition (KIP-447): the
     reader asks again once it ends."""

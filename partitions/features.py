@@ -67,6 +67,7 @@ PRODUCE_CONTIGUOUS = Format(
 )
 CONSUMER_GROUP = Format("group table kind 10: a consumer group protocol group (KIP-848)", RAFTLOG_VERSION, 2)
 OFFSET_LEADER_EPOCH = Format("CommitOffset / TxnOffset with a committed leader epoch", RAFTLOG_VERSION, 2)
+OFFSET_METADATA = Format("CommitOffset / TxnOffset with the client's metadata string", RAFTLOG_VERSION, 2)
 PRODUCER_OWNERS = Format(
     "controller command RegisterProducerOwner kind 16: producer ids bound to their principal",
     RAFTLOG_VERSION,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from partitions.consumers.reader import PartitionData
 from partitions.data.service import NO_LEADER_EPOCH, DataService, GroupOffset
@@ -31,7 +31,7 @@ from partitions.errors import (
     PeerUnreachable,
     ReplicaRecovering,
 )
-from partitions.features import GROUP_OFFSET, OFFSET_LEADER_EPOCH, Features
+from partitions.features import GROUP_OFFSET, OFFSET_LEADER_EPOCH, OFFSET_METADATA, Features
 from raftlog.consensus.errors import (
     GroupClosed,
     NoLeader,
@@ -84,14 +84,18 @@ class GroupOffsets:
         self._time_ms = time_ms
         self._monotonic = monotonic
 
-    def _epoch(self, leader_epoch: int) -> dict[str, int]:
-        """The leader epoch argument: none for an unknown epoch (the command's first form, and a leader of
-        release 0.1.0 takes the call), nor while the feature level predates the second form."""
-        if leader_epoch == NO_LEADER_EPOCH:
-            return {}
-        if self._features is not None and not self._features.allows(OFFSET_LEADER_EPOCH):
-            return {}
-        return {"leader_epoch": leader_epoch}
+    def _details(self, leader_epoch: int, metadata: str) -> dict[str, Any]:
+        """The leader epoch and metadata arguments: none for an unknown epoch or no metadata (the
+        command's first form, and a leader of release 0.1.0 takes the call), nor while the feature level
+        predates their form: until ``raftlog.version`` 2 is finalized a commit keeps no metadata (read
+        back as ""), rather than being refused mid-upgrade."""
+        details: dict[str, Any] = {}
+        allows = (lambda _: True) if self._features is None else self._features.allows
+        if leader_epoch != NO_LEADER_EPOCH and allows(OFFSET_LEADER_EPOCH):
+            details["leader_epoch"] = leader_epoch
+        if metadata and allows(OFFSET_METADATA):
+            details["metadata"] = metadata
+        return details
 
     async def commit(
         self,
@@ -101,10 +105,12 @@ class GroupOffsets:
         offset: int,
         reset: bool,
         leader_epoch: int = NO_LEADER_EPOCH,
+        metadata: str = "",
     ) -> int:
-        """Store ``offset`` (and the leader epoch named with it); returns the stored offset (never lower
-        unless ``reset``)."""
-        epoch = self._epoch(leader_epoch)
+        """Store ``offset`` (and the leader epoch and metadata named with it); returns the stored offset
+        (never lower unless ``reset``). OffsetMetadataTooLarge (``commands.OFFSET_METADATA_MAX``) from
+        the partition's leader."""
+        epoch = self._details(leader_epoch, metadata)
 
         async def call(timeout_ms: int) -> int:
             return (
@@ -125,9 +131,10 @@ class GroupOffsets:
         producer_epoch: int,
         transaction: int,
         leader_epoch: int = NO_LEADER_EPOCH,
+        metadata: str = "",
     ) -> None:
         """Store ``offset`` pending for the producer's open transaction (``commit_txn_offset``)."""
-        epoch = self._epoch(leader_epoch)
+        epoch = self._details(leader_epoch, metadata)
 
         async def call(timeout_ms: int) -> None:
             await self._data.run(
@@ -140,8 +147,8 @@ class GroupOffsets:
     async def committed(
         self, group: str, topic: str, partition: int, require_stable: bool = False
     ) -> GroupOffset | None:
-        """The committed offset and its leader epoch; None when the group committed none (never because
-        the partition's leader could not be reached: that is ``OffsetsUnavailable``)."""
+        """The committed offset, its leader epoch and metadata; None when the group committed none (never
+        because the partition's leader could not be reached: that is ``OffsetsUnavailable``)."""
 
         async def call(timeout_ms: int) -> GroupOffset | None:
             if self._features is not None and not self._features.allows(GROUP_OFFSET):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from partitions.features import OFFSET_METADATA
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.group_model import REQUEST_TIMEOUT_MS_MAX, InstanceConfig
 from partitions.peer_ops import peer
@@ -74,6 +75,7 @@ class ConsumerRecords:
 class CommittedOffset:
     tp: TopicPartition
     offset: int
+    metadata: str = ""  # committed with it (travels only when not empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,16 +206,18 @@ class GroupService(Protocol):
         records must not be handed out), ``end_offsets`` (high watermarks seen) feed lag."""
         ...
 
-    @peer("Commit a consumer instance's offsets (fenced)", write=True)
+    @peer("Commit a consumer instance's offsets (fenced)", write=True, since={"metadata": OFFSET_METADATA})
     async def commit(
         self,
         group: str,
         instance: str,
         offsets: dict[TopicPartition, int] | None,
         generation: int | None,
+        metadata: dict[TopicPartition, str] | None = None,
     ) -> None:
         """Fenced by the coordinator (assigned partitions, current generation), then committed on each
-        partition's leader; ``offsets`` None commits the positions."""
+        partition's leader; ``offsets`` None commits the positions; ``metadata``: the strings committed
+        with some of them (OffsetMetadataTooLarge past Kafka's bound)."""
         ...
 
     @peer("A consumer instance's committed offsets")

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from partitions.commands import check_offset_metadata
 from partitions.consumers.offsets import GroupOffsets
 from partitions.consumers.protocol import (
     Assignment,
@@ -38,7 +39,7 @@ from partitions.consumers.protocol import (
     ShareMembership,
 )
 from partitions.consumers.reader import PartitionData
-from partitions.data.service import DataService
+from partitions.data.service import NO_LEADER_EPOCH, DataService, GroupOffset
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.features import Features
 from partitions.groups.assignors import TopicPartition
@@ -231,25 +232,30 @@ class ConsumerService:
         instance: str,
         offsets: dict[TopicPartition, int] | None,
         generation: int | None,
+        metadata: dict[TopicPartition, str] | None = None,
     ) -> None:
         wanted = self._groups.positions(group, instance) if offsets is None else offsets
         self._groups.check_assigned(group, instance, generation, list(wanted))
-        await _all([self._commit(group, tp, offset) for tp, offset in wanted.items()])
+        for text in (metadata or {}).values():
+            check_offset_metadata(text)  # before any partition is committed
+        noted = metadata or {}
+        await _all([self._commit(group, tp, offset, noted.get(tp, "")) for tp, offset in wanted.items()])
 
     def _offsets(self) -> GroupOffsets:
         return GroupOffsets(self._data(), features=self._features)
 
-    async def _commit(self, group: str, tp: TopicPartition, offset: int) -> None:
-        stored = await self._offsets().commit(group, tp.topic, tp.partition, offset, False)
+    async def _commit(self, group: str, tp: TopicPartition, offset: int, metadata: str = "") -> None:
+        offsets = self._offsets()
+        stored = await offsets.commit(group, tp.topic, tp.partition, offset, False, NO_LEADER_EPOCH, metadata)
         self._groups.note_committed(group, tp, stored)
 
-    async def _committed(self, group: str, tp: TopicPartition) -> int | None:
+    async def _committed(self, group: str, tp: TopicPartition) -> GroupOffset | None:
         """The group's committed offset of a partition (kept with the partition), from its leader."""
         found = await self._offsets().committed(group, tp.topic, tp.partition)
         if found is None:
             return None
         self._groups.note_committed(group, tp, found.offset)
-        return found.offset
+        return found
 
     async def committed(
         self, group: str, instance: str, partitions: list[TopicPartition] | None
@@ -258,9 +264,9 @@ class ConsumerService:
         wanted = list(view.assigned) if partitions is None else partitions
         rows = []
         for tp in wanted:
-            offset = await self._committed(group, tp)
-            if offset is not None:
-                rows.append(CommittedOffset(tp, offset))
+            found = await self._committed(group, tp)
+            if found is not None:
+                rows.append(CommittedOffset(tp, found.offset, found.metadata))
         return rows
 
     # -- admin -----------------------------------------------------------------------------------------
@@ -273,7 +279,8 @@ class ConsumerService:
         kafka = self._groups.live(group)
 
         async def row(tp: TopicPartition, position: int | None) -> MemberPartition:
-            committed = await self._committed(group, tp)
+            found = await self._committed(group, tp)
+            committed = None if found is None else found.offset
             end = (await self._data().run(DataService.offsets, tp.topic, tp.partition)).value.high_watermark
             self._groups.note_end_offset(group, tp, end)
             lag = None if committed is None else max(0, end - committed)

@@ -408,9 +408,11 @@ class DataPlane:
         reset: bool,
         timeout_ms: int,
         leader_epoch: int = NO_LEADER_EPOCH,
+        metadata: str = "",
     ) -> int:
+        commands.check_offset_metadata(metadata)
         replica = self.leader_replica(topic, partition)
-        command = commands.CommitOffset(group, offset, reset, leader_epoch)
+        command = commands.CommitOffset(group, offset, reset, leader_epoch, metadata)
         return (await self._applied(replica, command, OffsetCommitted, timeout_ms)).offset
 
     async def delete_offset(self, group: str, topic: str, partition: int, timeout_ms: int) -> bool:
@@ -460,9 +462,13 @@ class DataPlane:
         transaction: int,
         timeout_ms: int,
         leader_epoch: int = NO_LEADER_EPOCH,
+        metadata: str = "",
     ) -> None:
+        commands.check_offset_metadata(metadata)
         replica = self.leader_replica(topic, partition)
-        command = commands.TxnOffset(group, offset, producer_id, producer_epoch, transaction, leader_epoch)
+        command = commands.TxnOffset(
+            group, offset, producer_id, producer_epoch, transaction, leader_epoch, metadata
+        )
         await self._applied(replica, command, TxnOffsetPending, timeout_ms)
 
     async def write_txn_marker(self, topic: str, partition: int, marker: Marker, timeout_ms: int) -> int:
@@ -727,7 +733,9 @@ class DataPlane:
         if require_stable and machine.pending_offset(group):
             raise UnstableOffsetCommit(group)
         offset = machine.consumer_offsets.get(group)
-        return None if offset is None else GroupOffset(offset, machine.committed_epoch(group))
+        if offset is None:
+            return None
+        return GroupOffset(offset, machine.committed_epoch(group), machine.committed_metadata(group))
 
 
 def _read_refused(replica: Replica, refusal: str) -> NotLeader | NoLeader:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from partitions.errors import FencedLeaderEpoch, UnknownLeaderEpoch
-from partitions.features import OFFSET_LEADER_EPOCH, PRODUCE_PRODUCER, Format
+from partitions.features import OFFSET_LEADER_EPOCH, OFFSET_METADATA, PRODUCE_PRODUCER, Format
 from partitions.groups.share.partition import ShareOffset
 from partitions.peer_ops import peer
 from partitions.transactions.service import Marker
@@ -53,10 +53,11 @@ class Producer:
 @dataclass(frozen=True, slots=True)
 class GroupOffset:
     """A consumer group's committed offset of a partition and the leader epoch committed with it (Kafka's
-    ``committed_leader_epoch``, KIP-320; -1 when the commit named none)."""
+    ``committed_leader_epoch``, KIP-320; -1 when the commit named none) and its metadata."""
 
     offset: int
     leader_epoch: int = NO_LEADER_EPOCH
+    metadata: str = ""  # the client's string committed with it (Kafka's ``committed_metadata``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +194,7 @@ class DataService(Protocol):
 
     @_leader_write(
         "Store a consumer group's offset on the partition's leader",
-        since={"leader_epoch": OFFSET_LEADER_EPOCH},
+        since={"leader_epoch": OFFSET_LEADER_EPOCH, "metadata": OFFSET_METADATA},
     )
     async def commit_offset(
         self,
@@ -204,9 +205,11 @@ class DataService(Protocol):
         reset: bool,
         timeout_ms: int,
         leader_epoch: int = NO_LEADER_EPOCH,
+        metadata: str = "",
     ) -> int:
         """Store a consumer group's next offset to read, with the leader epoch of the record before it
-        when the client named one; returns the stored offset (never lower unless ``reset``)."""
+        when the client named one and the client's metadata string; returns the stored offset (never
+        lower unless ``reset``; the same offset takes the new metadata)."""
         ...
 
     @_leader_write("Delete a partition's records below an offset on its leader")
@@ -260,7 +263,7 @@ class DataService(Protocol):
 
     @_leader_write(
         "Store a consumer group's offset inside a transaction, on the partition's leader",
-        since={"leader_epoch": OFFSET_LEADER_EPOCH},
+        since={"leader_epoch": OFFSET_LEADER_EPOCH, "metadata": OFFSET_METADATA},
     )
     async def commit_txn_offset(
         self,
@@ -273,13 +276,14 @@ class DataService(Protocol):
         transaction: int,
         timeout_ms: int,
         leader_epoch: int = NO_LEADER_EPOCH,
+        metadata: str = "",
     ) -> None:
-        """Store a group's offset (and the leader epoch named with it) as pending for the producer's open
-        transaction (``transaction``: its ordinal, from ``TransactionService.add_offset_partitions``):
-        visible once its marker commits it, dropped if it aborts (``write_txn_marker``). Raises
-        ProducerFenced for an epoch older than the partition knows for the producer, InvalidTxnState when
-        that transaction's marker came already (a request that outlived its transaction must not hold an
-        offset for the next one)."""
+        """Store a group's offset (and the leader epoch and metadata named with it) as pending for the
+        producer's open transaction (``transaction``: its ordinal, from
+        ``TransactionService.add_offset_partitions``): visible once its marker commits it, dropped if it
+        aborts (``write_txn_marker``). Raises ProducerFenced for an epoch older than the partition knows
+        for the producer, InvalidTxnState when that transaction's marker came already (a request that
+        outlived its transaction must not hold an offset for the next one)."""
         ...
 
     @_leader_write("End a producer's transaction in a partition, on its leader")

@@ -205,6 +205,9 @@ class PartitionStateMachine:
         self.txn_offsets: Mapping[int, Mapping[str, int]] = MappingProxyType({})
         # (producer id, group) -> the leader epoch of its pending offset, when named (replaced whole)
         self.txn_offset_epochs: Mapping[tuple[int, str], int] = MappingProxyType({})
+        # the metadata strings committed with offsets (Kafka's ``committed_metadata``), only the non-empty
+        self.consumer_offset_metadata: Mapping[str, str] = MappingProxyType({})
+        self.txn_offset_metadata: Mapping[tuple[int, str], str] = MappingProxyType({})
         # producer id -> the ordinal of the last transaction a marker ended here (the least recently ended
         # forgotten past TXN_ENDED_MAX)
         self.txn_ended: OrderedDict[int, int] = OrderedDict()
@@ -274,7 +277,7 @@ class PartitionStateMachine:
             offsets = dict(self.consumer_offsets)
             existed = offsets.pop(decoded.group, None) is not None
             self.consumer_offsets = MappingProxyType(offsets)
-            self._set_epoch(decoded.group, NO_LEADER_EPOCH)
+            self._set_details(decoded.group, NO_LEADER_EPOCH, "")
             return OffsetDeleted(decoded.group, existed)
         check(isinstance(decoded, Barrier), f"unhandled command {decoded!r}")
         return None
@@ -388,14 +391,19 @@ class PartitionStateMachine:
         if pending is not None:
             others = {p: groups for p, groups in self.txn_offsets.items() if p != producer_id}
             self.txn_offsets = MappingProxyType(others)
-            epochs = self.txn_offset_epochs
+            epochs, metadata = self.txn_offset_epochs, self.txn_offset_metadata
             self.txn_offset_epochs = MappingProxyType(
                 {k: e for k, e in epochs.items() if k[0] != producer_id}
             )
+            if metadata:
+                self.txn_offset_metadata = MappingProxyType(
+                    {k: m for k, m in metadata.items() if k[0] != producer_id}
+                )
             if marker.commit:  # as Kafka: a transaction's commit may move an offset back
                 self.consumer_offsets = MappingProxyType({**self.consumer_offsets, **pending})
                 for group in pending:
-                    self._set_epoch(group, epochs.get((producer_id, group), NO_LEADER_EPOCH))
+                    key = (producer_id, group)
+                    self._set_details(group, epochs.get(key, NO_LEADER_EPOCH), metadata.get(key, ""))
         return MarkerWritten(offset)
 
     def _txn_offset(self, command: TxnOffset) -> TxnOffsetPending | Refused:
@@ -419,10 +427,16 @@ class PartitionStateMachine:
             )
         pending[command.group] = command.offset
         self.txn_offsets = MappingProxyType({**self.txn_offsets, producer_id: MappingProxyType(pending)})
-        epochs = {k: e for k, e in self.txn_offset_epochs.items() if k != (producer_id, command.group)}
+        key = (producer_id, command.group)
+        epochs = {k: e for k, e in self.txn_offset_epochs.items() if k != key}
         if command.leader_epoch != NO_LEADER_EPOCH:
-            epochs[(producer_id, command.group)] = command.leader_epoch
+            epochs[key] = command.leader_epoch
         self.txn_offset_epochs = MappingProxyType(epochs)
+        if command.metadata or key in self.txn_offset_metadata:
+            metadata = {k: m for k, m in self.txn_offset_metadata.items() if k != key}
+            if command.metadata:
+                metadata[key] = command.metadata
+            self.txn_offset_metadata = MappingProxyType(metadata)
         return TxnOffsetPending(command.group, command.offset)
 
     def pending_offset(self, group: str) -> bool:
@@ -441,21 +455,34 @@ class PartitionStateMachine:
 
     def _commit_offset(self, command: CommitOffset) -> OffsetCommitted:
         current = self.consumer_offsets.get(command.group)
+        group = command.group
         if command.reset or current is None or command.offset > current:
-            self.consumer_offsets = MappingProxyType({**self.consumer_offsets, command.group: command.offset})
-            self._set_epoch(command.group, command.leader_epoch)
-        elif command.offset == current and command.leader_epoch != NO_LEADER_EPOCH:
-            self._set_epoch(command.group, command.leader_epoch)  # the same offset, its epoch now known
-        return OffsetCommitted(command.group, self.consumer_offsets[command.group])
+            self.consumer_offsets = MappingProxyType({**self.consumer_offsets, group: command.offset})
+            self._set_details(group, command.leader_epoch, command.metadata)
+        elif command.offset == current:  # the same offset: its metadata now, its epoch if now known
+            epoch = command.leader_epoch
+            if epoch == NO_LEADER_EPOCH:
+                epoch = self.committed_epoch(group)
+            self._set_details(group, epoch, command.metadata)
+        return OffsetCommitted(group, self.consumer_offsets[group])
 
-    def _set_epoch(self, group: str, leader_epoch: int) -> None:
-        """The leader epoch stored with ``group``'s committed offset (NO_LEADER_EPOCH: none)."""
-        if self.consumer_offset_epochs.get(group, NO_LEADER_EPOCH) == leader_epoch:
-            return
-        epochs = {g: e for g, e in self.consumer_offset_epochs.items() if g != group}
-        if leader_epoch != NO_LEADER_EPOCH:
-            epochs[group] = leader_epoch
-        self.consumer_offset_epochs = MappingProxyType(epochs)
+    def _set_details(self, group: str, leader_epoch: int, metadata: str) -> None:
+        """The leader epoch (NO_LEADER_EPOCH: none) and metadata ("": none) stored with ``group``'s
+        committed offset."""
+        if self.consumer_offset_epochs.get(group, NO_LEADER_EPOCH) != leader_epoch:
+            epochs = {g: e for g, e in self.consumer_offset_epochs.items() if g != group}
+            if leader_epoch != NO_LEADER_EPOCH:
+                epochs[group] = leader_epoch
+            self.consumer_offset_epochs = MappingProxyType(epochs)
+        if self.consumer_offset_metadata.get(group, "") != metadata:
+            kept = {g: m for g, m in self.consumer_offset_metadata.items() if g != group}
+            if metadata:
+                kept[group] = metadata
+            self.consumer_offset_metadata = MappingProxyType(kept)
+
+    def committed_metadata(self, group: str) -> str:
+        """The metadata committed with ``group``'s offset (event loop: a snapshot read); "": none."""
+        return self.consumer_offset_metadata.get(group, "")
 
     def committed_epoch(self, group: str) -> int:
         """The leader epoch committed with ``group``'s offset (event loop: a snapshot read); -1: none."""
@@ -535,6 +562,18 @@ class PartitionStateMachine:
                     for group, offset in groups.items()
                 ],
                 "txn_offset_epochs": [[pid, group, e] for (pid, group), e in self.txn_offset_epochs.items()],
+                # absent from a snapshot of a release before committed metadata was kept (and left out
+                # while none is, so such a snapshot keeps that release's bytes)
+                **(
+                    {"consumer_offset_metadata": dict(self.consumer_offset_metadata)}
+                    if self.consumer_offset_metadata
+                    else {}
+                ),
+                **(
+                    {"txn_offset_metadata": [[p, g, m] for (p, g), m in self.txn_offset_metadata.items()]}
+                    if self.txn_offset_metadata
+                    else {}
+                ),
                 # absent from a snapshot of a release before share groups (and left out while none is
                 # held, so such a snapshot keeps that release's bytes)
                 **({"shares": self.shares.to_rows()} if self.shares.groups else {}),
@@ -571,6 +610,13 @@ class PartitionStateMachine:
         )
         self.txn_offset_epochs = MappingProxyType(
             {(int(p), str(g)): int(e) for p, g, e in state.get("txn_offset_epochs", [])}
+        )
+        # absent: a snapshot from before committed metadata was kept, or holding none
+        self.consumer_offset_metadata = MappingProxyType(
+            {str(k): str(v) for k, v in state.get("consumer_offset_metadata", {}).items()}
+        )
+        self.txn_offset_metadata = MappingProxyType(
+            {(int(p), str(g)): str(m) for p, g, m in state.get("txn_offset_metadata", [])}
         )
         self.txn_ended = OrderedDict((int(p), int(o)) for p, o in state.get("txn_ended", []))
         self.shares = ShareTable.from_rows(state.get("shares", []))  # absent: before share groups

@@ -272,3 +272,41 @@ async def test_a_share_group_past_the_coordinators_bound_is_refused(
     )
     assert "1 share groups" in body["message"] and "--group-share-max-groups" in body["message"]
     await ok(await n2.client.post("/share-groups/s0", json={"topics": ["orders"]}))
+
+
+async def test_an_instances_commit_keeps_each_offsets_metadata_and_refuses_one_too_long_whole(
+    cluster: FakeCluster, n1: Node, n2: Node
+) -> None:
+    """Confluent's commit body names a ``metadata`` string per offset: kept with the offset (as a Kafka
+    client's, on the partition's leader) and answered by the instance's committed offsets, from any node;
+    one past Kafka's bound (4,096 UTF-16 units) is refused 400 before any offset of the request goes in."""
+    cluster.add_topic("m", 2, [["n1"], ["n2"]])
+    a = await create(n1, "meta", "a")
+    await ok(await n2.client.post(f"{a}/subscription", json={"topics": ["m"]}, headers=V2), 204)
+    commit = {
+        "offsets": [
+            {"topic": "m", "partition": 0, "offset": 0, "metadata": "stream time é🙂"},
+            {"topic": "m", "partition": 1, "offset": 0},
+        ]
+    }
+    assert await ok(await n2.client.post(f"{a}/offsets", json=commit, headers=V2)) == []
+    shown = await ok(await n1.client.get(f"{a}/offsets"))
+    assert sorted((o["partition"], o["offset"], o["metadata"]) for o in shown["offsets"]) == [
+        (0, 0, "stream time é🙂"),
+        (1, 0, ""),
+    ]
+    too_long = {
+        "offsets": [
+            {"topic": "m", "partition": 1, "offset": 0, "metadata": "kept?"},
+            {"topic": "m", "partition": 0, "offset": 0, "metadata": "m" * 4097},
+        ]
+    }
+    body = await refused(await n1.client.post(f"{a}/offsets", json=too_long, headers=V2), 400, 40001)
+    assert "4097 characters" in body["message"], body
+    shown = await ok(await n2.client.get(f"{a}/offsets"))
+    assert sorted((o["partition"], o["metadata"]) for o in shown["offsets"]) == [
+        (0, "stream time é🙂"),
+        (1, ""),
+    ]
+    wrong = {"offsets": [{"topic": "m", "partition": 0, "offset": 0, "metadata": 7}]}
+    await refused(await n1.client.post(f"{a}/offsets", json=wrong, headers=V2), 400, 40001)

@@ -18,7 +18,7 @@ from raftlog.consensus.errors import NoLeader, OutcomeUnknown, ProposalQueueFull
 
 
 def _request(api_key: int, version: int, partitions: int) -> wire.Request:
-    parts = tuple(SimpleNamespace(partition_index=p, committed_offset=10) for p in range(partitions))
+    parts = tuple(SimpleNamespace(partition_index=p, committed_offset=10, committed_metadata=None) for p in range(partitions))
     body = SimpleNamespace(topics=(SimpleNamespace(name="t", partitions=parts),))
     return wire.Request(api_key, version, 1, "test", body)
 
@@ -30,7 +30,7 @@ def _request(api_key: int, version: int, partitions: int) -> wire.Request:
 async def test_a_partition_not_stored_in_time_is_asked_again_and_so_is_every_other(
     api_key: int, failure: Exception
 ) -> None:
-    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> None:
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int, metadata: str) -> None:
         if partition == 1:
             raise failure
 
@@ -58,11 +58,11 @@ async def test_a_commit_v10_for_an_id_no_topic_has_is_unknown_topic_id_unless_th
     the answer names each topic by the id asked."""
     committed: list[tuple[str, int]] = []
 
-    async def commit(topic: str, partition: int, offset: int, leader_epoch: int) -> None:
+    async def commit(topic: str, partition: int, offset: int, leader_epoch: int, metadata: str) -> None:
         committed.append((topic, partition))
 
     known, nowhere = uuid.UUID(int=5), uuid.UUID(int=6)
-    parts = (SimpleNamespace(partition_index=0, committed_offset=10),)
+    parts = (SimpleNamespace(partition_index=0, committed_offset=10, committed_metadata=None),)
     asked = [("t", known, parts), (None, nowhere, parts)]
     request = wire.Request(8, 10, 1, "test", SimpleNamespace(topics=()))
     answer: Any = await _committed(request, "OffsetCommit", refusal, {"t"}, commit, asked)
