@@ -49,6 +49,7 @@ CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 STREAMS_ASSIGNOR_NAME = "streams.assignor.name"
 STREAMS_STANDBY_REPLICAS = "streams.num.standby.replicas"
+STREAMS_INITIAL_DELAY_MS = "streams.initial.rebalance.delay.ms"
 RESETS = ("latest", "earliest")
 BY_DURATION = "by_duration"  # KIP-1106: ``by_duration:<ISO-8601 duration>``
 
@@ -98,7 +99,7 @@ _GROUP_INTS: Mapping[str, tuple[int, int, int, int | None]] = {
     "share.session.timeout.ms": (45000, 1, 45_000, 60_000),
     "streams.assignment.interval.ms": (1000, 0, 0, 15_000),
     "streams.heartbeat.interval.ms": (5000, 1, 5_000, 15_000),
-    "streams.initial.rebalance.delay.ms": (3000, 0, 0, None),
+    STREAMS_INITIAL_DELAY_MS: (3000, 0, 0, None),
     STREAMS_STANDBY_REPLICAS: (0, 0, 0, 2),
     "streams.session.timeout.ms": (45000, 1, 45_000, 60_000),
 }
@@ -555,6 +556,13 @@ def streams_settings(stored: Mapping[str, str]) -> tuple[int, int, int]:
         int(value_of(GROUP, stored, "streams.heartbeat.interval.ms")),
         int(value_of(GROUP, stored, STREAMS_STANDBY_REPLICAS)),
     )
+
+
+def streams_initial_delay_ms(stored: Mapping[str, str]) -> int:
+    """How long a streams group that a member joined empty waits before its first assignment, so that the
+    application's other instances join first (Kafka's ``streamsGroupInitialRebalanceDelayMs``: the group's
+    config, else ``group.streams.initial.rebalance.delay.ms``, 3 s)."""
+    return int(value_of(GROUP, stored, STREAMS_INITIAL_DELAY_MS))
 
 
 def lookup(resources: Mapping[tuple[str, str], Mapping[str, str]]) -> Callable[[str, str], Mapping[str, str]]:

@@ -37,7 +37,7 @@ from partitions.groups.streams.group import (
     revocation_overdue,
 )
 from partitions.groups.streams.group import heartbeat as step
-from partitions.resource_configs import streams_settings
+from partitions.resource_configs import streams_initial_delay_ms, streams_settings
 
 log = logging.getLogger("raftlog.groups")
 
@@ -73,6 +73,10 @@ class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
         """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
         super().__init__(records, monotonic, revocation_overdue, group_configs)
         self._streams = records
+        self._clock = monotonic
+        # the initial rebalance delay of each group a member joined empty: (the term it was led in, when
+        # it ends); soft state, as Kafka's timer: a coordinator taking over assigns at the next heartbeat
+        self._delays: dict[str, tuple[int, int]] = {}
 
     def settings(self, name: str) -> tuple[int, int, int]:
         """The group's session timeout, heartbeat interval (ms) and standby replicas as its configs say."""
@@ -106,7 +110,8 @@ class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
         async with self._timers.lock(name):
             term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
             session_ms, _, standbys = self.settings(name)
-            answer = step(state, hb, self._partitions, standby_replicas=standbys)
+            delayed = self._delayed(name, term, state)
+            answer = step(state, hb, self._partitions, standby_replicas=standbys, assignment_delayed=delayed)
             if answer.group != state:
                 await self._record(name, answer.group)
             timers = self._timers.of(name, term)
@@ -117,6 +122,30 @@ class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
             if member is not None:
                 self._timers.heard(timers, member, session_ms)
             return answer
+
+    async def expire_due(self) -> list[tuple[str, str]]:
+        """The sweep: members' sessions (``EpochCoordinator``), and the delays that ended forgotten (a
+        group deleted meanwhile leaves none behind)."""
+        now = self._clock()
+        for name in [n for n, (_, ends) in self._delays.items() if now >= ends]:
+            del self._delays[name]
+        return await super().expire_due()
+
+    def _delayed(self, name: str, term: int, state: StreamsGroup) -> bool:
+        """Whether the group's initial rebalance delay runs: one starts when a member joins the group
+        empty (Kafka's ``scheduleIfAbsent`` in ``streamsGroupHeartbeat``) and ends after the group's
+        ``streams.initial.rebalance.delay.ms``; the heartbeat after it computes the assignment of every
+        member that joined meanwhile."""
+        now = self._clock()
+        found = self._delays.get(name)
+        if found is not None and (found[0] != term or now >= found[1]):
+            del self._delays[name]
+            found = None
+        if found is None and not state.members:
+            delay_ms = streams_initial_delay_ms(self.group_configs(name))
+            if delay_ms > 0:
+                found = self._delays[name] = (term, now + delay_ms)
+        return found is not None
 
     # -- what the other APIs check -----------------------------------------------------------------------
 

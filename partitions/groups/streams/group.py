@@ -44,6 +44,7 @@ from partitions.groups.streams.reconcile import (
     reconcile,
 )
 from partitions.groups.streams.topology import (
+    ASSIGNMENT_DELAYED,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     ConfiguredTopology,
@@ -54,6 +55,7 @@ from partitions.groups.streams.topology import (
 )
 from partitions.groups.streams.topology import validate as validate_topology
 
+DELAYED_DETAIL = "Assignment delayed due to the configured initial rebalance delay."  # Kafka 4.4's words
 STREAMS_MEMBERS_MAX = 1_000  # as the other protocols' (Kafka's group.streams.max.size is unbounded)
 # what one caller can make the group table hold, where Kafka has no bound of its own: a topology (kept once
 # per group, in every replica and snapshot) and a member's own metadata (ids, endpoint, tags): with the
@@ -260,14 +262,15 @@ def validate(hb: StreamsHeartbeat) -> None:
     if hb.member_epoch == JOIN_EPOCH:
         if hb.rebalance_timeout_ms == -1:
             raise InvalidGroupRequest("RebalanceTimeoutMs must be provided in first request.")
-        if hb.owned is not None:
-            for kind, tasks in (
-                ("Active", hb.owned.active),
-                ("Standby", hb.owned.standby),
-                ("Warmup", hb.owned.warmup),
-            ):
-                if tasks:
-                    raise InvalidGroupRequest(f"{kind}Tasks must be empty when (re-)joining.")
+        if hb.owned is None:  # Kafka 4.4 refuses null lists too (asked raw: its words)
+            raise InvalidGroupRequest("ActiveTasks must be empty when (re-)joining.")
+        for kind, tasks in (
+            ("Active", hb.owned.active),
+            ("Standby", hb.owned.standby),
+            ("Warmup", hb.owned.warmup),
+        ):
+            if tasks:
+                raise InvalidGroupRequest(f"{kind}Tasks must be empty when (re-)joining.")
         if hb.topology is None:
             raise InvalidGroupRequest("Topology must be non-null when (re-)joining.")
         validate_topology(hb.topology)
@@ -345,9 +348,13 @@ def heartbeat(
     partition_count: Callable[[str], int | None],
     standby_replicas: int = 0,
     members_max: int = STREAMS_MEMBERS_MAX,
+    assignment_delayed: bool = False,
 ) -> StreamsAnswer:
     """A heartbeat (``validate`` first). ``partition_count``: a topic's partitions now, None when there
-    is no such topic; ``standby_replicas``: the group's ``streams.num.standby.replicas`` now."""
+    is no such topic; ``standby_replicas``: the group's ``streams.num.standby.replicas`` now;
+    ``assignment_delayed``: the group's initial rebalance delay runs (the coordinator's clock: Kafka's
+    ``streams.initial.rebalance.delay.ms`` from when a member joined the empty group), so no new target
+    is computed and the member is told ASSIGNMENT_DELAYED, as Kafka's coordinator tells it."""
     validate(hb)
     if hb.member_epoch < 0:
         return leave(group, hb)
@@ -416,9 +423,20 @@ def heartbeat(
         standby_replicas=standby_replicas,
         shutdown_by=hb.member_id if hb.shutdown_application else group.shutdown_by,
     )
-    if next_group.group_epoch > next_group.assignment_epoch:
-        next_group = _assign(next_group, configured)
-    reconciled = _reconcile(next_group, next_group.members[updated.member_id], hb.owned)
+    if assignment_delayed:
+        # as Kafka 4.4 answers (asked raw): the member follows the group epoch with no tasks, and the
+        # group's target waits, so the first heartbeat after the delay computes it for every member
+        status.append((ASSIGNMENT_DELAYED, DELAYED_DETAIL))
+        toward = replace(next_group, assignment_epoch=next_group.group_epoch, target=MappingProxyType({}))
+    else:
+        if next_group.group_epoch > next_group.assignment_epoch:
+            if any(m.epoch >= next_group.group_epoch for m in next_group.members.values()):
+                # members followed the group epoch through a delay: the target comes at the next epoch,
+                # so that each is reconciled to it (at its own epoch it would count as reconciled)
+                next_group = replace(next_group, group_epoch=next_group.group_epoch + 1)
+            next_group = _assign(next_group, configured)
+        toward = next_group
+    reconciled = _reconcile(toward, toward.members[updated.member_id], hb.owned)
     next_group = _with_member(next_group, reconciled)
     changed = reconciled.assigned != member.assigned
     if (changed and reconciled.user_endpoint is not None) or updated.user_endpoint != member.user_endpoint:

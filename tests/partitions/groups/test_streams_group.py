@@ -39,8 +39,9 @@ from partitions.groups.live import LiveGroup
 from partitions.groups.state import GroupTable
 from partitions.groups.streams.coordinator import StreamsGroupCoordinator
 from partitions.groups.streams.group import StreamsGroup, StreamsHeartbeat, heartbeat
-from partitions.groups.streams.reconcile import Tasks
+from partitions.groups.streams.reconcile import EMPTY, Tasks
 from partitions.groups.streams.topology import (
+    ASSIGNMENT_DELAYED,
     MISSING_INTERNAL_TOPICS,
     MISSING_SOURCE_TOPICS,
     STALE_TOPOLOGY,
@@ -69,7 +70,7 @@ INTERNAL = {"app-repartition", "app-store-changelog"}
 
 def _join(member: str, process: str, topology: StreamsTopology = TOPOLOGY) -> StreamsHeartbeat:
     return StreamsHeartbeat(
-        "app", member, 0, rebalance_timeout_ms=10_000, topology=topology, process_id=process
+        "app", member, 0, rebalance_timeout_ms=10_000, topology=topology, process_id=process, owned=EMPTY
     )
 
 
@@ -101,8 +102,12 @@ def _all_active(group: StreamsGroup) -> list[tuple[str, int]]:
             "RebalanceTimeoutMs must be provided in first request.",
         ),
         (
-            StreamsHeartbeat("app", "m", 0, rebalance_timeout_ms=1),
+            StreamsHeartbeat("app", "m", 0, rebalance_timeout_ms=1, owned=EMPTY),
             "Topology must be non-null when (re-)joining.",
+        ),
+        (  # null task lists, as Kafka 4.4 refuses them (asked raw)
+            StreamsHeartbeat("app", "m", 0, rebalance_timeout_ms=1, topology=TOPOLOGY),
+            "ActiveTasks must be empty when (re-)joining.",
         ),
         (
             StreamsHeartbeat(
@@ -140,7 +145,9 @@ def test_a_topology_or_member_past_what_a_group_may_hold_is_refused_and_nothing_
     with pytest.raises(InvalidGroupRequest, match="past the 4096 bytes a streams group member may hold"):
         heartbeat(
             StreamsGroup("app"),
-            StreamsHeartbeat("app", "a", 0, rebalance_timeout_ms=1, topology=TOPOLOGY, client_tags=tags),
+            StreamsHeartbeat(
+                "app", "a", 0, rebalance_timeout_ms=1, topology=TOPOLOGY, client_tags=tags, owned=EMPTY
+            ),
             _counts({}),
         )
 
@@ -295,6 +302,12 @@ class Table:
             raise result
 
 
+def no_delay(group: str) -> dict[str, str]:
+    """A group's configs: assigned at the first heartbeat, as Kafka's tests set
+    ``group.streams.initial.rebalance.delay.ms`` 0."""
+    return {"streams.initial.rebalance.delay.ms": "0"}
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 0
@@ -306,7 +319,7 @@ class Clock:
 def test_a_silent_member_is_fenced_after_its_session_and_a_new_term_keeps_every_member() -> None:
     async def scenario() -> None:
         table, clock = Table(), Clock()
-        coordinator = StreamsGroupCoordinator(table, clock)
+        coordinator = StreamsGroupCoordinator(table, clock, no_delay)
         await coordinator.heartbeat(_join("a", "p1"))
         await coordinator.heartbeat(_join("b", "p2"))
         table.term = 2  # a failover: the table's group goes on, sessions start afresh
@@ -325,7 +338,7 @@ def test_a_silent_member_is_fenced_after_its_session_and_a_new_term_keeps_every_
 def test_commits_and_fetches_of_its_members_are_checked_by_member_epoch() -> None:
     async def scenario() -> None:
         table, clock = Table(), Clock()
-        coordinator = StreamsGroupCoordinator(table, clock)
+        coordinator = StreamsGroupCoordinator(table, clock, no_delay)
         a = await coordinator.heartbeat(_join("a", "p1"))
         assert coordinator.check_commit("app", "a", a.member_epoch, 9)
         with pytest.raises(StaleMemberEpoch):  # its task was given in its current epoch
@@ -352,7 +365,7 @@ def test_a_commit_of_an_older_epoch_passes_only_for_tasks_held_since_then() -> N
     async def scenario() -> None:
         table, clock = Table(), Clock()
         table.topics = {"lines": 4, **{name: 4 for name in INTERNAL}}
-        coordinator = StreamsGroupCoordinator(table, clock)
+        coordinator = StreamsGroupCoordinator(table, clock, no_delay)
         a = await coordinator.heartbeat(_join("a", "p1"))
         first = a.member_epoch
         await coordinator.heartbeat(_join("b", "p2"))
@@ -379,7 +392,7 @@ def test_a_commit_of_an_older_epoch_passes_only_for_tasks_held_since_then() -> N
 def test_one_group_one_protocol_and_no_deletion_while_members_hold_it() -> None:
     async def scenario() -> None:
         table, clock = Table(), Clock()
-        streams = StreamsGroupCoordinator(table, clock)
+        streams = StreamsGroupCoordinator(table, clock, no_delay)
         consumer = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
         await streams.heartbeat(_join("a", "p1"))
         with pytest.raises(NotConsumerGroup):
@@ -404,7 +417,7 @@ def test_one_group_one_protocol_and_no_deletion_while_members_hold_it() -> None:
 def test_heartbeats_naming_groups_there_are_not_leave_nothing_behind() -> None:
     async def scenario() -> None:
         table, clock = Table(), Clock()
-        streams = StreamsGroupCoordinator(table, clock)
+        streams = StreamsGroupCoordinator(table, clock, no_delay)
         consumer = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
         for i in range(200):
             with pytest.raises(UnknownGroup):
@@ -428,7 +441,7 @@ def test_an_empty_streams_group_stays_one_until_it_is_deleted() -> None:
 
     async def scenario() -> None:
         table, clock = Table(), Clock()
-        streams = StreamsGroupCoordinator(table, clock)
+        streams = StreamsGroupCoordinator(table, clock, no_delay)
         consumer = ConsumerGroupCoordinator(table, clock)  # type: ignore[arg-type]
         await streams.heartbeat(_join("a", "p1"))
         await streams.heartbeat(StreamsHeartbeat("app", "a", -1))
@@ -441,7 +454,7 @@ def test_an_empty_streams_group_stays_one_until_it_is_deleted() -> None:
         refused = table.table.apply(encode(ConsumerGroupRecord("app", empty_consumer, 0)))
         assert isinstance(refused, GroupNotEmpty)  # the table refuses it too
         # a classic member may take it (Kafka converts an empty streams group to a classic one)
-        again = StreamsGroupCoordinator(table, clock)
+        again = StreamsGroupCoordinator(table, clock, no_delay)
         await again.heartbeat(_join("c", "p3"))
         await again.heartbeat(StreamsHeartbeat("app", "c", -1))
         assert not isinstance(
@@ -462,5 +475,43 @@ def test_an_empty_streams_group_stays_one_until_it_is_deleted() -> None:
             "app", Heartbeat("", 0, None, None, 1_000, ("lines",), None, frozenset())
         )
         assert joined.member_epoch == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_group_joined_empty_waits_its_initial_delay_then_assigns_every_member_that_joined() -> None:
+    """Kafka 4.4's initial rebalance delay (``streams.initial.rebalance.delay.ms``, 3 s by default): the
+    first member of an empty group gets no tasks and ASSIGNMENT_DELAYED, nor does a second joining within
+    the delay; the first heartbeat after it spreads the tasks over both at once (no task given to one and
+    moved to the other). A new term forgets the delay (as Kafka's timer goes with its coordinator)."""
+
+    async def scenario() -> None:
+        table, clock = Table(), Clock()
+        table.topics = {"lines": 4, **{name: 4 for name in INTERNAL}}
+        coordinator = StreamsGroupCoordinator(table, clock)  # the default delay: 3,000 ms
+        first = await coordinator.heartbeat(_join("a", "p1"))
+        assert (first.tasks, [code for code, _ in first.status]) == (EMPTY, [ASSIGNMENT_DELAYED])
+        assert first.status[0][1] == "Assignment delayed due to the configured initial rebalance delay."
+        clock.now = 2_999
+        second = await coordinator.heartbeat(_join("b", "p2"))
+        assert second.tasks == EMPTY and [code for code, _ in second.status] == [ASSIGNMENT_DELAYED]
+        assert not _all_active(coordinator.describe("app"))
+        assert (first.member_epoch, second.member_epoch) == (1, 2)  # the group's, as Kafka 4.4 answers
+        clock.now = 3_000
+        a = await coordinator.heartbeat(_beat(coordinator.describe("app"), "a"))
+        b = await coordinator.heartbeat(_beat(coordinator.describe("app"), "b"))
+        assert a.status == () and b.status == ()
+        group = coordinator.describe("app")
+        mine, theirs = group.members["a"].assigned.active, group.members["b"].assigned.active
+        assert mine and theirs and not mine & theirs and not group.members["a"].revoking.active
+        assert _all_active(group) == sorted(mine | theirs) and len(_all_active(group)) == 8
+
+        slow = {"app": {"streams.initial.rebalance.delay.ms": "60000"}}
+        again = StreamsGroupCoordinator(Table(), clock, lambda name: slow.get(name, {}))
+        assert [c for c, _ in (await again.heartbeat(_join("a", "p1"))).status] == [ASSIGNMENT_DELAYED]
+        assert await again.expire_due() == [] and again._delays  # running: kept
+        clock.now += 60_000
+        await again.expire_due()
+        assert not again._delays, "an ended delay was kept"
 
     asyncio.run(scenario())
