@@ -423,9 +423,10 @@ def _rows(fetched: ConsumerRecords) -> Iterator[list[bytes]]:
 async def commit(request: web.Request) -> web.Response:
     """``{"offsets": [{"topic", "partition", "offset", "metadata"?}], "generation"?}`` (Redpanda's
     ``partitions`` is the same list); each offset is the next one to read, stored as given (as Redpanda
-    and Kafka's OffsetCommit; Confluent adds 1), with its ``metadata`` string (``GET`` answers it). Without offsets: the positions of every assigned
-    partition (what was fetched). Fenced by the coordinator, then committed on each partition's leader
-    (where ``GET /consumers/{group}/offsets`` reads them). Answers 200 ``[]``, as Confluent."""
+    and Kafka's OffsetCommit; Confluent adds 1), with its ``metadata`` string (``GET`` answers it).
+    Without offsets: the positions of every assigned partition (what was fetched). Fenced by the
+    coordinator, then committed on each partition's leader (where ``GET /consumers/{group}/offsets``
+    reads them). Answers 200 ``[]``, as Confluent."""
     group, instance = _group(request), _instance(request)
     body = await _body(request, optional=True)
     reject_unknown(body, {"offsets", "partitions", "generation"}, "")

@@ -18,7 +18,10 @@ from raftlog.consensus.errors import NoLeader, OutcomeUnknown, ProposalQueueFull
 
 
 def _request(api_key: int, version: int, partitions: int) -> wire.Request:
-    parts = tuple(SimpleNamespace(partition_index=p, committed_offset=10, committed_metadata=None) for p in range(partitions))
+    parts = tuple(
+        SimpleNamespace(partition_index=p, committed_offset=10, committed_metadata=None)
+        for p in range(partitions)
+    )
     body = SimpleNamespace(topics=(SimpleNamespace(name="t", partitions=parts),))
     return wire.Request(api_key, version, 1, "test", body)
 
