@@ -194,33 +194,42 @@ def _assignment(door: Door, topic: Any) -> list[list[str]]:
             ErrorCode.invalid_request,
             "A manual partition assignment was specified, but numPartitions was not set to -1.",
         )
-    if not door.node.metadata.features().allows(TOPIC_ASSIGNMENT):
-        raise Refused(
-            ErrorCode.invalid_request,
-            "replicas placed by hand need raftlog.version 2 finalized (raftlog cluster features upgrade)",
-        )
-    nodes = door.nodes_by_broker()
-    by_partition: dict[int, list[str]] = {}
+    brokers: dict[int, Any] = {}
     for entry in topic.assignments:
-        if entry.partition_index in by_partition:
+        if entry.partition_index in brokers:
             raise Refused(
                 ErrorCode.invalid_replica_assignment,
                 f"Found multiple manual partition assignments for partition {entry.partition_index}",
             )
-        unknown = [b for b in entry.broker_ids if b not in nodes]
-        if unknown:
-            raise Refused(
-                ErrorCode.invalid_replica_assignment,
-                f"The manual partition assignment includes broker {unknown[0]}, but no such broker is "
-                "registered.",
-            )
-        by_partition[entry.partition_index] = [nodes[b] for b in entry.broker_ids]
+        brokers[entry.partition_index] = entry.broker_ids
+    by_partition = dict(zip(brokers, _placed_by_hand(door, list(brokers.values())), strict=True))
     if sorted(by_partition) != list(range(len(by_partition))):
         raise Refused(
             ErrorCode.invalid_replica_assignment,
             "partitions should be a consecutive 0-based integer sequence",
         )
     return [by_partition[p] for p in range(len(by_partition))]
+
+
+def _placed_by_hand(door: Door, brokers: list[Any]) -> list[list[str]]:
+    """Replica sets given by broker id (CreateTopics' and CreatePartitions' assignments) as node ids (a
+    broker id is its node id's number): a broker there is not refused in Kafka's words. Refused until the
+    cluster finalized ``features.TOPIC_ASSIGNMENT`` (a node of 0.1.0 would place them itself)."""
+    if not door.node.metadata.features().allows(TOPIC_ASSIGNMENT):
+        raise Refused(
+            ErrorCode.invalid_request,
+            "replicas placed by hand need raftlog.version 2 finalized (raftlog cluster features upgrade)",
+        )
+    nodes = door.nodes_by_broker()
+    for broker_ids in brokers:
+        unknown = [b for b in broker_ids if b not in nodes]
+        if unknown:
+            raise Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"The manual partition assignment includes broker {unknown[0]}, but no such broker is "
+                "registered.",
+            )
+    return [[nodes[b] for b in broker_ids] for broker_ids in brokers]
 
 
 def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[Any, ...]:
@@ -329,9 +338,10 @@ def _grow_code(error: BaseException) -> ErrorCode:
 
 
 async def create_partitions(door: Door, request: wire.Request) -> Any:
-    """Grow each topic to its count (``AdminService.add_partitions``), placed by raftlog: manual
-    assignments are refused, as in CreateTopics. A count not above the topic's is INVALID_PARTITIONS, as
-    Kafka answers; a name given twice INVALID_REQUEST for it, the others go on."""
+    """Grow each topic to its count (``AdminService.add_partitions``), placed by raftlog or by hand
+    (``kafka-topics --alter --partitions N --replica-assignment``: the new partitions' brokers, checked
+    below the doors as Kafka's controller checks them). A count not above the topic's is
+    INVALID_PARTITIONS, as Kafka answers; a name given twice INVALID_REQUEST for it, the others go on."""
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     result_cls = wire.sibling(cls, "CreatePartitionsTopicResult")
@@ -344,13 +354,13 @@ async def create_partitions(door: Door, request: wire.Request) -> Any:
                 raise Refused(ErrorCode.invalid_request, "Duplicate topic name.")
             _authorized(door, AclOperation.ALTER, TOPIC_RESOURCE, topic.name)
             check_user_topic_name(topic.name)
-            if topic.assignments:
-                raise Refused(
-                    ErrorCode.invalid_replica_assignment, "replicas are placed by raftlog, not by hand"
-                )
+            by_hand = None
+            if topic.assignments is not None:  # Kafka's: the new partitions' brokers, each set its own
+                by_hand = _placed_by_hand(door, [entry.broker_ids for entry in topic.assignments])
             await door.node.cluster.admin.call(
-                AdminService.add_partitions, topic.name, topic.count, bool(body.validate_only), timeout_ms
-            )
+                AdminService.add_partitions, topic.name, topic.count, bool(body.validate_only), timeout_ms,
+                by_hand,
+            )  # fmt: skip
         return wire.build(result_cls, name=topic.name, error_code=caught.code, error_message=caught.message)
 
     once = list({topic.name: topic for topic in body.topics}.values())

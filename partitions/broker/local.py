@@ -72,10 +72,15 @@ class LocalAdmin:
         )
 
     async def add_partitions(
-        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+        self,
+        name: str,
+        count: int,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         self._on_controller()
-        return await self._topics.add_partitions(name, count, validate_only, timeout_ms)
+        return await self._topics.add_partitions(name, count, validate_only, timeout_ms, assignment)
 
     async def delete_topic(
         self, name: str, timeout_ms: int | None = None, topic_id: int | None = None

@@ -242,13 +242,25 @@ class AdminService(Protocol):
         CapacityExceeded; OutcomeUnknown past its time (the topic may still be created)."""
         ...
 
-    @peer("Add partitions to a topic on the controller leader", write=True, topic_arg="name", **_TOPIC_CHANGE)
+    @peer(
+        "Add partitions to a topic on the controller leader",
+        write=True,
+        topic_arg="name",
+        **{**_TOPIC_CHANGE, "since": {**_TOPIC_CHANGE["since"], "assignment": TOPIC_ASSIGNMENT}},
+    )
     async def add_partitions(
-        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+        self,
+        name: str,
+        count: int,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
-        """Grow a topic to ``count`` partitions, placed as a new topic's are (``validate_only``: check and
-        place, change nothing; ``timeout_ms`` as ``create_topic``'s). Raises UnknownTopic, InvalidTopic,
-        PlacementImpossible, CapacityExceeded."""
+        """Grow a topic to ``count`` partitions, placed as a new topic's are, or by hand (``assignment``:
+        the new partitions' node ids, as ``create_topic``'s; sent only once ``features.TOPIC_ASSIGNMENT``
+        is finalized) (``validate_only``: check and place, change nothing; ``timeout_ms`` as
+        ``create_topic``'s). Raises UnknownTopic, InvalidTopic, InvalidReassignment, PlacementImpossible,
+        CapacityExceeded."""
         ...
 
     @peer(

@@ -34,6 +34,7 @@ from partitions.controller.state import Reassignment, TopicMetadata, merge_confi
 from partitions.errors import (
     DecommissionImpossible,
     FeatureNotFinalized,
+    InvalidReassignment,
     InvalidTopic,
     ReassignmentInProgress,
     TopicIdGone,
@@ -142,12 +143,18 @@ class TopicChanges:
         return result
 
     async def add_partitions(
-        self, name: str, count: int, validate_only: bool = False, timeout_ms: int | None = None
+        self,
+        name: str,
+        count: int,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+        assignment: list[list[str]] | None = None,
     ) -> TopicMetadata:
         """Grow a topic to ``count`` partitions (Kafka's CreatePartitions), its replication factor that of
-        its first partition, the new ones placed as a new topic's are. Records keep their partitions; keys
-        hash over the new count from now on. ``validate_only``: check and place, change nothing;
-        ``timeout_ms`` as ``create_topic``'s."""
+        its first partition, the new ones placed as a new topic's are, or by hand (``assignment``: one
+        replica set per new partition, checked as Kafka's controller checks them, then as
+        ``create_topic``'s). Records keep their partitions; keys hash over the new count from now on.
+        ``validate_only``: check and place, change nothing; ``timeout_ms`` as ``create_topic``'s."""
         waits = ChangeTime.of(timeout_ms, time.monotonic())
         topic = self._frontend.topic(name)
         if is_reserved_topic(name):  # __consumer_groups: a group's partition is its id's hash over the count
@@ -164,14 +171,20 @@ class TopicChanges:
         metadata = self._frontend.metadata()
         existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
         factor = len(topic.replicas[0])
-        added = place(
-            members.placeable(),
-            count - topic.partitions,
-            factor,
-            existing,
-            self._replicas_max,
-            members.standby(),
-        )
+        if assignment is not None:
+            added = _check_added(assignment, count - topic.partitions, factor)
+            added = check_assignment(
+                added, members.placeable(), existing, self._replicas_max, members.standby()
+            )
+        else:
+            added = place(
+                members.placeable(),
+                count - topic.partitions,
+                factor,
+                existing,
+                self._replicas_max,
+                members.standby(),
+            )
         if validate_only:
             grown = topic.replicas + tuple(map(tuple, added))
             return TopicMetadata(name, topic.topic_id, grown, topic.configs)
@@ -419,3 +432,20 @@ class TopicChanges:
             for topic, partition in sorted(metadata.reassignments)
             if topic in metadata.topics
         ]
+
+
+def _check_added(assignment: list[list[str]], additional: int, factor: int) -> list[list[str]]:
+    """The new partitions' replica sets given by hand, as many as the partitions added and each of the
+    topic's replication factor (Kafka 4.4's ``ReplicationControlManager.createPartitions``, its words)."""
+    if len(assignment) != additional:
+        raise InvalidReassignment(
+            f"Attempted to add {additional} additional partition(s), but only {len(assignment)} "
+            "assignment(s) were specified."
+        )
+    for replica_set in assignment:
+        if replica_set and len(replica_set) != factor:
+            raise InvalidReassignment(
+                f"The manual partition assignment includes a partition with {len(replica_set)} replica(s), "
+                f"but this is not consistent with previous partitions, which have {factor} replica(s)."
+            )
+    return assignment

@@ -166,8 +166,6 @@ def test_create_partitions_grows_a_topic_and_a_subscribed_group_reads_the_new_pa
         assert "INVALID_PARTITIONS" in _error(
             admin.create_partitions([NewPartitions("adm-grow", 3)])["adm-grow"]
         )
-        by_hand = NewPartitions("adm-grow", 5, replica_assignment=[[1, 2, 3]])
-        assert "INVALID_REPLICA_ASSIGNMENT" in _error(admin.create_partitions([by_hand])["adm-grow"])
         internal = admin.create_partitions([NewPartitions("__consumer_groups", 99)])["__consumer_groups"]
         assert "reserved" in _error(internal)
         topic = admin.list_topics("adm-grow", timeout=10).topics["adm-grow"]
@@ -183,6 +181,21 @@ def test_create_partitions_grows_a_topic_and_a_subscribed_group_reads_the_new_pa
     with http_client(kafka_cluster) as client:
         assert client.partition_count("adm-grow") == 4
         assert [client.offsets("adm-grow", p) for p in range(4)] == [(0, 1)] * 4, "old records stay put"
+
+    # by hand (kafka-topics --alter --replica-assignment): Kafka's refusals, then the new partition placed
+    # on the brokers given, the first its preferred leader
+    def grown_by_hand(count: int, brokers: list[list[int]]) -> Any:
+        return admin.create_partitions([NewPartitions("adm-grow", count, replica_assignment=brokers)])
+
+    too_few = _error(grown_by_hand(6, [[3, 1, 2]])["adm-grow"])
+    assert "INVALID_REPLICA_ASSIGNMENT" in too_few and "Attempted to add 2 additional partition(s)" in too_few
+    narrower = _error(grown_by_hand(5, [[3, 1]])["adm-grow"])
+    assert "INVALID_REPLICA_ASSIGNMENT" in narrower and "which have 3 replica(s)" in narrower, narrower
+    unknown = _error(grown_by_hand(5, [[3, 1, 9]])["adm-grow"])
+    assert "INVALID_REPLICA_ASSIGNMENT" in unknown and "broker 9, but no such broker" in unknown, unknown
+    assert grown_by_hand(5, [[3, 1, 2]])["adm-grow"].result(60) is None
+    placed = admin.list_topics("adm-grow", timeout=10).topics["adm-grow"].partitions
+    assert sorted(placed) == [0, 1, 2, 3, 4] and placed[4].replicas == [3, 1, 2], placed[4].replicas
 
 
 def _poll_values(consumer: Consumer, wanted: set[bytes]) -> set[bytes]:

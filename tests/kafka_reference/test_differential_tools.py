@@ -330,13 +330,22 @@ def _steps(steps: Steps) -> None:
 
 def _placed_by_hand_steps(steps: Steps) -> None:
     """``kafka-topics --create --replica-assignment``: a topic whose replicas are placed by hand, each
-    partition led by its first broker, and one naming a broker there is not, refused and not made."""
+    partition led by its first broker, then grown by hand (``--alter --partitions --replica-assignment``),
+    and one naming a broker there is not, refused and not made."""
     run, record = steps.run, steps.record
     placed = f"{steps.topic}-placed"
     record("create placed by hand", run("kafka-topics", "--create", "--topic", placed, "--replica-assignment",
                                         "1:2,2:3,3:1"))  # fmt: skip
     described = steps.until(lambda: run("kafka-topics", "--describe", "--topic", placed), _led_by_preferred)
     record("placed by hand, described", described, _described)
+    # grown by hand: the tool names every partition's brokers, the new ones placed as given
+    record("grown placed by hand", run("kafka-topics", "--alter", "--topic", placed, "--partitions", "4",
+                                       "--replica-assignment", "1:2,2:3,3:1,3:2"))  # fmt: skip
+    grown = steps.until(
+        lambda: run("kafka-topics", "--describe", "--topic", placed),
+        lambda output: len(_partition_rows(output.splitlines())) == 4 and _led_by_preferred(output),
+    )
+    record("grown by hand, described", grown, _described)
     nowhere = f"{steps.topic}-nowhere"
     refused = run("kafka-topics", "--create", "--topic", nowhere, "--replica-assignment", "1:9")
     record("placed on a broker there is not", refused)
@@ -512,7 +521,8 @@ STEPS = (
     "preferred election", "preferred election again",
     "unclean election", "describe", "quorum status", "quorum replication", "unregister an unknown broker",
     "a batch above segment.bytes", "create placed by hand", "placed by hand, described",
-    "placed on a broker there is not", "not made", "transactions by a pattern",
+    "grown placed by hand", "grown by hand, described", "placed on a broker there is not", "not made",
+    "transactions by a pattern",
     "transactions by a pattern, matched whole", "transactions by a pattern with a backreference",
     "producers described", "loggers: set root", "loggers: root described", "loggers: an unknown level",
     "loggers: an unknown logger", "loggers: root removed", *SHARE_STEPS,
@@ -552,6 +562,8 @@ def test_the_steps_saw_what_the_tools_are_for(outcomes: dict[str, dict[str, Any]
         row["Partition"]: (row["Leader"], row["Replicas"]) for row in kafka["placed by hand, described"][1]
     }
     assert placed == {"0": ("1", "1,2"), "1": ("2", "2,3"), "2": ("3", "3,1")}
+    grown = {row["Partition"]: row["Replicas"] for row in kafka["grown by hand, described"][1]}
+    assert grown == {"0": "1,2", "1": "2,3", "2": "3,1", "3": "3,2"}, grown
     nowhere = "The manual partition assignment includes broker 9, but no such broker is registered."
     assert any(nowhere in line for line in kafka["placed on a broker there is not"][1])
     assert kafka["not made"][0] != 0 and any("does not exist" in line for line in kafka["not made"][1])
