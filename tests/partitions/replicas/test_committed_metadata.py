@@ -17,24 +17,12 @@ from partitions.commands import (
     OFFSET_METADATA_MAX,
     CommitOffset,
     DeleteOffset,
-    TxnMarker,
     TxnOffset,
     check_offset_metadata,
 )
 from partitions.errors import OffsetMetadataTooLarge
 from partitions.replicas.state_machine import PartitionStateMachine
-from raftlog.storage import Log, LogConfig
-
-CONFIG = LogConfig(segment_bytes=4096, index_interval_bytes=128)
-
-
-def open_machine(path: pathlib.Path) -> PartitionStateMachine:
-    return PartitionStateMachine(Log.open(str(path), CONFIG))
-
-
-def apply_all(machine: PartitionStateMachine, *entries: commands.Command) -> None:
-    for entry in entries:
-        machine.apply(machine.applied_index + 1, 1, commands.encode(entry))
+from tests.partitions.replicas.test_committed_leader_epochs import apply_all, end, open_machine
 
 
 def committed(machine: PartitionStateMachine, group: str) -> tuple[int | None, int, str]:
@@ -43,10 +31,6 @@ def committed(machine: PartitionStateMachine, group: str) -> tuple[int | None, i
         machine.committed_epoch(group),
         machine.committed_metadata(group),
     )
-
-
-def end(producer_id: int, commit: bool, transaction: int) -> TxnMarker:
-    return TxnMarker(producer_id, 0, commit, 5, 2_000, False, transaction)
 
 
 @pytest.mark.parametrize(
