@@ -129,9 +129,16 @@ class MemberTimers(Generic[M]):
     ) -> list[tuple[str, str]]:
         """Fence every member of the groups ``led`` here ((name, term)) whose session, or whose rebalance
         timeout while revoking, passed: each group read again (``current``: its term and value, raising
-        when it is not led here any more), stepped (``fence``) and written (``record``) under its lock."""
+        when it is not led here any more), stepped (``fence``) and written (``record``) under its lock.
+        The timers of a group no longer among them (deleted, or led elsewhere now) are dropped, unless a
+        heartbeat holds its lock (a group it is creating); a group missing for a moment (its table not
+        readable then) only has its members' sessions start afresh, which fences no one sooner."""
         fenced: list[tuple[str, str]] = []
-        for name, term in list(led):
+        led = list(led)
+        for name in set(self._timers) - {name for name, _ in led} - set(self._users):
+            del self._timers[name]
+            self._locks.pop(name, None)  # no one holds or waits for it
+        for name, term in led:
             async with self.lock(name):
                 try:
                     found_term, state = current(name)

@@ -414,7 +414,7 @@ def test_one_group_one_protocol_and_no_deletion_while_members_hold_it() -> None:
     asyncio.run(scenario())
 
 
-def test_heartbeats_naming_groups_there_are_not_leave_nothing_behind() -> None:
+def test_heartbeats_naming_groups_there_are_not_leave_nothing_behind_nor_a_deleted_group() -> None:
     async def scenario() -> None:
         table, clock = Table(), Clock()
         streams = StreamsGroupCoordinator(table, clock, no_delay)
@@ -427,6 +427,10 @@ def test_heartbeats_naming_groups_there_are_not_leave_nothing_behind() -> None:
         assert streams._timers.names() == [] and consumer._timers.names() == []
         await streams.heartbeat(_join("a", "p1"))
         assert streams._timers.names() == ["app"]  # a group that is: its member's session kept
+        await streams.heartbeat(StreamsHeartbeat("app", "a", -1))
+        assert not isinstance(table.table.apply(encode(Forget("app"))), Exception)  # deleted
+        await streams.expire_due()
+        assert streams._timers.names() == [], "a deleted group's timers were kept"
 
     asyncio.run(scenario())
 
