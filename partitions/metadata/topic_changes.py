@@ -161,9 +161,12 @@ class TopicChanges:
             raise InvalidTopic(f"topic {name!r} is the cluster's own; its partitions cannot be added to")
         if not isinstance(count, int) or isinstance(count, bool):
             raise InvalidTopic(f"partitions {count!r} must be an integer")
-        if count <= topic.partitions:
+        if count == topic.partitions:  # Kafka 4.4's words (ReplicationControlManager.createPartitions)
+            raise InvalidTopic(f"Topic already has {count} partition(s).")
+        if count < topic.partitions:
             raise InvalidTopic(
-                f"topic {name!r} has {topic.partitions} partitions; a new count must be higher, not {count}"
+                f"The topic {name} currently has {topic.partitions} partition(s); {count} would not be an "
+                "increase."
             )
         if count > PARTITIONS_MAX:
             raise InvalidTopic(f"partitions {count} must be between 1 and {PARTITIONS_MAX}")
