@@ -6,7 +6,9 @@ the Java clients), browsers, test workers and the rest, with how many of each st
     python scripts/suite_cpu.py [--json FILE] [--burners N] -- .venv/bin/python -m pytest -q -n 2 tests/x
 
 ``--burners N`` runs N CPU-bound processes beside the command, the loaded machine the suite must stay
-green on (their CPU is left out of the table).
+green on (their CPU is left out of the table). ``--own`` counts only the command's processes and those
+they start (this process becomes their child subreaper, as ``scripts/tree_cpu.py``), leaving out what
+others run on a shared machine meanwhile.
 
 A process's CPU is its last sample's: what a process spent after the last sample before it ended is not
 counted (at most a second of each). Processes that were running before the command started are left out.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import ctypes
 import json
 import os
 import subprocess
@@ -27,6 +30,7 @@ from collections.abc import Iterator, Sequence
 SAMPLE_S = 1.0
 BURN_MAX_S = 3 * 3600.0  # a burner ends by itself after this, were it left behind
 TICKS = os.sysconf("SC_CLK_TCK")
+PR_SET_CHILD_SUBREAPER = 36
 KINDS = (  # (kind, a word of its command line), first match wins
     ("node", "raftlog_node"),
     ("raftlog dev", "raftlog_cli dev"),
@@ -56,7 +60,8 @@ def _boot_ticks() -> int:
 
 
 def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
-    """Each process started after ``since`` (ticks since boot): its command line and CPU seconds so far."""
+    """Each process started after ``since`` (ticks since boot): its command line, CPU seconds so far and
+    parent's pid (as first seen)."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -73,7 +78,7 @@ def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
                     command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
                 if not command:  # a kernel thread, or a process already gone
                     continue
-                seen[key] = [command, cpu]
+                seen[key] = [command, cpu, int(fields[1])]
             else:
                 seen[key][1] = cpu
         except (OSError, IndexError, ValueError):
@@ -95,10 +100,43 @@ def burners(count: int, seconds: float = BURN_MAX_S) -> Iterator[list[int]]:
             process.wait(30)
 
 
+def _reap_orphans(command_pid: int) -> None:
+    """Reap the processes re-parented here that ended; never the command itself (``Popen`` waits for it),
+    whose end stops the sampling anyway."""
+    while True:
+        try:
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if ended is None or ended.si_pid in (0, command_pid):
+            return
+        os.waitpid(ended.si_pid, 0)
+
+
+def _descendants(
+    seen: dict[tuple[int, int], list[object]], roots: set[int]
+) -> dict[tuple[int, int], list[object]]:
+    """The processes of ``seen`` whose chain of parents (as first seen) reaches ``roots``."""
+    parent = {key[0]: int(str(value[2])) for key, value in seen.items()}
+    own: dict[int, bool] = {}
+
+    def is_own(pid: int, depth: int = 0) -> bool:
+        if pid in roots:
+            return True
+        if pid not in parent or depth > 64:
+            return False
+        if pid not in own:
+            own[pid] = is_own(parent[pid], depth + 1)
+        return own[pid]
+
+    return {key: value for key, value in seen.items() if key[0] not in roots and is_own(key[0])}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write every process's command line and CPU seconds there")
     parser.add_argument("--burners", type=int, default=0, help="CPU-bound processes beside the command")
+    parser.add_argument("--own", action="store_true", help="count only the command's processes")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args(argv)
     command = [word for word in args.command if word != "--"] if args.command[:1] == ["--"] else args.command
@@ -106,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("name the command to run after --")
     if args.burners < 0:
         parser.error("--burners is a count of processes, 0 or more")
+    if args.own and ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        parser.error(f"--own: prctl failed: {os.strerror(ctypes.get_errno())}")
     since = _boot_ticks()
     seen: dict[tuple[int, int], list[object]] = {}
     with burners(args.burners) as burning:
@@ -113,13 +153,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         running = subprocess.Popen(command)
         while running.poll() is None:
             sample(seen, since)
+            if args.own:
+                _reap_orphans(running.pid)
             time.sleep(SAMPLE_S)
         wall = time.monotonic() - began
     for key in [key for key in seen if key[0] in burning]:
         del seen[key]
+    if args.own:
+        seen = _descendants(seen, {os.getpid(), running.pid})
     totals: dict[str, float] = collections.defaultdict(float)
     counts: collections.Counter[str] = collections.Counter()
-    for command_line, cpu in seen.values():
+    for command_line, cpu, _parent in seen.values():
         kind = kind_of(str(command_line))
         totals[kind] += float(str(cpu))
         counts[kind] += 1
@@ -132,7 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{kind:<18} {counts[kind]:>9} {cpu:>8.0f} {cpu / spent if spent else 0.0:>6.0%}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([{"command": c, "cpu_s": cpu} for c, cpu in seen.values()], f, indent=0)
+            json.dump(
+                [{"command": c, "cpu_s": cpu, "parent": parent} for c, cpu, parent in seen.values()],
+                f,
+                indent=0,
+            )
     return running.returncode
 
 

@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+from tests.waiting import wait_for
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "suite_cpu.py"
 BUSY = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass\n"
@@ -51,3 +53,30 @@ def test_burners_run_beside_the_command_and_are_left_out_of_its_table(tmp_path: 
     commands = [p["command"] for p in json.loads(out.read_text())]
     assert any("process_time" in c for c in commands), commands
     assert not any("time.monotonic() < end" in c for c in commands), commands  # the burners' loop
+
+
+def test_own_counts_the_commands_orphans_and_leaves_out_the_rest_of_the_machine(
+    tmp_path: pathlib.Path,
+) -> None:
+    """``--own``: a process the command left behind (its parent gone) is counted; one started by someone
+    else while the command runs is not."""
+    out, begun, done_beside = tmp_path / "processes.json", tmp_path / "begun", tmp_path / "outsider-ended"
+    orphaning = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {BUSY + '# orphan'!r}])"
+    # the command's child starts the busy orphan and ends at once; the command then waits for the outsider
+    script = (
+        f'{sys.executable} -c "{orphaning}"; touch {begun}; while [ ! -e {done_beside} ]; do sleep 0.1; done'
+    )
+    argv = [sys.executable, str(SCRIPT), "--own", "--json", str(out), "--", "bash", "-c", script]
+    running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(begun.exists, timeout_s=60, what="the command to start its orphan")
+        outsider = subprocess.run([sys.executable, "-c", BUSY + "# outsider"], timeout=60, check=True)
+        assert outsider.returncode == 0
+    finally:
+        done_beside.touch()
+        stdout, stderr = running.communicate(timeout=120)
+    assert running.returncode == 0, stderr
+    commands = [p["command"] for p in json.loads(out.read_text())]
+    assert any("# orphan" in c for c in commands), commands
+    assert not any("# outsider" in c for c in commands), commands
+    assert "exit 0" in stdout, stdout
