@@ -187,20 +187,7 @@ RecordCommand = (
     | ShareGroupRecord
     | Forget
 )
-GroupCommand = (
-    Join
-    | Leave
-    | Subscribe
-    | Expire
-    | Refresh
-    | Committed
-    | KafkaGeneration
-    | ClassicGroupMetadata
-    | ConsumerGroupRecord
-    | StreamsGroupRecord
-    | ShareGroupRecord
-    | Forget
-)
+GroupCommand = Join | Leave | Subscribe | Expire | Refresh | RecordCommand
 
 
 def encode(command: GroupCommand) -> bytes:
