@@ -45,6 +45,7 @@ from partitions.features import (
     SHARE_GROUPS,
     STREAMS_GROUPS,
     Features,
+    Format,
 )
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.coordinator import ClassicGroups
@@ -58,6 +59,7 @@ from partitions.groups.defaults import (
 )
 from partitions.groups.errors import (
     ConsumerProtocolNotFinalized,
+    GroupError,
     GroupFull,
     InvalidConsumerConfig,
     PartitionNotAssigned,
@@ -670,11 +672,12 @@ class _ConsumerTable:
     async def record_streams(self, group: str, state: StreamsGroup) -> None:
         """Written whole before the member is answered; refused (StreamsGroupsNotFinalized) while the
         cluster's feature level predates kind 12."""
-        gate = self._groups._features
-        if gate is not None and not gate.allows(STREAMS_GROUPS):
-            raise StreamsGroupsNotFinalized(group)
-        partition, _, _ = self._groups._read(group)
-        await self._groups._propose(partition, StreamsGroupRecord(group, state, self._groups._wall()))
+        await self._write(
+            group,
+            STREAMS_GROUPS,
+            StreamsGroupsNotFinalized(group),
+            lambda now_ms: StreamsGroupRecord(group, state, now_ms),
+        )
 
     def share_groups(self, group: str) -> int:
         _, table, _ = self._groups._read(group)
@@ -682,20 +685,33 @@ class _ConsumerTable:
 
     async def record_share(self, group: ShareGroup, groups_max: int) -> None:
         """Refused (ShareGroupsNotFinalized) while the cluster's feature level predates kind 11."""
-        gate = self._groups._features
-        if gate is not None and not gate.allows(SHARE_GROUPS):
-            raise ShareGroupsNotFinalized(group.name)
-        partition, _, _ = self._groups._read(group.name)
-        await self._groups._propose(partition, group.record(self._groups._wall(), groups_max))
+        await self._write(
+            group.name,
+            SHARE_GROUPS,
+            ShareGroupsNotFinalized(group.name),
+            lambda now_ms: group.record(now_ms, groups_max),
+        )
 
     async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
         """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the
         cluster's feature level predates kind 10."""
+        await self._write(
+            group,
+            CONSUMER_GROUP,
+            ConsumerProtocolNotFinalized(group),
+            lambda now_ms: ConsumerGroupRecord(group, state, now_ms),
+        )
+
+    async def _write(
+        self, group: str, needs: Format, refusal: GroupError, record: Callable[[int], GroupCommand]
+    ) -> None:
+        """``record`` (given the leader's wall clock, ms) proposed to the group's partition; ``refusal``
+        raised instead while the cluster's feature level predates ``needs``."""
         gate = self._groups._features
-        if gate is not None and not gate.allows(CONSUMER_GROUP):
-            raise ConsumerProtocolNotFinalized(group)
+        if gate is not None and not gate.allows(needs):
+            raise refusal
         partition, _, _ = self._groups._read(group)
-        await self._groups._propose(partition, ConsumerGroupRecord(group, state, self._groups._wall()))
+        await self._groups._propose(partition, record(self._groups._wall()))
 
 
 def _label_safe(value: str) -> bool:
