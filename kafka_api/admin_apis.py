@@ -25,7 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import broker_loggers, resource_configs, wire
-from kafka_api.door import Door
+from kafka_api.door import Door, placed_nodes
 from kafka_api.errors import Caught, Refused, code_of
 from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, names_by_id, topic_ids
 from partitions.controller.state import merge_configs
@@ -221,15 +221,7 @@ def _placed_by_hand(door: Door, brokers: list[Any]) -> list[list[str]]:
             "replicas placed by hand need raftlog.version 2 finalized (raftlog cluster features upgrade)",
         )
     nodes = door.nodes_by_broker()
-    for broker_ids in brokers:
-        unknown = [b for b in broker_ids if b not in nodes]
-        if unknown:
-            raise Refused(
-                ErrorCode.invalid_replica_assignment,
-                f"The manual partition assignment includes broker {unknown[0]}, but no such broker is "
-                "registered.",
-            )
-    return [[nodes[b] for b in broker_ids] for broker_ids in brokers]
+    return [placed_nodes(broker_ids, nodes) for broker_ids in brokers]
 
 
 def _creatable_configs(config_cls: Any, settings: list[ConfigEntry]) -> tuple[Any, ...]:

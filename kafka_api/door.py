@@ -4,12 +4,15 @@ connection the request came on."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from kio.schema.errors import ErrorCode
+
 from kafka_api.answers import Answers
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
+from kafka_api.errors import Refused
 from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
@@ -138,3 +141,17 @@ class Door:
 
 def clamp_timeout(timeout_ms: float) -> int:
     return max(0, min(int(timeout_ms), TIMEOUT_MAX_MS))
+
+
+def placed_nodes(broker_ids: Sequence[int], nodes: Mapping[int, str]) -> list[str]:
+    """A replica set given by broker id (a manual assignment of CreateTopics, CreatePartitions or
+    AlterPartitionReassignments) as node ids, ``nodes`` being ``Door.nodes_by_broker``'s: a broker not
+    there refused INVALID_REPLICA_ASSIGNMENT in Kafka's words."""
+    unknown = [b for b in broker_ids if b not in nodes]
+    if unknown:
+        raise Refused(
+            ErrorCode.invalid_replica_assignment,
+            f"The manual partition assignment includes broker {unknown[0]}, but no such broker is "
+            "registered.",
+        )
+    return [nodes[b] for b in broker_ids]

@@ -25,7 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.door import Door, clamp_timeout
+from kafka_api.door import Door, clamp_timeout, placed_nodes
 from kafka_api.errors import Caught, Refused, code_of
 from partitions.controller.elections import ElectionType, Outcome, decide, unfit_to_lead
 from partitions.errors import UnknownTopic
@@ -97,14 +97,7 @@ async def _start_move(
             ErrorCode.invalid_replica_assignment,
             "The manual partition assignment includes an empty replica list.",
         )
-    unknown = [b for b in replicas if b not in nodes]
-    if unknown:
-        raise Refused(
-            ErrorCode.invalid_replica_assignment,
-            f"The manual partition assignment includes broker {unknown[0]}, "
-            "but no such broker is registered.",
-        )
-    target = [nodes[b] for b in replicas]
+    target = placed_nodes(replicas, nodes)
     admin = door.node.cluster.admin
     state: MoveState = await admin.call(AdminService.move_state, topic, partition)
     wanted = state.move.target if state.move is not None else state.replicas
