@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
-from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, partition_values
+from kafka_api.topics import kafka_topic_id, partition_values, refused_topic
 from partitions.errors import UnknownTopic
 from partitions.security.acls import AclOperation, ResourceType
 
@@ -44,13 +44,13 @@ async def describe_topic_partitions(door: Door, request: wire.Request) -> Any:
             continue
         if not door.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             if named:
-                topics.append(_refused(topic_cls, ErrorCode.topic_authorization_failed, name))
+                topics.append(refused_topic(topic_cls, ErrorCode.topic_authorization_failed, name))
             continue
         try:
             topic = view.topic(name)
         except UnknownTopic:
             if named:
-                topics.append(_refused(topic_cls, ErrorCode.unknown_topic_or_partition, name))
+                topics.append(refused_topic(topic_cls, ErrorCode.unknown_topic_or_partition, name))
             continue
         first = start_partition if name == start_topic else 0
         if room == 0:
@@ -82,15 +82,3 @@ async def describe_topic_partitions(door: Door, request: wire.Request) -> Any:
             next_cursor = wire.build(cursor_cls, topic_name=name, partition_index=last)
             break
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, topics=tuple(topics), next_cursor=next_cursor)
-
-
-def _refused(topic_cls: Any, error: ErrorCode, name: str) -> Any:
-    return wire.build(
-        topic_cls,
-        error_code=error,
-        name=name,
-        topic_id=ZERO_TOPIC_ID,
-        is_internal=False,
-        partitions=(),
-        topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
-    )

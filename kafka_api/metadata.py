@@ -43,6 +43,7 @@ from kafka_api.topics import (
     ZERO_TOPIC_ID,
     kafka_topic_id,
     partition_values,
+    refused_topic,
     topic_names_by_id,
 )
 from partitions.controller.state import TopicMetadata
@@ -116,20 +117,7 @@ def _by_id(door: Door, cls: type, topic_id: uuid.UUID, name: str | None, alive: 
     if name is not None and _describes(door, name):
         return None  # answered as a topic named, below
     error = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
-    return _refused(wire.sibling(cls, "MetadataResponseTopic"), error, None, topic_id)
-
-
-def _refused(topic_cls: type, error: ErrorCode, name: str | None, topic_id: uuid.UUID) -> Any:
-    """A topic's answer that is only ``error``: no partitions."""
-    return wire.build(
-        topic_cls,
-        error_code=error,
-        name=name,
-        topic_id=topic_id,
-        is_internal=False,
-        partitions=(),
-        topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
-    )
+    return refused_topic(wire.sibling(cls, "MetadataResponseTopic"), error, None, topic_id)
 
 
 def _describes(door: Door, topic: str) -> bool:
@@ -200,7 +188,7 @@ def _topic(door: Door, cls: type, name: str, alive: set[str], created: ErrorCode
         except UnknownTopic:  # created, not yet known here: LEADER_NOT_AVAILABLE, as Kafka's answer
             error = ErrorCode.leader_not_available if created is ErrorCode.none else _unknown(name)
     if topic is None:
-        return _refused(topic_cls, error, name, ZERO_TOPIC_ID)
+        return refused_topic(topic_cls, error, name)
     partitions = [
         wire.build(partition_cls, **partition_values(door, topic, i, alive)) for i in range(topic.partitions)
     ]

@@ -1,7 +1,8 @@
 """A topic as the Kafka door's answers name it, for every handler that does (Metadata, Fetch, Produce,
 DescribeTopicPartitions, DeleteTopics, OffsetCommit, OffsetFetch, the consumer and share group APIs): its
 Kafka id (``kafka_topic_id``) and the way back from ids to names, and a partition's leader and replicas as
-Metadata and DescribeTopicPartitions answer them (``partition_values``).
+Metadata and DescribeTopicPartitions answer them (``partition_values``), and a topic they answer only
+with an error (``refused_topic``).
 
 A topic's Kafka id is made from the cluster id and the controller's ``topic_id`` (the Raft index that
 created it), so every node answers the same id, and a topic deleted and created again under its name gets
@@ -19,6 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
 from partitions.controller.state import TopicMetadata
@@ -88,3 +90,18 @@ def partition_values(door: Door, topic: TopicMetadata, index: int, alive: set[st
         "isr_nodes": tuple(broker_id(node) for node in replicas if node in alive),
         "offline_replicas": (),
     }
+
+
+def refused_topic(
+    topic_cls: Any, error: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_TOPIC_ID
+) -> Any:
+    """A topic's answer of Metadata or DescribeTopicPartitions that is only ``error``: no partitions."""
+    return wire.build(
+        topic_cls,
+        error_code=error,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=wire.AUTHORIZED_OPERATIONS_OMITTED,
+    )
