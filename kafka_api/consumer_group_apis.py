@@ -8,14 +8,13 @@ the regex's topics, the subscribed names, what a description shows)."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
-from kafka_api.coordinators import coordinating
+from kafka_api.coordinators import coordinating, heartbeat_answer
 from kafka_api.door import Door
 from kafka_api.errors import Caught, group_code, heartbeat_code
 from kafka_api.group_describe import DescribeShape
@@ -68,14 +67,10 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     _, interval = door.coordinator.consumer.timeouts(body.group_id)
 
-    def refused(code: ErrorCode, message: str) -> Any:
-        return wire.build(
-            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, member_id=None,
-            member_epoch=0, heartbeat_interval=datetime.timedelta(0), assignment=None,
-        )  # fmt: skip
-
     if not door.allows(READ, GROUP, body.group_id):
-        return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
+        return heartbeat_answer(
+            cls, ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id))
+        )
     owned = None
     if body.topic_partitions is not None:
         names = names_by_id(door) if body.topic_partitions else {}
@@ -104,7 +99,7 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         await door.coordinator.ensure_topic()
         answer = await door.coordinator.consumer.heartbeat(body.group_id, hb, viewer(door))
     if caught.failed:
-        return refused(caught.code, caught.message or "")
+        return heartbeat_answer(cls, caught.code, caught.message or "")
     assignment = None
     if answer.assignment is not None:
         assignment_cls = wire.sibling(cls, "Assignment")
@@ -112,10 +107,9 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         assignment = wire.build(
             assignment_cls, topic_partitions=_by_topic(door, answer.assignment, entry_cls)
         )
-    return wire.build(
-        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
-        member_id=answer.member_id, member_epoch=answer.member_epoch,
-        heartbeat_interval=datetime.timedelta(milliseconds=interval), assignment=assignment,
+    return heartbeat_answer(
+        cls, member_id=answer.member_id, member_epoch=answer.member_epoch, interval_ms=interval,
+        assignment=assignment,
     )  # fmt: skip
 
 

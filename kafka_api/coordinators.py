@@ -2,14 +2,18 @@
 coordinator is the leader of its ``__consumer_groups`` partition, a transactional id's the leader of its
 ``__transactions`` partition (``murmur2(key) % partitions``), as this node knows them (None: none known
 yet). ``coordinating`` is the consumer and share group APIs' check (KIP-848, KIP-932) that the group
-is coordinated here; ``check_writable`` the transaction APIs' check of the transactional id a request
-names.
+is coordinated here, ``heartbeat_answer`` their heartbeats' answer; ``check_writable`` the transaction
+APIs' check of the transactional id a request names.
 """
 
 from __future__ import annotations
 
+import datetime
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
+from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.errors import Refused
 from partitions.errors import InvalidName
@@ -36,6 +40,24 @@ def coordinating(door: Door, group: str) -> None:
     check_group_name(group)
     if group_coordinator_of(door, group) != door.node.node_id:
         raise NotCoordinator(group)
+
+
+def heartbeat_answer(
+    cls: Any,
+    code: ErrorCode = ErrorCode.none,
+    message: str | None = None,
+    member_id: str | None = None,
+    member_epoch: int = 0,
+    interval_ms: int = 0,
+    assignment: Any = None,
+) -> Any:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer (the two have one shape); a refusal says
+    only ``code`` and ``message``."""
+    return wire.build(
+        cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, member_id=member_id,
+        member_epoch=member_epoch, heartbeat_interval=datetime.timedelta(milliseconds=interval_ms),
+        assignment=assignment,
+    )  # fmt: skip
 
 
 def check_writable(door: Door, transactional_id: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_api import throttling, wire
-from kafka_api.coordinators import coordinating
+from kafka_api.coordinators import coordinating, heartbeat_answer
 from kafka_api.door import Door
 from kafka_api.errors import Caught, group_coordinator_code
 from kafka_api.group_describe import DescribeShape
@@ -73,14 +73,10 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
     cls = wire.response_class(request.api_key, request.api_version)
     share = door.coordinator.share
 
-    def refused(code: ErrorCode, message: str) -> Any:
-        return wire.build(
-            cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message, member_id=None,
-            member_epoch=0, heartbeat_interval=datetime.timedelta(0), assignment=None,
-        )  # fmt: skip
-
     if not door.allows(READ, GROUP, body.group_id):
-        return refused(ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id)))
+        return heartbeat_answer(
+            cls, ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id))
+        )
     with Caught(group_coordinator_code) as caught:  # every error is the heartbeat's answer
         coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
@@ -90,7 +86,7 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
             request.client_id or "", f"/{door.session.host}" if door.session.host else "",
         )  # fmt: skip
     if caught.failed:  # a failed write of the group's record: a coordinator's code
-        return refused(caught.code, caught.message or "")
+        return heartbeat_answer(cls, caught.code, caught.message or "")
     assignment = None
     if answer.assignment is not None:
         entry_cls = wire.sibling(cls, "TopicPartitions")
@@ -98,11 +94,9 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
             wire.sibling(cls, "Assignment"),
             topic_partitions=_topic_partitions(door, answer.assignment, entry_cls, names=False),
         )
-    return wire.build(
-        cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
-        member_id=answer.member_id, member_epoch=answer.member_epoch,
-        heartbeat_interval=datetime.timedelta(milliseconds=share.heartbeat_interval_ms),
-        assignment=assignment,
+    return heartbeat_answer(
+        cls, member_id=answer.member_id, member_epoch=answer.member_epoch,
+        interval_ms=share.heartbeat_interval_ms, assignment=assignment,
     )  # fmt: skip
 
 
