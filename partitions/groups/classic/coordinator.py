@@ -57,7 +57,13 @@ from partitions.groups.classic.members import (
     MemberIdRequired,
     fail,
 )
-from partitions.groups.classic.rebalance import answer_join, maybe_complete, prepare, rebalance_after_loss
+from partitions.groups.classic.rebalance import (
+    answer_join,
+    collect_joins,
+    maybe_complete,
+    prepare,
+    rebalance_after_loss,
+)
 from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.group_types import GroupType
 
@@ -166,9 +172,7 @@ class ClassicGroups(HeldGroups):
             fail(member, GroupRefusal(GroupCode.rebalance_in_progress, "joined again"))
         group.protocol_type = protocol_type
         joining = member.joining = asyncio.get_running_loop().create_future()
-        if group.state is not GroupState.PREPARING_REBALANCE:
-            prepare(group, now_ms, self.initial_delay_ms)
-        maybe_complete(group, now_ms, self.initial_delay_ms, self._write)
+        collect_joins(group, now_ms, self.initial_delay_ms, self._write)
         return joining
 
     def _replace_static(
@@ -209,9 +213,7 @@ class ClassicGroups(HeldGroups):
         if group.state is GroupState.STABLE and unchanged:  # written before it is answered, as Kafka's
             self._write(group, lambda refusal: self._replaced(group, old, member, refusal))
             return joining
-        if group.state is not GroupState.PREPARING_REBALANCE:
-            prepare(group, now_ms, self.initial_delay_ms)
-        maybe_complete(group, now_ms, self.initial_delay_ms, self._write)
+        collect_joins(group, now_ms, self.initial_delay_ms, self._write)
         return joining
 
     def _replaced(

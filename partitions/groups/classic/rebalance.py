@@ -41,6 +41,14 @@ def prepare(group: ClassicGroup, now_ms: int, initial_delay_ms: int) -> None:
         member.syncing = None
 
 
+def collect_joins(group: ClassicGroup, now_ms: int, initial_delay_ms: int, write: Write) -> None:
+    """A member joined: the group collects joins (``prepare``) unless it is already, and ends the join
+    phase if it can (``maybe_complete``)."""
+    if group.state is not GroupState.PREPARING_REBALANCE:
+        prepare(group, now_ms, initial_delay_ms)
+    maybe_complete(group, now_ms, initial_delay_ms, write)
+
+
 def maybe_complete(
     group: ClassicGroup, now_ms: int, initial_delay_ms: int, write: Write, ticked: bool = False
 ) -> None:
