@@ -10,13 +10,13 @@ one at a time (``lock``), those of different groups concurrently. Event loop onl
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from partitions.groups.name_locks import NameLocks
 from raftlog.errors import RaftlogError
 
 log = logging.getLogger("raftlog.groups")
@@ -54,28 +54,14 @@ class MemberTimers(Generic[M]):
     def __init__(self, monotonic: Callable[[], int], revoking: Callable[[M], bool]) -> None:
         self._monotonic = monotonic
         self._revoking = revoking
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._users: dict[str, int] = {}  # name -> heartbeats holding or waiting for its lock
         self._timers: dict[str, Timers] = {}
+        self._locks = NameLocks(lambda name: name in self._timers)
 
-    @contextlib.asynccontextmanager
-    async def lock(self, name: str) -> AsyncIterator[None]:
+    def lock(self, name: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Held while one heartbeat (or sweep) of group ``name`` runs. A name whose work kept no timers (a
         group there is not, refused) keeps no lock either once no one holds or waits for it, so names
         asked at random leave nothing behind."""
-        lock = self._locks.get(name)
-        if lock is None:
-            lock = self._locks[name] = asyncio.Lock()
-        self._users[name] = self._users.get(name, 0) + 1
-        try:
-            async with lock:
-                yield
-        finally:
-            self._users[name] -= 1
-            if not self._users[name]:
-                del self._users[name]
-                if name not in self._timers:
-                    del self._locks[name]
+        return self._locks.hold(name)
 
     def of(self, name: str, term: int) -> Timers:
         timers = self._timers.get(name)
@@ -135,9 +121,10 @@ class MemberTimers(Generic[M]):
         readable then) only has its members' sessions start afresh, which fences no one sooner."""
         fenced: list[tuple[str, str]] = []
         led = list(led)
-        for name in set(self._timers) - {name for name, _ in led} - set(self._users):
-            del self._timers[name]
-            self._locks.pop(name, None)  # no one holds or waits for it
+        for name in set(self._timers) - {name for name, _ in led}:
+            if not self._locks.busy(name):
+                del self._timers[name]
+                self._locks.drop(name)
         for name, term in led:
             async with self.lock(name):
                 try:

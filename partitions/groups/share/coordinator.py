@@ -31,9 +31,8 @@ at once cannot pass it, and every replica applies the same bound.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -53,6 +52,7 @@ from partitions.groups.group_commands import ShareGroupRecord
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
+from partitions.groups.name_locks import NameLocks
 from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assign
 from raftlog.errors import InvariantViolation
 
@@ -155,8 +155,9 @@ class ShareGroupCoordinator:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.groups_max = groups_max  # share groups per coordinator partition
         self._groups: dict[str, ShareGroup] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._waiting: dict[str, int] = {}  # heartbeats holding or awaiting each group's lock
+        # the group's heartbeats one at a time; its lock dropped once none waits and the group is not
+        # held, so names of groups refused or gone leave nothing behind
+        self._locks = NameLocks(lambda name: name in self._groups)
 
     def _term(self, name: str) -> tuple[int, int, Group | None]:
         """(the term the group's partition is led here in, the group epoch the table recorded, the
@@ -199,27 +200,6 @@ class ShareGroupCoordinator:
         for member in table.share_members:  # the recorded members assigned afresh
             group.members[member.member_id] = replace(member, assigned=group.assigned(member.member_id))
 
-    @contextlib.asynccontextmanager
-    async def _serialized(self, name: str) -> AsyncIterator[None]:
-        """The group's heartbeats one at a time; its lock is dropped once none waits and the group is
-        not held, so names of groups refused or gone leave nothing behind."""
-        self._waiting[name] = self._waiting.get(name, 0) + 1
-        try:
-            async with self._lock(name):
-                yield
-        finally:
-            self._waiting[name] -= 1
-            if not self._waiting[name]:
-                del self._waiting[name]
-                if name not in self._groups:
-                    self._locks.pop(name, None)
-
-    def _lock(self, name: str) -> asyncio.Lock:
-        lock = self._locks.get(name)
-        if lock is None:
-            lock = self._locks[name] = asyncio.Lock()
-        return lock
-
     async def heartbeat(
         self,
         name: str,
@@ -234,7 +214,7 @@ class ShareGroupCoordinator:
         """A ShareGroupHeartbeat: the group's new epoch written to the table, then answered. Heartbeats
         of one group one at a time. ``epoch`` None: in the epoch the member was last given (an HTTP
         member's, whose every request is a heartbeat; UnknownMember when it is not a member)."""
-        async with self._serialized(name):
+        async with self._locks.hold(name):
             answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host, door)
             await self._record(name)
             return answer
@@ -338,15 +318,14 @@ class ShareGroupCoordinator:
         for name, group in list(self._groups.items()):
             if self._records.leader_term(name) != group.term:
                 del self._groups[name]  # no longer coordinated here (in this term)
-                if name not in self._waiting:
-                    self._locks.pop(name, None)
+                self._locks.drop(name)
                 continue
             if self._records.recorded_group(name) is None:
                 continue  # led here, unable to read for a moment (read lease lapsed): kept, swept next time
             due = [m for m, seen in group.last_seen_ms.items() if now - seen > self.session_timeout_ms]
             if not due:
                 continue
-            async with self._serialized(name):
+            async with self._locks.hold(name):
                 for member_id in due:
                     self._remove(group, member_id)
                     gone.append((name, member_id))
@@ -357,7 +336,7 @@ class ShareGroupCoordinator:
         """The group, made empty and written to the table (at epoch 0) when there is none: Kafka 4.4's
         AlterShareGroupOffsets makes the share group it sets offsets for (``getOrMaybeCreateShareGroup``).
         ``ShareGroupLimitReached`` past the bound of share groups, as a join."""
-        async with self._serialized(name):
+        async with self._locks.hold(name):
             group = self._group(name, create=True)
             if group is None:
                 raise InvariantViolation(f"share group {name} neither found nor made")
