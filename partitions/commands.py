@@ -142,18 +142,18 @@ class SchemaCommand:
     payload: bytes  # encoded by ``partitions.registry.table.encode``
 
 
+# a command carrying a table's own encoded command, by its kind on the wire
+PayloadCommand = GroupCommand | TxnCommand | ShareCommand | SchemaCommand
+_PAYLOAD_KINDS: dict[type[PayloadCommand], int] = {
+    GroupCommand: _GROUP,
+    TxnCommand: _TXN,
+    ShareCommand: _SHARE,
+    SchemaCommand: _SCHEMA,
+}
+_PAYLOAD_CLASSES = {kind: cls for cls, kind in _PAYLOAD_KINDS.items()}
+
 Command = (
-    Produce
-    | CommitOffset
-    | Barrier
-    | GroupCommand
-    | DeleteOffset
-    | DeleteRecords
-    | TxnMarker
-    | TxnOffset
-    | TxnCommand
-    | ShareCommand
-    | SchemaCommand
+    Produce | CommitOffset | Barrier | DeleteOffset | DeleteRecords | TxnMarker | TxnOffset | PayloadCommand
 )
 
 
@@ -180,14 +180,8 @@ def encode(command: Command) -> bytes:
     if isinstance(command, CommitOffset):
         fields = [VERSION, _COMMIT_OFFSET, command.group, command.offset, command.reset]
         fields += _offset_details(command.leader_epoch, command.metadata)
-    elif isinstance(command, GroupCommand):
-        fields = [VERSION, _GROUP, command.payload]
-    elif isinstance(command, TxnCommand):
-        fields = [VERSION, _TXN, command.payload]
-    elif isinstance(command, ShareCommand):
-        fields = [VERSION, _SHARE, command.payload]
-    elif isinstance(command, SchemaCommand):
-        fields = [VERSION, _SCHEMA, command.payload]
+    elif isinstance(command, PayloadCommand):
+        fields = [VERSION, _PAYLOAD_KINDS[type(command)], command.payload]
     elif isinstance(command, DeleteOffset):
         fields = [VERSION, _DELETE_OFFSET, command.group]
     elif isinstance(command, DeleteRecords):
@@ -313,14 +307,8 @@ def decode(data: bytes | memoryview) -> Command:
             and isinstance(metadata, str)
         ):
             return CommitOffset(group, offset, reset, leader_epoch, metadata)
-    if kind == _GROUP and len(fields) == 3 and isinstance(fields[2], bytes):
-        return GroupCommand(fields[2])
-    if kind == _TXN and len(fields) == 3 and isinstance(fields[2], bytes):
-        return TxnCommand(fields[2])
-    if kind == _SHARE and len(fields) == 3 and isinstance(fields[2], bytes):
-        return ShareCommand(fields[2])
-    if kind == _SCHEMA and len(fields) == 3 and isinstance(fields[2], bytes):
-        return SchemaCommand(fields[2])
+    if kind in _PAYLOAD_CLASSES and len(fields) == 3 and isinstance(fields[2], bytes):
+        return _PAYLOAD_CLASSES[kind](fields[2])
     if kind == _DELETE_OFFSET and len(fields) == 3 and isinstance(fields[2], str):
         return DeleteOffset(fields[2])
     if kind == _DELETE_RECORDS and len(fields) == 3 and type(fields[2]) is int and fields[2] >= 0:
