@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,6 +177,28 @@ def _check_types(part: _Part, request: wire.Request) -> None:
         part.ack_error = Caught.of(InvalidGroupRequest(f"invalid acknowledge types {sorted(kinds)}"))
 
 
+async def _named(
+    door: Door, request: wire.Request, names: Mapping[uuid.UUID, str], pacer: Pacer
+) -> AsyncIterator[_Part]:
+    """The partitions a ShareFetch or ShareAcknowledge names, in its order, each with its
+    acknowledgements: one of a topic unknown here or past the topic's partitions refused (``error`` and
+    ``ack_error``), the others' acknowledgement types checked (``_check_types``)."""
+    for topic in request.body.topics:
+        name = names.get(topic.topic_id)
+        count = _partition_count(door, name)
+        for p in topic.partitions:
+            await pacer.step()
+            tp = TopicPartition(name or f"<unknown {topic.topic_id}>", int(p.partition_index))
+            part = _Part(tp, topic.topic_id, _acks(p.acknowledgement_batches))
+            if name is None:
+                part.error = part.ack_error = Caught.of(_unknown_topic(topic.topic_id))
+            elif not 0 <= tp.partition < count:
+                part.error = part.ack_error = Caught.of(UnknownPartition(tp.topic, tp.partition))
+            else:
+                _check_types(part, request)
+            yield part
+
+
 async def _acknowledge(door: Door, group: str, member: str, parts: Iterable[_Part]) -> None:
     shares = door.node.local.shares
 
@@ -230,20 +252,10 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
         return failed(caught.code, caught.message or "")
     parts: dict[TopicPartition, _Part] = {}
     pacer = Pacer()
-    for topic in body.topics:
-        name = names.get(topic.topic_id)
-        count = _partition_count(door, name)
-        for p in topic.partitions:
-            await pacer.step()
-            tp = TopicPartition(name or f"<unknown {topic.topic_id}>", int(p.partition_index))
-            parts[tp] = _Part(tp, topic.topic_id, _acks(p.acknowledgement_batches))
-            if name is None:
-                parts[tp].error = parts[tp].ack_error = Caught.of(_unknown_topic(topic.topic_id))
-            elif not 0 <= tp.partition < count:  # answered, never kept in the session
-                parts[tp].error = parts[tp].ack_error = Caught.of(UnknownPartition(tp.topic, tp.partition))
-            else:
-                session.partitions[tp] = None
-                _check_types(parts[tp], request)
+    async for part in _named(door, request, names, pacer):
+        parts[part.tp] = part
+        if part.error is None:  # one refused is answered, never kept in the session
+            session.partitions[part.tp] = None
     for topic in body.forgotten_topics_data:
         name = names.get(topic.topic_id)
         for index in topic.partitions:
@@ -444,25 +456,8 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
         session = door.share_sessions.step(group, member, epoch, door.session, door.session.user)
     if caught.failed:
         return failed(caught.code, caught.message or "")
-    parts = []
     pacer = Pacer()
-    for topic in body.topics:
-        name = names.get(topic.topic_id)
-        count = _partition_count(door, name)
-        for p in topic.partitions:
-            await pacer.step()
-            part = _Part(
-                TopicPartition(name or "", int(p.partition_index)),
-                topic.topic_id,
-                _acks(p.acknowledgement_batches),
-            )
-            if name is None:
-                part.ack_error = Caught.of(_unknown_topic(topic.topic_id))
-            elif not 0 <= part.tp.partition < count:
-                part.ack_error = Caught.of(UnknownPartition(part.tp.topic, part.tp.partition))
-            else:
-                _check_types(part, request)
-            parts.append(part)
+    parts = [part async for part in _named(door, request, names, pacer)]
     await _acknowledge(door, group, member, [p for p in parts if p.ack_error is None])
     if epoch == CLOSE_EPOCH:
         await _release(door, group, member, session.partitions)
