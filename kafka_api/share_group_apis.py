@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,6 +199,25 @@ async def _named(
             yield part
 
 
+def _error_fields(error: Caught | None) -> dict[str, Any]:
+    """A partition's ``error_code`` and ``error_message`` in a ShareFetch or ShareAcknowledge answer."""
+    if error is None:
+        return {"error_code": ErrorCode.none, "error_message": None}
+    return {"error_code": error.code, "error_message": error.message}
+
+
+async def _by_topic(
+    parts: Iterable[_Part], answer: Callable[[_Part], Any], topic_cls: type, pacer: Pacer
+) -> tuple[Any, ...]:
+    """The partitions' answers (``answer``) under their topics, each topic once, in the order first named:
+    a ShareFetch's or ShareAcknowledge's."""
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for part in parts:
+        await pacer.step()
+        by_topic.setdefault(part.topic_id, []).append(answer(part))
+    return tuple(wire.build(topic_cls, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+
+
 async def _acknowledge(door: Door, group: str, member: str, parts: Iterable[_Part]) -> None:
     shares = door.node.local.shares
 
@@ -288,29 +307,26 @@ async def share_fetch(door: Door, request: wire.Request) -> Any:
     partition_cls = wire.sibling(cls, "PartitionData")
     acquired_cls = wire.sibling(cls, "AcquiredRecords")
     leader_cls = wire.sibling(cls, "LeaderIdAndEpoch")
-    by_topic: dict[uuid.UUID, list[Any]] = {}
-    for part in parts.values():
-        await pacer.step()
+
+    def answer(part: _Part) -> Any:
         fetched = part.fetched
-        by_topic.setdefault(part.topic_id, []).append(
-            wire.build(
-                partition_cls,
-                partition_index=part.tp.partition,
-                error_code=ErrorCode.none if part.error is None else part.error.code,
-                error_message=None if part.error is None else part.error.message,
-                acknowledge_error_code=0 if part.ack_error is None else part.ack_error.code.value,
-                acknowledge_error_message=None if part.ack_error is None else part.ack_error.message,
-                current_leader=_leader(part, leader_cls),
-                records=b"" if fetched is None else fetched.data,
-                acquired_records=()
-                if fetched is None
-                else tuple(
-                    wire.build(acquired_cls, first_offset=f, last_offset=la, delivery_count=d)
-                    for f, la, d in fetched.acquired
-                ),
-            )
+        return wire.build(
+            partition_cls,
+            partition_index=part.tp.partition,
+            **_error_fields(part.error),
+            acknowledge_error_code=0 if part.ack_error is None else part.ack_error.code.value,
+            acknowledge_error_message=None if part.ack_error is None else part.ack_error.message,
+            current_leader=_leader(part, leader_cls),
+            records=b"" if fetched is None else fetched.data,
+            acquired_records=()
+            if fetched is None
+            else tuple(
+                wire.build(acquired_cls, first_offset=f, last_offset=la, delivery_count=d)
+                for f, la, d in fetched.acquired
+            ),
         )
-    topics = tuple(wire.build(topic_cls, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+
+    topics = await _by_topic(parts.values(), answer, topic_cls, pacer)
     return wire.build(
         cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
         acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms), responses=topics,
@@ -464,20 +480,16 @@ async def share_acknowledge(door: Door, request: wire.Request) -> Any:
     topic_cls = wire.sibling(cls, "ShareAcknowledgeTopicResponse")
     partition_cls = wire.sibling(cls, "PartitionData")
     leader_cls = wire.sibling(cls, "LeaderIdAndEpoch")
-    by_topic: dict[uuid.UUID, list[Any]] = {}
-    for part in parts:
-        await pacer.step()
-        error = part.ack_error
-        by_topic.setdefault(part.topic_id, []).append(
-            wire.build(
-                partition_cls,
-                partition_index=part.tp.partition,
-                error_code=ErrorCode.none if error is None else error.code,
-                error_message=None if error is None else error.message,
-                current_leader=wire.build(leader_cls, leader_id=NO_LEADER, leader_epoch=NO_LEADER),
-            )
+
+    def answer(part: _Part) -> Any:
+        return wire.build(
+            partition_cls,
+            partition_index=part.tp.partition,
+            **_error_fields(part.ack_error),
+            current_leader=wire.build(leader_cls, leader_id=NO_LEADER, leader_epoch=NO_LEADER),
         )
-    topics = tuple(wire.build(topic_cls, topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+
+    topics = await _by_topic(parts, answer, topic_cls, pacer)
     return wire.build(
         cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
         acquisition_lock_timeout=lock, responses=topics, node_endpoints=_endpoints(door, cls),
