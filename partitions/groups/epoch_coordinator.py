@@ -1,13 +1,15 @@
 """What the coordinators of the epoch protocols share (the consumer group protocol, KIP-848,
 ``consumer/coordinator.py``; streams groups, KIP-1071, ``streams/coordinator.py``): the group read from
 the replicated table led here with its protocol checked once (``group_types``), the member timers
-(``member_timers``) and the sweep that fences on them, a description, and an OffsetFetch of a member checked
-by its epoch. Each protocol says which value of the table's group is its own, how a new one starts, how a
-member is fenced and how the group is written.
+(``member_timers``) and the sweep that fences on them, a heartbeat's next group written and its member's
+timers moved (``_stepped``), a description, and an OffsetFetch of a member checked by its epoch. Each
+protocol says which value of the table's group is its own, how a new one starts, how a member is fenced
+and how the group is written.
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar, Generic, Protocol, TypeVar, cast
@@ -17,6 +19,8 @@ from partitions.groups.group_model import Group
 from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.live import LiveGroup
 from partitions.groups.member_timers import MemberTimers, TimedMember
+
+log = logging.getLogger("raftlog.groups")
 
 M = TypeVar("M", bound=TimedMember)
 M_co = TypeVar("M_co", bound=TimedMember, covariant=True)
@@ -85,6 +89,22 @@ class EpochCoordinator(ABC, Generic[G, M]):
     @abstractmethod
     async def _record(self, name: str, state: G) -> None:
         """Written whole to the table (refused below the feature level that allows it)."""
+
+    async def _stepped(
+        self, name: str, term: int, state: G, stepped: G, member_id: str, left: M | None, session_ms: int
+    ) -> None:
+        """A heartbeat of ``member_id`` stepped the group from ``state`` to ``stepped``: written when it
+        changed, then the timers told who ``left`` and whom the heartbeat came from (its session runs
+        ``session_ms`` from now)."""
+        if stepped != state:
+            await self._record(name, stepped)
+        timers = self._timers.of(name, term)
+        if left is not None:
+            self._timers.left(timers, left.member_id)
+            log.info("%s %s: member %s left", self.what, name, left.member_id)
+        member = cast(M | None, stepped.members.get(member_id))  # G's members are M's
+        if member is not None:
+            self._timers.heard(timers, member, session_ms)
 
     def _current(self, name: str, joining: bool) -> tuple[int, G]:
         """The group as the table holds it, led here (NotCoordinator otherwise). A group of another

@@ -140,15 +140,8 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
             counts = {t: self._consumer.partition_count(t) for t in sorted(topics)}
             new_member_id = hb.member_id or self._new_member_id()
             answer = step(state, hb, counts, new_member_id, regex_topics=regex_topics)
-            if answer.group != state:
-                await self._record(name, answer.group)
-            timers = self._timers.of(name, term)
-            if answer.left is not None:
-                self._timers.left(timers, answer.left.member_id)
-                log.info("consumer group %s: member %s left", name, answer.left.member_id)
-            member = answer.group.members.get(answer.member_id)
-            if member is not None:
-                self._timers.heard(timers, member, self.timeouts(name)[0])
+            session_ms = self.session_ms(name)
+            await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
             return answer
 
     async def _resolve(

@@ -15,7 +15,6 @@ broker does after its coordinator answers. Heartbeats of one group are handled o
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -38,8 +37,6 @@ from partitions.groups.streams.group import (
 )
 from partitions.groups.streams.group import heartbeat as step
 from partitions.resource_configs import streams_initial_delay_ms, streams_settings
-
-log = logging.getLogger("raftlog.groups")
 
 TASK_OFFSET_INTERVAL_MS = 60_000  # Kafka's group.streams.task.offset.interval.ms
 ACCEPTABLE_RECOVERY_LAG = 10_000  # Kafka's group.streams.acceptable.recovery.lag
@@ -112,15 +109,7 @@ class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
             session_ms, _, standbys = self.settings(name)
             delayed = self._delayed(name, term, state)
             answer = step(state, hb, self._partitions, standby_replicas=standbys, assignment_delayed=delayed)
-            if answer.group != state:
-                await self._record(name, answer.group)
-            timers = self._timers.of(name, term)
-            if answer.left is not None:
-                self._timers.left(timers, answer.left.member_id)
-                log.info("streams group %s: member %s left", name, answer.left.member_id)
-            member = answer.group.members.get(answer.member_id)
-            if member is not None:
-                self._timers.heard(timers, member, session_ms)
+            await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
             return answer
 
     async def expire_due(self) -> list[tuple[str, str]]:
