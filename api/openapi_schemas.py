@@ -240,6 +240,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "partition": PARTITION_NUMBER,
                 "offset": NATURAL,
                 "reset": {"type": "boolean"},
+                "metadata": STR,
             },
             ["topic", "partition", "offset"],
         )

@@ -51,8 +51,9 @@ from api.schemas import (
     request_flavour,
     require_json_body,
 )
+from partitions.commands import check_offset_metadata
 from partitions.consumers.protocol import GroupService
-from partitions.data.service import DataService, FetchedBatches, Producer
+from partitions.data.service import DataService, FetchedBatches, GroupOffset, Producer
 from partitions.errors import UnknownPartition
 from partitions.metadata.service import AdminService
 from raftlog.consensus.errors import NoLeader, NotLeader
@@ -393,6 +394,8 @@ async def commit_offsets(request: web.Request) -> web.Response:
     entries = parse_commit_offsets(await state.json_body(request))
     access.authorize_topics(request, READ, (entry.topic for entry in entries))  # before any is committed
     force = query_bool(request.query, "force", False)
+    for entry in entries:  # a metadata past Kafka's bound refuses the body before any entry is committed
+        check_offset_metadata(entry.metadata)
     topics = sorted({entry.topic for entry in entries})
     for topic in topics:  # an unknown topic or partition is refused before the group records it
         count = (await node.cluster.admin.call(AdminService.topic, topic)).partitions
@@ -411,7 +414,12 @@ async def commit_offsets(request: web.Request) -> web.Response:
         for commit in commits:
             try:
                 await node.cluster.offsets.commit(
-                    group, commit.topic, commit.partition, commit.offset, commit.reset
+                    group,
+                    commit.topic,
+                    commit.partition,
+                    commit.offset,
+                    commit.reset,
+                    metadata=commit.metadata,
                 )
             except RaftlogError as exc:
                 return Failure.of(exc)
@@ -436,12 +444,11 @@ async def committed_offsets(request: web.Request) -> web.Response:
         raise UnknownPartition(topic, partition)
     wanted = range(meta.partitions) if partition is None else [partition]
 
-    async def one(p: int) -> int | Failure | None:
+    async def one(p: int) -> GroupOffset | Failure | None:
         try:
-            found = await node.cluster.offsets.committed(group, meta.name, p)
+            return await node.cluster.offsets.committed(group, meta.name, p)
         except RaftlogError as exc:
             return Failure.of(exc)
-        return None if found is None else found.offset
 
     outcomes = await asyncio.gather(*(one(p) for p in wanted))
     rows = []
@@ -449,5 +456,7 @@ async def committed_offsets(request: web.Request) -> web.Response:
         if isinstance(outcome, Failure):
             return outcome.response(outcome.headers.get(LEADER_HEADER, node.node_id))
         if outcome is not None:
-            rows.append({"topic": meta.name, "partition": p, "offset": outcome})
+            rows.append(
+                {"topic": meta.name, "partition": p, "offset": outcome.offset, "metadata": outcome.metadata}
+            )
     return web.json_response({"offsets": rows})

@@ -513,11 +513,13 @@ class OffsetCommit:
     partition: int
     offset: int
     reset: bool
+    metadata: str = ""  # kept with the offset, as a Kafka client's commit keeps its metadata
 
 
 def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
-    """``{"offsets": [{"topic", "partition", "offset", "reset"?}], "reset"?}``; a body-level ``reset``
-    applies to every entry."""
+    """``{"offsets": [{"topic", "partition", "offset", "reset"?, "metadata"?}], "reset"?}``; a body-level
+    ``reset`` applies to every entry. ``metadata``'s bound is the partitions' rule
+    (``commands.check_offset_metadata``), asked by the handler before any entry is committed."""
     obj = require_object(body, "body")
     reject_unknown(obj, {"offsets", "reset"}, "")
     reset_all = require_bool(obj.get("reset", False), "reset")
@@ -530,7 +532,7 @@ def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
     for i, item in enumerate(entries):
         where = f"offsets[{i}]"
         entry = require_object(item, where)
-        reject_unknown(entry, {"topic", "partition", "offset", "reset"}, where)
+        reject_unknown(entry, {"topic", "partition", "offset", "reset", "metadata"}, where)
         for name in ("topic", "partition", "offset"):
             if name not in entry:
                 raise BadRequest(f"{where}.{name}: missing")
@@ -540,9 +542,16 @@ def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
                 partition=require_int(entry["partition"], f"{where}.partition", maximum=2**31 - 1),
                 offset=require_int(entry["offset"], f"{where}.offset"),
                 reset=reset_all or require_bool(entry.get("reset", False), f"{where}.reset"),
+                metadata=_metadata_text(entry.get("metadata", ""), f"{where}.metadata"),
             )
         )
     return out
+
+
+def _metadata_text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise BadRequest(f"{where}: must be a string, got {_type_name(value)}")
+    return value
 
 
 def parse_delete_records(body: Any) -> int:

@@ -20,6 +20,7 @@ from waiting import wait_until
 from api import console
 from api.app import ROUTES, build_app
 from api.schemas import dump_json
+from partitions.commands import OFFSET_METADATA_MAX
 from partitions.errors import PeerUnreachable, ReplicaRecovering
 from raftlog.consensus.errors import (
     GroupClosed,
@@ -433,15 +434,53 @@ async def test_consumer_offsets_commit_read_never_backwards_unless_reset(
         }
     )
     assert await committed("topic=t") == [
-        {"topic": "t", "partition": 0, "offset": 5},
-        {"topic": "t", "partition": 1, "offset": 2},
+        {"topic": "t", "partition": 0, "offset": 5, "metadata": ""},
+        {"topic": "t", "partition": 1, "offset": 2, "metadata": ""},
     ]
     await commit({"offsets": [{"topic": "t", "partition": 0, "offset": 3}]})
-    assert await committed("topic=t&partition=0") == [{"topic": "t", "partition": 0, "offset": 5}]
+    assert await committed("topic=t&partition=0") == [
+        {"topic": "t", "partition": 0, "offset": 5, "metadata": ""}
+    ]
     await commit({"offsets": [{"topic": "t", "partition": 0, "offset": 3}], "reset": True})
-    assert await committed("topic=t&partition=0") == [{"topic": "t", "partition": 0, "offset": 3}]
+    assert await committed("topic=t&partition=0") == [
+        {"topic": "t", "partition": 0, "offset": 3, "metadata": ""}
+    ]
     await commit({"offsets": [{"topic": "t", "partition": 1, "offset": 0, "reset": True}]})
-    assert await committed("topic=t&partition=1") == [{"topic": "t", "partition": 1, "offset": 0}]
+    assert await committed("topic=t&partition=1") == [
+        {"topic": "t", "partition": 1, "offset": 0, "metadata": ""}
+    ]
+
+
+async def test_a_group_commit_keeps_each_offsets_metadata_and_a_metadata_past_kafkas_bound_commits_nothing(
+    cluster: FakeCluster, n1: Node
+) -> None:
+    """The metadata string of each entry is kept with its offset and read back (as a Kafka client's
+    commit keeps it); one past Kafka's bound (``commands.OFFSET_METADATA_MAX`` UTF-16 units) refuses the
+    whole body before any entry is committed."""
+    cluster.add_topic("t", 2)
+    entries = [
+        {"topic": "t", "partition": 0, "offset": 5, "metadata": "checkpoint 17 \N{SNOWMAN}"},
+        {"topic": "t", "partition": 1, "offset": 2},
+    ]
+    response = await n1.client.post("/consumers/g1/offsets", json={"offsets": entries})
+    assert response.status == 204, await response.text()
+    answer = await (await n1.client.get("/consumers/g1/offsets?topic=t")).json()
+    assert answer["offsets"] == [
+        {"topic": "t", "partition": 0, "offset": 5, "metadata": "checkpoint 17 \N{SNOWMAN}"},
+        {"topic": "t", "partition": 1, "offset": 2, "metadata": ""},
+    ]
+    calls = n1.data.calls["commit_offset"]
+    too_large = [
+        {"topic": "t", "partition": 0, "offset": 9, "metadata": "kept"},
+        {"topic": "t", "partition": 1, "offset": 9, "metadata": "x" * (OFFSET_METADATA_MAX + 1)},
+    ]
+    error = await error_of(
+        await n1.client.post("/consumers/g1/offsets", json={"offsets": too_large}), 400, 40001
+    )
+    assert str(OFFSET_METADATA_MAX) in error["message"], error
+    assert n1.data.calls["commit_offset"] == calls
+    answer = await (await n1.client.get("/consumers/g1/offsets?topic=t")).json()
+    assert [row["offset"] for row in answer["offsets"]] == [5, 2]
 
 
 async def test_a_commit_and_its_read_wait_while_the_partitions_leader_moves(
@@ -469,6 +508,7 @@ async def test_a_commit_and_its_read_wait_while_the_partitions_leader_moves(
         ({"offsets": [{"topic": "t", "partition": 0, "offset": -1}]}, "offsets[0].offset"),
         ({"offsets": [{"topic": 1, "partition": 0, "offset": 1}]}, "offsets[0].topic"),
         ({"offsets": [{"topic": "t", "partition": 0, "offset": 1}], "reset": "yes"}, "reset"),
+        ({"offsets": [{"topic": "t", "partition": 0, "offset": 1, "metadata": 7}]}, "offsets[0].metadata"),
     ],
 )
 async def test_bad_offset_commits_are_400(cluster: FakeCluster, n1: Node, body: Any, field: str) -> None:
@@ -873,8 +913,8 @@ async def test_admin_and_consumer_calls_are_forwarded(cluster: FakeCluster, n1: 
     assert cluster.partitions[("t", 1)].consumer_offsets == {"g": 6}
     body = await (await n2.client.get("/consumers/g/offsets?topic=t")).json()
     assert body["offsets"] == [
-        {"topic": "t", "partition": 0, "offset": 4},
-        {"topic": "t", "partition": 1, "offset": 6},
+        {"topic": "t", "partition": 0, "offset": 4, "metadata": ""},
+        {"topic": "t", "partition": 1, "offset": 6, "metadata": ""},
     ]
     assert (await n2.client.delete("/v1/topics/made-on-n1")).status == 204
 
