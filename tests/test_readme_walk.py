@@ -159,6 +159,8 @@ def test_every_tour_command_runs_as_printed_in_order(walk_dir: tuple[pathlib.Pat
         if cmd.startswith("curl -s localhost:8082/topics/orders/partitions/1/offsets")
     )
     assert '"beginning_offset": 0' in offsets and '"end_offset": 3' in offsets  # as the comment shows
+    committed = next(out for cmd, out in answers.items() if "consumers/billing/offsets?topic=orders" in cmd)
+    assert '"offset": 2, "metadata": "invoice 41"' in committed, committed  # as the comment shows
     typed = next(out for cmd, out in answers.items() if "records?offset=9" in cmd)
     assert '"error_code": 41601' in typed  # "errors are typed"
     groups = next(
