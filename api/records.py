@@ -51,7 +51,6 @@ from api.schemas import (
     request_flavour,
     require_json_body,
 )
-from partitions.commands import check_offset_metadata
 from partitions.consumers.protocol import GroupService
 from partitions.data.service import DataService, FetchedBatches, GroupOffset, Producer
 from partitions.errors import UnknownPartition
@@ -394,8 +393,7 @@ async def commit_offsets(request: web.Request) -> web.Response:
     entries = parse_commit_offsets(await state.json_body(request))
     access.authorize_topics(request, READ, (entry.topic for entry in entries))  # before any is committed
     force = query_bool(request.query, "force", False)
-    for entry in entries:  # a metadata past Kafka's bound refuses the body before any entry is committed
-        check_offset_metadata(entry.metadata)
+    node.cluster.offsets.check_metadata(entry.metadata for entry in entries)  # before any is committed
     topics = sorted({entry.topic for entry in entries})
     for topic in topics:  # an unknown topic or partition is refused before the group records it
         count = (await node.cluster.admin.call(AdminService.topic, topic)).partitions

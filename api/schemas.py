@@ -519,7 +519,7 @@ class OffsetCommit:
 def parse_commit_offsets(body: Any) -> list[OffsetCommit]:
     """``{"offsets": [{"topic", "partition", "offset", "reset"?, "metadata"?}], "reset"?}``; a body-level
     ``reset`` applies to every entry. ``metadata``'s bound is the partitions' rule
-    (``commands.check_offset_metadata``), asked by the handler before any entry is committed."""
+    (``GroupOffsets.check_metadata``), asked by the handler before any entry is committed."""
     obj = require_object(body, "body")
     reject_unknown(obj, {"offsets", "reset"}, "")
     reset_all = require_bool(obj.get("reset", False), "reset")

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from partitions.commands import check_offset_metadata
 from partitions.consumers.reader import PartitionData
 from partitions.data.service import NO_LEADER_EPOCH, DataService, GroupOffset
 from partitions.errors import (
@@ -96,6 +97,14 @@ class GroupOffsets:
         if metadata and allows(OFFSET_METADATA):
             details["metadata"] = metadata
         return details
+
+    @staticmethod
+    def check_metadata(metadata: Iterable[str]) -> None:
+        """Each of a request's metadata strings within Kafka's bound (``commands.check_offset_metadata``,
+        which the partition's leader applies to each commit too): asked before any of the request's
+        commits is made, so one too large commits nothing of it. OffsetMetadataTooLarge."""
+        for text in metadata:
+            check_offset_metadata(text)
 
     async def commit(
         self,
