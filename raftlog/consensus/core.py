@@ -98,7 +98,6 @@ import logging
 import math
 import os
 import queue
-import random
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -113,6 +112,19 @@ from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
 from raftlog.consensus import decisions, journal_files
 from raftlog.consensus.config import CoreConfig
+from raftlog.consensus.core_base import (
+    CANDIDATE,
+    COMMAND_MEMBERSHIP,
+    COMMAND_NO_OP,
+    COMMAND_USER,
+    FOLLOWER,
+    LEADER,
+    MEMBERSHIP_TYPE_BYTE,
+    NO_OP_ENTRY,
+    USER_TYPE_BYTE,
+    Callback,
+    CoreBase,
+)
 from raftlog.consensus.interface import (
     READ_NO_QUORUM,
     READ_NOT_LEADER,
@@ -123,8 +135,7 @@ from raftlog.consensus.interface import (
     StateMachine,
 )
 from raftlog.consensus.journal import MemoryJournal, RaftJournal
-from raftlog.consensus.journal_files import SyncJob, fsync_directory, write_file_durably
-from raftlog.consensus.liveness import Liveness
+from raftlog.consensus.journal_files import fsync_directory, write_file_durably
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.consensus.messages import (
     AppendEntries,
@@ -149,16 +160,7 @@ if PYSYNCOBJ_VERSION != SUPPORTED_PYSYNCOBJ_VERSION:
         f"found {PYSYNCOBJ_VERSION}"
     )
 
-# pysyncobj's raft states and command types (syncobj.py _RAFT_STATE / _COMMAND_TYPE).
-_FOLLOWER, _CANDIDATE, _LEADER = 0, 1, 2
-_ROLE_BY_STATE = {_FOLLOWER: Role.FOLLOWER, _CANDIDATE: Role.CANDIDATE, _LEADER: Role.LEADER}
-COMMAND_NO_OP = 1
-COMMAND_MEMBERSHIP = 2
-COMMAND_USER = 0x20  # ours: the rest of the entry is an opaque StateMachine command
-_MEMBERSHIP_TYPE_BYTE = bytes((COMMAND_MEMBERSHIP,))
-_USER_TYPE_BYTE = bytes((COMMAND_USER,))
-
-_NO_OP_ENTRY = bytes([COMMAND_NO_OP])
+_ROLE_BY_STATE = {FOLLOWER: Role.FOLLOWER, CANDIDATE: Role.CANDIDATE, LEADER: Role.LEADER}
 
 # The only monkeypatches of pysyncobj: SyncObj.__init__ calls createJournal and createPoller by module
 # global name. RaftCore.__init__ hands its journal (and a Driver's shared poller) to them through this
@@ -187,13 +189,10 @@ def _create_poller(poller_type: str) -> Any:
 _syncobj_module.createJournal = _create_journal
 _syncobj_module.createPoller = _create_poller
 
-Callback = Callable[[object, int], None]
 # Disk full (RaftCore, "Disk full"): a hand-over that found no follower holding the whole log is asked
 # again after this; a compaction that found no room for its snapshot file is tried again after this.
 SPACE_HANDOVER_RETRY_S = 1.0
 SPACE_RETRY_COMPACTION_S = 5.0
-# Why a replica won a leadership (``RaftCore.leader_changes``; see ``_on_became_leader``).
-LEADER_CHANGE_CAUSES = ("election", "transfer", "check_quorum", "leader_gone")
 # A starved thread (see "Starved thread" in the module docstring): a follower ticked this much after its
 # election deadline was not run on time, and looks again a little later before it stands.
 LATE_TICK_TOLERANCE_S = 0.1
@@ -211,34 +210,9 @@ def _as_entry(raw: Any) -> tuple[bytes, int, int]:
     return bytes(command), int(index), int(term)
 
 
-class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
+class RaftCore(CoreBase):
     """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,
     :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
-
-    role_changes = 0  # every replica's role changes in this process (see group.role_changes)
-    # Elections the replicas of this process stood for when they stopped hearing a leader (a transfer's
-    # and a new group's first ones excluded), and pre-vote rounds they asked for (see group.election_counts).
-    elections_on_timeout = 0
-    pre_vote_rounds = 0
-    # Starved thread: leader ticks whose late start was credited, follower deadlines put off for a late tick.
-    stalls_credited = 0
-    late_deadlines = 0
-    # Leaderships won by the replicas of this process, by cause (every key present from the start, so a
-    # reader on another thread copies a dict that never changes size): one per leader change of a group.
-    leader_changes: dict[str, int] = dict.fromkeys(LEADER_CHANGE_CAUSES, 0)
-
-    # SyncObj state this class assigns (declared for mypy; SyncObj.__init__ sets them).
-    _SyncObj__raftCommitIndex: int
-    _SyncObj__raftLastApplied: int
-    _SyncObj__leaderCommitIndex: int | None
-    _SyncObj__needLoadDumpFile: bool
-    _SyncObj__transferInProgress: bool
-    _SyncObj__onReadyCalled: bool
-    _SyncObj__forceLogCompaction: bool
-    _SyncObj__lastSerializedTime: float
-    _SyncObj__lastSerializedEntry: int | None
-    _SyncObj__otherNodes: set[Any]
-    _SyncObj__raftLeader: Any
 
     def __init__(
         self,
@@ -269,14 +243,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._clock = clock
         self._config = config or CoreConfig()
         self._state_machine = state_machine
-        self._journal: RaftJournal = journal if journal is not None else MemoryJournal()
-        self._held_replies: list[tuple[Any, NextNodeIdx]] = []
+        self._journal = journal if journal is not None else MemoryJournal()
+        self._held_replies = []
         self._send_rotation = 0
-        self._followers_to_send: set[Any] = set()
-        self._voters: set[Any] = set()  # ids of the nodes that voted for this candidate in this term
+        self._followers_to_send = set()
+        self._voters = set()  # ids of the nodes that voted for this candidate in this term
         # Check-quorum (a leader's): when each follower last replied in this leadership, on this core's
         # clock, with the time a starved thread did not run credited to it (see "Starved thread").
-        self._credited_heard_at: dict[Any, float] = {}
+        self._credited_heard_at = {}
         self._transfer_until = 0.0  # monotonic time until which a leader handing over appends nothing new
         # Log index of the last membership change this leader appended. pysyncobj means to allow one change
         # at a time (``__changeClusterIDx``) but never sets it; a change is denied here until the previous
@@ -289,53 +263,53 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # a follower that it holds no election; ``_quiet_acks`` holds, per follower, the index it held
         # when it acknowledged a quiescing heartbeat; ``_quiescing``: this tick's heartbeats ask for quiet.
         self._quiet = False
-        self._quiet_acks: dict[Any, int] = {}
+        self._quiet_acks = {}
         self._quiescing = False
         self._quiet_tick_at = 0.0  # a quiet replica's next tick (compaction and the like)
         # Pre-vote (see the module docstring): the term this replica asks pre-votes for (None: not asking),
         # the ids of the nodes that granted them, and when it last heard from a leader of its term.
-        self._prevote_term: int | None = None
-        self._prevoters: set[Any] = set()
+        self._prevote_term = None
+        self._prevoters = set()
         self._leader_seen_at = 0.0
         # Starved thread (see the module docstring): when this replica was last ticked, whether it was a
         # (non-quiet) leader then, and the election deadline a late tick put off (put off once only).
-        self._ticked_at: float | None = None
+        self._ticked_at = None
         self._led_when_ticked = False
-        self._deferred_deadline: float | None = None
+        self._deferred_deadline = None
         # Reads (see the module docstring): the thread's stalls, set by the Driver that ticks this core (a
         # test may set its own; None: no stall is known of); each voter's last reply of this term as it
         # arrived (never credited); the (stalls, TimeoutNows sent) at which this leadership was last
         # confirmed, None before; the term of the confirming no-op in flight, one at a time.
-        self.liveness: Liveness | None = None
-        self._heard_at: dict[Any, float] = {}
+        self.liveness = None
+        self._heard_at = {}
         # Each member's progress as Kafka's leader reports it (DescribeQuorum, ``member_ages``): when it
         # was last caught up (its reply acknowledged this leader's last index as the reply arrived, or the
         # last index at its previous reply: then caught up as of that reply), and (when, last index) at
         # its previous reply; replies of this leadership only.
-        self._caught_up_at: dict[Any, float] = {}
-        self._last_reply: dict[Any, tuple[float, int]] = {}
+        self._caught_up_at = {}
+        self._last_reply = {}
         self._timeouts_now_sent = 0
-        self._read_confirmed: tuple[int, int] | None = None
-        self._read_barrier_term: int | None = None
+        self._read_confirmed = None
+        self._read_barrier_term = None
         # Leader changes (see ``_on_became_leader``): the leader this replica last followed (or was),
         # and why it holds an election: "election", "transfer" (TimeoutNow), "new_group" (a new group's
         # first campaign), "check_quorum" (it stepped down itself), "leader_gone" (its leader said so).
-        self._last_leader_id: str | None = None
-        self._leader_lost: str | None = None
+        self._last_leader_id = None
+        self._leader_lost = None
         self._campaign_cause = "election"
         self.group_id = ""  # the owner names the group (ReplicaGroup.open), for the log lines
         # Learners (see the module docstring): the other members that are learners (pysyncobj's
         # ``__otherNodes`` holds the other voters), whether this replica is a voter, nodes the transport
         # keeps although outside the configuration (the leader, while a snapshot's configuration predates
         # it), and the configurations this replica's log holds.
-        self._learner_nodes: set[Any] = set()
-        self._outside_nodes: set[Any] = set()
+        self._learner_nodes = set()
+        self._outside_nodes = set()
         self._voting = True
         self._memberships = MembershipLog(0, Membership(frozenset()))
-        self._stopped_error: BaseException | None = None
+        self._stopped_error = None
         # Disk full (see "Disk full" below): an apply refused for want of room waits for its retry time;
         # a leadership hand-over asked for because of it is under way, or may be asked again from then.
-        self._apply_space_error: DiskFull | None = None
+        self._apply_space_error = None
         self._apply_retry_at = math.inf
         self._apply_retry_delay_s = 0.0
         self._space_handover = False
@@ -347,14 +321,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self.activity = True  # set when something happened that the next tick must handle
         # Called (any thread) after activity is set: a proposal, a transfer, a message delivered outside
         # a tick. A Driver sets it to mark the core ready.
-        self.on_activity: Callable[[], None] | None = None
+        self.on_activity = None
         # Called on the tick thread just before the journal is fsynced: a Driver that runs the transport
         # on its thread writes the queued messages first, so peers receive them during the fsync.
-        self.before_sync: Callable[[], None] | None = None
+        self.before_sync = None
         # Runs a journal's group commit on another thread: ``sync_runner(job, done)`` calls ``job.run()``
         # there and then ``done()``. None: the tick fsyncs itself, at its end. A Driver with sync threads
         # sets it, so that one group's fsync no longer holds up the ticks of every other group it drives.
-        self.sync_runner: Callable[[SyncJob, Callable[[], None]], None] | None = None
+        self.sync_runner = None
         self.sync_runner_min_bytes = 0  # smaller syncs run in the tick: a hand-off costs more than they wait
         _handoff.journal = self._journal
         _handoff.poller = poller
@@ -385,7 +359,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # callback, so the tick acts on what arrived: a leader counts an acknowledgement, commits and
         # applies in the tick that receives it, instead of receiving at the end of one tick and acting
         # in another.
-        self._receive: Callable[[], None] | None = None
+        self._receive = None
         transport = self._SyncObj__transport
         if isinstance(transport, MuxTransport):
             self.removeOnTickCallback(transport.receive)
@@ -397,30 +371,17 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         of what building a replica cost, with thousands built when a node starts."""
         return []
 
-    def _election_timeout_s(self) -> float:
-        """A fresh random election timeout (``decisions.election_timeout_s``, drawn from the ``random``
-        module as pysyncobj drew it)."""
-        config = self._config
-        return decisions.election_timeout_s(
-            config.election_timeout_min_ms / 1000, config.election_timeout_max_ms / 1000, random
-        )
-
     # -- thread-safe entry points ----------------------------------------------------------------
     def submit(self, command: bytes | tuple[bytes, ...], callback: Callback | None) -> None:
         """Queue a proposal; ``callback(result, fail_reason)`` runs on the tick thread (or on this thread
         with QUEUE_FULL). ``command`` may come in pieces: they are joined once, behind the entry's type
         byte (pysyncobj would copy a whole command again to put that byte in front)."""
         if isinstance(command, tuple):
-            entry = b"".join((_USER_TYPE_BYTE, *command))
+            entry = b"".join((USER_TYPE_BYTE, *command))
         else:
-            entry = _USER_TYPE_BYTE + command
+            entry = USER_TYPE_BYTE + command
         self._applyCommand(entry, callback)  # no command type: the entry already starts with it
         self._notify_activity()
-
-    def _notify_activity(self) -> None:
-        self.activity = True
-        if self.on_activity is not None:
-            self.on_activity()
 
     def tick_soon(self) -> None:
         """Any thread: have the next round tick this replica, quiet or not (a leader refusing a proposal
@@ -502,7 +463,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         retry = self._apply_retry_at  # an apply refused for want of room is retried then (inf: none)
         if self._quiet:
             return min(self._quiet_tick_at, retry), True
-        if self._SyncObj__raftState == _LEADER:
+        if self._SyncObj__raftState == LEADER:
             timer, routine = float(self._SyncObj__newAppendEntriesTime), True
         else:
             timer, routine = float(self._SyncObj__raftElectionDeadline), False
@@ -518,10 +479,6 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def quiet(self) -> bool:
         """The group is idle and this replica has stopped its timed duties (see "Quiescence")."""
         return self._quiet
-
-    @property
-    def node_id(self) -> str:
-        return str(self.selfNode.id)
 
     @property
     def role(self) -> Role:
@@ -540,13 +497,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         new leader's first append: queued behind the rest of an election storm, its acknowledgement came
         so late that the new leader, hearing no majority for 3 s, stepped down again."""
         state = self._SyncObj__raftState
-        if state == _LEADER:
+        if state == LEADER:
             return True
         leader = self._SyncObj__raftLeader
         if leader is not None:
             return leader in self._SyncObj__connectedNodes
         voted_for = self._journal.getVotedForNodeId()
-        return state == _FOLLOWER and voted_for is not None and voted_for != self.node_id
+        return state == FOLLOWER and voted_for is not None and voted_for != self.node_id
 
     @property
     def urgent(self) -> bool:
@@ -559,7 +516,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         follower, past its 10 s (CI, stop 84). Cheap: the driver asks it of every ready core each round."""
         if getattr(self._SyncObj__transport, "entries_waiting", False) or self._held_replies:
             return True
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             return False
         commit = self._SyncObj__raftCommitIndex
         return bool(
@@ -573,7 +530,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         """Leader, and the no-op it appended on election is applied (see GroupStatus.leader_ready)."""
         noop_index = self._SyncObj__noopIDx
         return bool(
-            self._SyncObj__raftState == _LEADER
+            self._SyncObj__raftState == LEADER
             and noop_index is not None
             and self._SyncObj__raftLastApplied >= noop_index
         )
@@ -606,7 +563,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
     def match_indexes(self) -> dict[str, int]:
         """Leader only: each other member's (voters' and learners') highest index known durable there."""
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             return {}
         return {str(node.id): int(index) for node, index in dict(self._SyncObj__raftMatchIndex).items()}
 
@@ -616,7 +573,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         in seconds (None: not since it leads). A quiet leader sends nothing and hears nothing (see
         "Quiescence"): its connected followers are heard from now, and those that acknowledged its whole
         log to let it go quiet are caught up now. Any thread (reads copies of the tick thread's maps)."""
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             return {}
         heard, caught_up = dict(self._heard_at), dict(self._caught_up_at)
         quiet = self._quiet
@@ -662,7 +619,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         of the ``READ_*`` reasons; None when it may. Cheap (a few attribute reads): asked by every read.
         The reasons are checked in this order, so one that a confirmation cures (``READ_UNCONFIRMED``,
         see :meth:`confirm_leadership`) is given only to a leader whose thread runs."""
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             return READ_NOT_LEADER
         if not self.leader_ready:
             return READ_NOT_READY
@@ -681,7 +638,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         reads may go on, unless its thread stood still again meanwhile. One no-op in flight at a time;
         none while it hands its leadership over (appended after, if it still leads)."""
         term = self._SyncObj__raftCurrentTerm
-        if self._SyncObj__raftState != _LEADER or self._read_barrier_term == term:
+        if self._SyncObj__raftState != LEADER or self._read_barrier_term == term:
             return
         self._read_barrier_term = term
         token = self._read_token()
@@ -691,12 +648,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._read_barrier_term = None
             if (
                 fail_reason == FAIL_REASON.SUCCESS
-                and self._SyncObj__raftState == _LEADER
+                and self._SyncObj__raftState == LEADER
                 and self._SyncObj__raftCurrentTerm == term
             ):
                 self._read_confirmed = token
 
-        self._applyCommand(_NO_OP_ENTRY, confirmed)
+        self._applyCommand(NO_OP_ENTRY, confirmed)
         self._notify_activity()
 
     def _read_token(self) -> tuple[int, int]:
@@ -729,8 +686,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             # an election this replica could not persist the term of (no room): it asked for nothing and
             # stands down; the rest of this tick waits for the next
             logger.warning("%s: not standing for election: %s", self.node_id, error)
-            if self._SyncObj__raftState == _CANDIDATE:
-                self._SyncObj__setState(_FOLLOWER)
+            if self._SyncObj__raftState == CANDIDATE:
+                self._SyncObj__setState(FOLLOWER)
         except BaseException as error:
             self._stopped_error = error
             raise
@@ -759,12 +716,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
 
         now = self._clock()
         state = self._SyncObj__raftState
-        if self._quiet and state == _LEADER and not self._quiet_holds(now):
+        if self._quiet and state == LEADER and not self._quiet_holds(now):
             self._wake(now)  # a proposal, a transfer, a majority gone, a behind follower reconnected
         if self._journal.disk_full is not None:
             self._give_way_for_space(now)  # see "Disk full"
         if (
-            state in (_FOLLOWER, _CANDIDATE)
+            state in (FOLLOWER, CANDIDATE)
             and not self._quiet
             and self.selfNode is not None
             and self._SyncObj__raftElectionDeadline < now
@@ -783,7 +740,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._start_election(now)
 
         committed = self._SyncObj__raftCommitIndex
-        if self._SyncObj__raftState == _LEADER:
+        if self._SyncObj__raftState == LEADER:
             self._advance_commit_index()
             if not self._quiet:
                 self._step_down_without_quorum(now)
@@ -792,7 +749,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._release_journal()
         appended = self._checkCommandsToApply()
 
-        if self._SyncObj__raftState == _LEADER:
+        if self._SyncObj__raftState == LEADER:
             announce = self._config.announce_commits and self._SyncObj__raftCommitIndex > committed
             self._quiescing = self._may_quiesce(now)
             if appended or announce or (not self._quiet and now > self._SyncObj__newAppendEntriesTime):
@@ -823,7 +780,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
         self._sync_and_release_replies()
-        if self._SyncObj__raftState == _LEADER:
+        if self._SyncObj__raftState == LEADER:
             # What this tick's sync made durable may commit already (a group of one voter hears no
             # acknowledgement that would tick it again): counted now, applied in the next round
             # (``needs_tick``), not at the next heartbeat
@@ -833,7 +790,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._quiet_tick_at = now + self._config.quiet_tick_ms / 1000
             self._journal.release_handles()  # an idle group holds no open files
         self._ticked_at = now
-        self._led_when_ticked = self._SyncObj__raftState == _LEADER and not self._quiet
+        self._led_when_ticked = self._SyncObj__raftState == LEADER and not self._quiet
 
     # -- a starved thread -----------------------------------------------------------------------------
     def _credit_stall(self, now: float) -> None:
@@ -844,12 +801,12 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             now,
             self._ticked_at,
             led_when_ticked=self._led_when_ticked,
-            leading=self._SyncObj__raftState == _LEADER,
+            leading=self._SyncObj__raftState == LEADER,
             heartbeat_interval_s=self._config.heartbeat_interval_ms / 1000,
         )
         if stall <= 0:
             return
-        RaftCore.stalls_credited += 1
+        CoreBase.stalls_credited += 1
         self._credited_heard_at = decisions.credit_stall(self._credited_heard_at, now, stall)
 
     def _late_for_deadline(self, now: float) -> bool:
@@ -866,7 +823,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         )
         if deferred is None:
             return False
-        RaftCore.late_deadlines += 1
+        CoreBase.late_deadlines += 1
         self._deferred_deadline = deferred
         self._SyncObj__raftElectionDeadline = deferred
         return True
@@ -879,7 +836,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         last index. A follower whose node is gone does not keep the group awake (with a node down, every
         group it was part of would otherwise heartbeat until it came back): its reconnection wakes the
         leader (or its ``wake``), which then brings it up to date."""
-        if not self._config.quiesce or self._SyncObj__raftState != _LEADER:
+        if not self._config.quiesce or self._SyncObj__raftState != LEADER:
             return False
         journal = self._journal
         last = journal.last_index
@@ -940,7 +897,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if not self._quiet:
             return
         self._quiet = False
-        if self._SyncObj__raftState == _LEADER:
+        if self._SyncObj__raftState == LEADER:
             heard = self._credited_heard_at
             connected = self._SyncObj__connectedNodes
             last_heard = getattr(self._SyncObj__transport, "last_heard", None)
@@ -962,7 +919,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def farewell(self) -> None:
         """Tick thread, when this replica stops while its node goes on (its group is closed, or it
         failed): a leader tells its followers, so that quiet ones do not wait for it."""
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             return
         message: LeaderGone = {"type": "leader_gone", "term": self._SyncObj__raftCurrentTerm}
         for node in self._SyncObj__otherNodes | self._learner_nodes:
@@ -972,7 +929,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__connectedNodes.add(node)
         if (
             self._config.quiesce
-            and self._SyncObj__raftState != _LEADER
+            and self._SyncObj__raftState != LEADER
             and self._SyncObj__raftLeader in (None, node)
         ):
             # A replica that knows no leader (just opened, restarted) or whose leader's node is back: a
@@ -984,14 +941,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         # restarted, its replica asks for the leader with ``wake``; if entries committed meanwhile, the
         # acknowledgement is not of the last index and the leader wakes to send them.)
         self._SyncObj__connectedNodes.discard(node)
-        if self._quiet and self._SyncObj__raftState != _LEADER and node == self._SyncObj__raftLeader:
+        if self._quiet and self._SyncObj__raftState != LEADER and node == self._SyncObj__raftLeader:
             self._wake(self._clock())  # (a quiet leader wakes in its tick: a follower is not connected)
 
     def _SyncObj__setState(self, newState: int) -> None:
         if newState != self._SyncObj__raftState:
             self._wake(self._clock())
             self._quiescing = False
-            RaftCore.role_changes += 1
+            CoreBase.role_changes += 1
         SyncObj._SyncObj__setState(self, newState)
 
     def _SyncObj__setCurrentTerm(self, term: int, votedForNodeId: Any) -> None:
@@ -1001,8 +958,8 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         try:
             self._journal.setCurrentTerm(term, votedForNodeId)
         except DiskFull as full:
-            if term > self._SyncObj__raftCurrentTerm and self._SyncObj__raftState == _LEADER:
-                self._SyncObj__setState(_FOLLOWER)
+            if term > self._SyncObj__raftCurrentTerm and self._SyncObj__raftState == LEADER:
+                self._SyncObj__setState(FOLLOWER)
                 self._SyncObj__raftLeader = None
             raise _Unpersisted(f"term {term} and vote {votedForNodeId} not persisted: {full}") from full
         if term != self._SyncObj__raftCurrentTerm:
@@ -1014,7 +971,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         """Commands applied here (and, on a leader, held by every follower) may leave memory: a
         FileJournal reads one back from disk if it is ever needed again."""
         bound = self._SyncObj__raftLastApplied
-        if self._SyncObj__raftState == _LEADER:
+        if self._SyncObj__raftState == LEADER:
             match = self._SyncObj__raftMatchIndex
             for nodes in (self._SyncObj__otherNodes, self._SyncObj__readonlyNodes, self._learner_nodes):
                 for node in nodes:
@@ -1082,7 +1039,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             transfer=self._SyncObj__transferInProgress,  # the leader asked for it (timeout_now)
             leader_lost=self._leader_lost,
             asked_this_term=self._SyncObj__raftCurrentTerm > 0
-            and self._SyncObj__raftState == _CANDIDATE
+            and self._SyncObj__raftState == CANDIDATE
             and self._journal.getVotedForNodeId() == self.selfNode.id,
             heartbeat_interval_s=self._config.heartbeat_interval_ms / 1000,
         )
@@ -1097,7 +1054,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._prevote_term = None
         self._campaign_cause = cast(str, step.cause)
         if step.on_timeout:
-            RaftCore.elections_on_timeout += 1
+            CoreBase.elections_on_timeout += 1
         self._early_campaigns = step.early_campaigns
         if step.retry_s is not None:
             self._SyncObj__raftElectionDeadline = now + step.retry_s
@@ -1108,7 +1065,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return
         self._SyncObj__transferInProgress = False
         self._SyncObj__raftLeader = None
-        self._SyncObj__setState(_CANDIDATE)
+        self._SyncObj__setState(CANDIDATE)
         # setCurrentTerm persists term and vote with fsync before the request leaves.
         self._SyncObj__setCurrentTerm(self._SyncObj__raftCurrentTerm + 1, self.selfNode.id)
         self._voters = set()
@@ -1126,15 +1083,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             self._SyncObj__onLeaderChanged()
         self._prevote_term = self._SyncObj__raftCurrentTerm + 1
         self._prevoters = set()
-        RaftCore.pre_vote_rounds += 1
+        CoreBase.pre_vote_rounds += 1
         if self._has_majority(self._prevoters):
             self._start_election(now)  # a group of one
             return
         self._request_votes(self._prevote_term, pre=True)
-
-    def _has_majority(self, voters: set[Any]) -> bool:
-        """This replica and ``voters`` (other nodes' ids) are a majority of the group."""
-        return decisions.majority(1 + len(voters), len(self._SyncObj__otherNodes) + 1)
 
     def _on_pre_vote(self, node: Any, message: RequestVote) -> None:
         term = message["term"]
@@ -1142,7 +1095,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return
         now = self._clock()
         leader = self._SyncObj__raftLeader
-        leading = self._SyncObj__raftState == _LEADER
+        leading = self._SyncObj__raftState == LEADER
         journal = self._journal
         answer = decisions.pre_vote(
             term,
@@ -1179,7 +1132,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _on_pre_vote_granted(self, node: Any, message: ResponseVote) -> None:
         # (a learner's or a stranger's grant counts for nothing)
         if not decisions.pre_vote_counts(
-            leading=self._SyncObj__raftState == _LEADER,
+            leading=self._SyncObj__raftState == LEADER,
             asking_term=self._prevote_term,
             reply_term=message["term"],
             current_term=self._SyncObj__raftCurrentTerm,
@@ -1234,7 +1187,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                 self._config.leader_fallback_timeout_ms,
                 self._SyncObj__raftCurrentTerm,
             )
-            self._SyncObj__setState(_FOLLOWER)
+            self._SyncObj__setState(FOLLOWER)
             self._SyncObj__raftLeader = None
             self._leader_lost = "check_quorum"
 
@@ -1302,7 +1255,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         (``ReplicaGroup.propose``). The rest needs nothing of this method: the journal keeps the
         records it could not sync in memory, not durable, and retries them, so a follower acknowledges
         nothing and a leader counts only what it fsynced itself; a refused apply waits for its retry."""
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             if self._SyncObj__raftElectionDeadline < now:
                 self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
             return
@@ -1350,14 +1303,14 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         commands = self._SyncObj__commandsQueue
         waiting = self._SyncObj__commandsWaitingCommit
         appended = False
-        if self._SyncObj__raftState == _LEADER and self._clock() < self._transfer_until:
+        if self._SyncObj__raftState == LEADER and self._clock() < self._transfer_until:
             return False  # handing leadership over: the target must stay caught up
         for _ in range(self._config.proposals_per_tick_max):
             try:
                 command, callback = commands.get_nowait()
             except queue.Empty:
                 break
-            if self._SyncObj__raftState != _LEADER:
+            if self._SyncObj__raftState != LEADER:
                 if callback is not None:
                     leader = self._SyncObj__raftLeader
                     callback(None, FAIL_REASON.MISSING_LEADER if leader is None else FAIL_REASON.NOT_LEADER)
@@ -1392,7 +1345,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         """Why no membership change may start now, whatever it is (None: one may). One change at a time:
         none until the previous one this leader appended and its own no-op (which covers those of
         earlier leaders) are applied; none but on the leader. Any thread."""
-        if self._SyncObj__raftState != _LEADER:
+        if self._SyncObj__raftState != LEADER:
             return "not the leader"
         applied = self._SyncObj__raftLastApplied
         noop_index = self._SyncObj__noopIDx
@@ -1475,7 +1428,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return memberships
         start = max(0, base_index + 1 - journal.first_index)
         for command, index, _ in journal[start:]:
-            if command[:1] == _MEMBERSHIP_TYPE_BYTE:
+            if command[:1] == MEMBERSHIP_TYPE_BYTE:
                 memberships.append(index, *self._membership_change(command, index))
         return memberships
 
@@ -1513,7 +1466,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             transport.addNode(node)
             if node_id not in wanted:
                 outside.add(node)
-        leading = self._SyncObj__raftState == _LEADER
+        leading = self._SyncObj__raftState == LEADER
         for node_id in wanted:
             node = known[node_id]
             if node not in nexts:
@@ -1546,15 +1499,11 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             )
             self._stopped_error = error
 
-    def _send(self, node: Any, message: RaftMessage) -> None:
-        """Every message this core sends goes through here, typed (``raftlog.consensus.messages``)."""
-        self._SyncObj__transport.send(node, message)
-
     def _on_message(self, node: Any, message: RaftMessage) -> None:
         if message["type"] == "wake":
             # from a replica that knows no leader (says nothing of leaders or candidates: early
             # campaigns go on); a leader, quiet or not, heartbeats in this tick
-            if self._SyncObj__raftState == _LEADER:
+            if self._SyncObj__raftState == LEADER:
                 self._wake(self._clock())
                 self._SyncObj__newAppendEntriesTime = 0.0
             return
@@ -1574,7 +1523,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             if message.get("pre") is True:
                 self._on_pre_vote_granted(node, message)
             elif decisions.vote_counts(
-                self._SyncObj__raftState == _CANDIDATE,
+                self._SyncObj__raftState == CANDIDATE,
                 message["term"],
                 self._SyncObj__raftCurrentTerm,
                 node in self._SyncObj__otherNodes,  # a learner's vote counts for nothing
@@ -1616,13 +1565,13 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             message,
             node.id,
             current_term=self._SyncObj__raftCurrentTerm,
-            leading=self._SyncObj__raftState == _LEADER,
+            leading=self._SyncObj__raftState == LEADER,
             voted_for=journal.getVotedForNodeId(),  # (the vote persisted is the vote held)
             own_last_term=journal.last_term,
             own_last_index=journal.last_index,
         )
         if answer.step_down:
-            self._SyncObj__setState(_FOLLOWER)
+            self._SyncObj__setState(FOLLOWER)
             self._SyncObj__raftLeader = None
         if answer.persist is not None:
             # the new term and the vote in one durable write (two, one after the other, cost an fsync
@@ -1654,7 +1603,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if term > current:
             self._SyncObj__transferInProgress = False
             self._SyncObj__setCurrentTerm(term, None)
-        if self._SyncObj__raftState == _LEADER and term == current:
+        if self._SyncObj__raftState == LEADER and term == current:
             raise InvariantViolation(f"{self.node_id}: two leaders in term {term}: self and {node.id}")
         if not self._SyncObj__transferInProgress:
             self._SyncObj__raftElectionDeadline = self._clock() + self._election_timeout_s()
@@ -1665,7 +1614,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         self._SyncObj__raftLeader = node
         self._leader_seen_at = self._clock()
         self._prevote_term = None
-        self._SyncObj__setState(_FOLLOWER)
+        self._SyncObj__setState(FOLLOWER)
         leader_commit = message["commit_index"]
         self._SyncObj__leaderCommitIndex = leader_commit
 
@@ -1751,7 +1700,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             for raw_rest in entries[position:]:
                 command, index, term = _as_entry(raw_rest)
                 journal.add(command, index, term)
-                if command[:1] == _MEMBERSHIP_TYPE_BYTE:
+                if command[:1] == MEMBERSHIP_TYPE_BYTE:
                     self._memberships.append(index, *self._membership_change(command, index))
                     self._install_membership()
             break
@@ -1778,10 +1727,10 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             return
         if term > self._SyncObj__raftCurrentTerm:
             self._SyncObj__setCurrentTerm(term, None)
-            self._SyncObj__setState(_FOLLOWER)
+            self._SyncObj__setState(FOLLOWER)
             self._SyncObj__raftLeader = None
             return
-        if self._SyncObj__raftState != _LEADER or term != self._SyncObj__raftCurrentTerm:
+        if self._SyncObj__raftState != LEADER or term != self._SyncObj__raftCurrentTerm:
             return  # a reply to an earlier term's leader: says nothing about this term's log
         if node not in self._SyncObj__raftNextIndex:
             return  # removed from the cluster meanwhile
@@ -1855,7 +1804,7 @@ class RaftCore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if cause == "new_group":
             logger.debug("group %s: first leader %s in term %d", self.group_id, self.node_id, term)
             return
-        RaftCore.leader_changes[cause] += 1
+        CoreBase.leader_changes[cause] += 1
         logger.info(
             "group %s: leader %s -> %s in term %d (%s)",
             self.group_id,
@@ -2086,7 +2035,7 @@ class _TransferAttempt:
         pause_s = core._config.election_timeout_max_ms / 1000
         if self._deadline is None:
             self._deadline = now + pause_s
-        if core._SyncObj__raftState != _LEADER:
+        if core._SyncObj__raftState != LEADER:
             self._finish(FAIL_REASON.NOT_LEADER)
             return
         others = {str(node.id): node for node in core._SyncObj__otherNodes}
