@@ -110,7 +110,7 @@ from pysyncobj.node import TCPNode
 from pysyncobj.transport import TransportNotReadyError
 from pysyncobj.version import VERSION as PYSYNCOBJ_VERSION
 
-from raftlog.consensus import decisions, journal_files
+from raftlog.consensus import core_log, decisions, journal_files
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core_base import (
     CANDIDATE,
@@ -125,6 +125,7 @@ from raftlog.consensus.core_base import (
     Callback,
     CoreBase,
 )
+from raftlog.consensus.core_log import as_entry
 from raftlog.consensus.interface import (
     READ_NO_QUORUM,
     READ_NOT_LEADER,
@@ -202,12 +203,6 @@ SPACE_TELL_INTERVAL_S = 60.0  # a replica's hand-overs are logged as warnings at
 class _Unpersisted(Exception):
     """A term or vote could not be made durable for want of room: the step that needed it (a vote, an
     acknowledgement, an election) is abandoned, failing closed; the core goes on."""
-
-
-def _as_entry(raw: Any) -> tuple[bytes, int, int]:
-    """An entry off the wire (tuple after pickle, list after msgpack) as the journal's tuple."""
-    command, index, term = raw
-    return bytes(command), int(index), int(term)
 
 
 class RaftCore(CoreBase):
@@ -1192,57 +1187,13 @@ class RaftCore(CoreBase):
             self._leader_lost = "check_quorum"
 
     # -- log access ---------------------------------------------------------------------------------
-    def _term_at(self, index: int) -> int | None:
-        """The term of the entry at ``index``, None if the journal does not hold it (no command read)."""
-        journal = self._journal
-        position = index - journal.first_index
-        if not len(journal) or position < 0 or position >= len(journal):
-            return None
-        entry_index, term = journal.index_term(position)
-        if entry_index != index:
-            raise InvariantViolation(
-                f"{self.node_id}: journal position {position} holds index {entry_index}, expected {index}"
-            )
-        return term
-
-    def _entry_at(self, index: int) -> tuple[bytes, int, int] | None:
-        journal = self._journal
-        if not len(journal):
-            return None
-        position = index - journal.first_index
-        if position < 0 or position >= len(journal):
-            return None
-        entry = journal[position]
-        if entry[1] != index:
-            raise InvariantViolation(
-                f"{self.node_id}: journal position {position} holds index {entry[1]}, expected {index}"
-            )
-        return entry
-
     def _SyncObj__getEntries(
         self,
         fromIDx: int | None,
         count: int | None = None,
         maxSizeBytes: int | None = None,
     ) -> list[tuple[bytes, int, int]]:
-        journal = self._journal
-        first = journal.first_index
-        if fromIDx is None or fromIDx < first:
-            return []
-        start = fromIDx - first
-        end = len(journal) if count is None else min(len(journal), start + count)
-        if maxSizeBytes is None:
-            return journal[start:end]
-        end = min(end, start + self._config.message_entries_max)
-        entries = []
-        size = 0
-        for position in range(start, end):
-            entry = journal[position]
-            entries.append(entry)
-            size += len(entry[0])
-            if size >= maxSizeBytes:
-                break
-        return entries
+        return core_log.entries(self._journal, fromIDx, count, maxSizeBytes, self._config.message_entries_max)
 
     # -- disk full (raftlog.storage.space, docs/decisions/0014) -------------------------------------
     def _give_way_for_space(self, now: float) -> None:
@@ -1681,7 +1632,7 @@ class RaftCore(CoreBase):
         entries = message.get("entries") or []
         index = prev_index
         for position, raw in enumerate(entries):
-            command, index, term = _as_entry(raw)
+            command, index, term = as_entry(raw)
             if index != prev_index + 1 + position:
                 raise InvariantViolation(
                     f"{self.node_id}: non-contiguous entries from {node.id}: index {index} "
@@ -1698,7 +1649,7 @@ class RaftCore(CoreBase):
                     )
                 self._truncate_from(index)
             for raw_rest in entries[position:]:
-                command, index, term = _as_entry(raw_rest)
+                command, index, term = as_entry(raw_rest)
                 journal.add(command, index, term)
                 if command[:1] == MEMBERSHIP_TYPE_BYTE:
                     self._memberships.append(index, *self._membership_change(command, index))
@@ -1953,7 +1904,7 @@ class RaftCore(CoreBase):
             raise InvariantViolation(f"{self.node_id}: snapshot received but no snapshot_path configured")
         with open(path, "rb") as file:
             snapshot = decode_snapshot(path, file.read())
-        last, prev = _as_entry(snapshot["last"]), _as_entry(snapshot["prev"])
+        last, prev = as_entry(snapshot["last"]), as_entry(snapshot["prev"])
         self._state_machine.restore(snapshot["state"])
         journal = self._journal
         if (

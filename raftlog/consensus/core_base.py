@@ -12,8 +12,8 @@ This base holds no logic of a job: the state ``RaftCore.__init__`` sets (declare
 so the type checker holds every job to it) and the pysyncobj members the jobs assign; the calls one job
 makes into another (declared as callables, defined by the job's class); pysyncobj's raft states and the
 entry types; the process-wide counters; and the few helpers every job uses (``node_id``, ``_send``,
-``_notify_activity``, ``_election_timeout_s``, ``_has_majority``). It defines no ``__init__`` and
-overrides nothing of pysyncobj's.
+``_notify_activity``, ``_election_timeout_s``, ``_has_majority``, and ``_term_at`` / ``_entry_at`` over
+``core_log``). It defines no ``__init__`` and overrides nothing of pysyncobj's.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any
 
 from pysyncobj import SyncObj
 
-from raftlog.consensus import decisions
+from raftlog.consensus import core_log, decisions
 from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.interface import StateMachine
-from raftlog.consensus.journal import RaftJournal
+from raftlog.consensus.journal import Entry, RaftJournal
 from raftlog.consensus.journal_files import SyncJob
 from raftlog.consensus.liveness import Liveness
 from raftlog.consensus.membership import MembershipLog
@@ -164,3 +164,10 @@ class CoreBase(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def _has_majority(self, voters: set[Any]) -> bool:
         """This replica and ``voters`` (other nodes' ids) are a majority of the group."""
         return decisions.majority(1 + len(voters), len(self._SyncObj__otherNodes) + 1)
+
+    def _term_at(self, index: int) -> int | None:
+        """The term of the entry at ``index``, None if the journal does not hold it (``core_log``)."""
+        return core_log.term_at(self._journal, index, self.node_id)
+
+    def _entry_at(self, index: int) -> Entry | None:
+        return core_log.entry_at(self._journal, index, self.node_id)
