@@ -126,6 +126,7 @@ from raftlog.consensus.core_base import (
     CoreBase,
 )
 from raftlog.consensus.core_log import as_entry
+from raftlog.consensus.core_snapshots import SPACE_RETRY_COMPACTION_S, CompactionAttempt, Snapshots
 from raftlog.consensus.interface import (
     READ_NO_QUORUM,
     READ_NOT_LEADER,
@@ -136,7 +137,6 @@ from raftlog.consensus.interface import (
     StateMachine,
 )
 from raftlog.consensus.journal import MemoryJournal, RaftJournal
-from raftlog.consensus.journal_files import fsync_directory, write_file_durably
 from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
 from raftlog.consensus.messages import (
     AppendEntries,
@@ -146,7 +146,6 @@ from raftlog.consensus.messages import (
     RequestVote,
     ResponseVote,
 )
-from raftlog.consensus.snapshot import decode_snapshot, encode_snapshot, snapshot_membership
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import DiskFull
@@ -191,9 +190,8 @@ _syncobj_module.createJournal = _create_journal
 _syncobj_module.createPoller = _create_poller
 
 # Disk full (RaftCore, "Disk full"): a hand-over that found no follower holding the whole log is asked
-# again after this; a compaction that found no room for its snapshot file is tried again after this.
+# again after this.
 SPACE_HANDOVER_RETRY_S = 1.0
-SPACE_RETRY_COMPACTION_S = 5.0
 # A starved thread (see "Starved thread" in the module docstring): a follower ticked this much after its
 # election deadline was not run on time, and looks again a little later before it stands.
 LATE_TICK_TOLERANCE_S = 0.1
@@ -205,7 +203,7 @@ class _Unpersisted(Exception):
     acknowledgement, an election) is abandoned, failing closed; the core goes on."""
 
 
-class RaftCore(CoreBase):
+class RaftCore(Snapshots, CoreBase):
     """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,
     :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
 
@@ -407,7 +405,7 @@ class RaftCore(CoreBase):
         throttles (a throttled replica move). Starts on the next tick; ``callback(None, SUCCESS)`` once
         the journal starts at most one entry before that index (two are kept), REQUEST_DENIED if the
         state machine answers "not now" until ``timeout_s`` or the disk has no room for the file."""
-        self.addOnTickCallback(_CompactionAttempt(self, timeout_s, callback))
+        self.addOnTickCallback(CompactionAttempt(self, timeout_s, callback))
         self._notify_activity()
 
     def campaign_if_new(self, delay_s: float, attempts: int) -> bool:
@@ -1857,71 +1855,7 @@ class RaftCore(CoreBase):
 
     # -- snapshots ----------------------------------------------------------------------------------
     def _SyncObj__tryLogCompaction(self) -> None:
-        path = self._config.snapshot_path
-        if path is None:
-            return
-        now = self._clock()
-        if now < self._compaction_retry_at:
-            return  # the last snapshot found no room (see "Disk full")
-        forced = self._SyncObj__forceLogCompaction
-        if (
-            not forced
-            and len(self._journal) <= self._config.compaction_min_entries
-            and self._journal.size_bytes <= self._config.compaction_min_bytes
-            and now - self._SyncObj__lastSerializedTime <= self._config.compaction_min_interval_ms / 1000
-        ):
-            return
-        self._SyncObj__forceLogCompaction = False
-        self._SyncObj__lastSerializedTime = now
-        last_applied = self._SyncObj__raftLastApplied
-        prev, last = self._entry_at(last_applied - 1), self._entry_at(last_applied)
-        if prev is None or last is None or prev[1] == self._SyncObj__lastSerializedEntry:
-            return
-        state = self._state_machine.snapshot()
-        if state is None:
-            return  # "not now" (see StateMachine.snapshot): the journal stays; a later tick asks again
-        config = self._memberships.at(last_applied)  # (a change appended since is still in the journal)
-        write_file_durably(path, encode_snapshot(state, last, prev, config.voters, config.learners))
-        self._SyncObj__lastSerializedEntry = prev[1]
-        # Keep prev and last: pysyncobj needs two entries to resume replication after a snapshot.
-        self._journal.deleteEntriesTo(prev[1] - self._journal.first_index)
-
-    def _make_received_snapshot_durable(self) -> None:
-        """pysyncobj renamed the received file into place without fsync; do it before acting on it."""
-        path = self._config.snapshot_path
-        if path is None:
-            raise InvariantViolation(f"{self.node_id}: snapshot received but no snapshot_path configured")
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_directory(os.path.dirname(os.path.abspath(path)))
-
-    def _load_snapshot(self, clear_journal: bool) -> None:
-        path = self._config.snapshot_path
-        if path is None:
-            raise InvariantViolation(f"{self.node_id}: snapshot received but no snapshot_path configured")
-        with open(path, "rb") as file:
-            snapshot = decode_snapshot(path, file.read())
-        last, prev = as_entry(snapshot["last"]), as_entry(snapshot["prev"])
-        self._state_machine.restore(snapshot["state"])
-        journal = self._journal
-        if (
-            clear_journal
-            or len(journal) < 2
-            or self._entry_at(prev[1]) != prev
-            or self._entry_at(last[1]) != last
-        ):
-            journal.clear()
-            journal.add(*prev)
-            journal.add(*last)
-        self._SyncObj__raftLastApplied = last[1]
-        if self._SyncObj__raftCommitIndex < last[1]:
-            self._SyncObj__raftCommitIndex = last[1]
-        # The snapshot's configuration, then the changes of the entries kept after it (a restart).
-        self._memberships = self._replayed_memberships(last[1], snapshot_membership(snapshot))
-        self._install_membership()
+        self._try_log_compaction()  # core_snapshots
 
 
 def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
@@ -1932,43 +1866,6 @@ def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
         poller.poll(timeout_s)
     except Exception:
         logger.exception("%s: transport error while polling (peer connection dropped or malformed)", owner)
-
-
-class _CompactionAttempt:
-    """A tick callback forcing one compaction up to the index applied when it first runs."""
-
-    def __init__(self, core: RaftCore, timeout_s: float, callback: Callback) -> None:
-        self._core = core
-        self._timeout_s = timeout_s
-        self._callback = callback
-        self._target: int | None = None
-        self._deadline = 0.0
-
-    def __call__(self) -> None:
-        core = self._core
-        now = core._clock()
-        if self._target is None:
-            self._target = core._SyncObj__raftLastApplied
-            self._deadline = now + self._timeout_s
-        if core._journal.first_index < self._target - 1:
-            core._SyncObj__forceLogCompaction = True
-            try:
-                core._SyncObj__tryLogCompaction()
-            except DiskFull as full:
-                logger.warning("%s: requested log compaction put off: %s", core.node_id, full)
-                core._compaction_retry_at = now + SPACE_RETRY_COMPACTION_S
-                self._finish(FAIL_REASON.REQUEST_DENIED)
-                return
-        if core._journal.first_index >= self._target - 1:
-            self._finish(FAIL_REASON.SUCCESS)
-        elif now > self._deadline:
-            core._SyncObj__forceLogCompaction = False
-            self._finish(FAIL_REASON.REQUEST_DENIED)
-        # else: the state machine said "not now" (or a full disk's retry time is not up): next tick
-
-    def _finish(self, fail_reason: int) -> None:
-        self._core.removeOnTickCallback(self)
-        self._callback(None, fail_reason)
 
 
 class _TransferAttempt:
