@@ -127,6 +127,8 @@ from raftlog.consensus.core_base import (
 )
 from raftlog.consensus.core_log import as_entry
 from raftlog.consensus.core_snapshots import SPACE_RETRY_COMPACTION_S, CompactionAttempt, Snapshots
+from raftlog.consensus.core_space import SpaceGiveWay
+from raftlog.consensus.core_transfer import TransferAttempt
 from raftlog.consensus.interface import (
     READ_NO_QUORUM,
     READ_NOT_LEADER,
@@ -149,7 +151,6 @@ from raftlog.consensus.messages import (
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import DiskFull
-from raftlog.storage.space import next_retry_s
 
 logger = logging.getLogger(__name__)
 
@@ -189,13 +190,9 @@ def _create_poller(poller_type: str) -> Any:
 _syncobj_module.createJournal = _create_journal
 _syncobj_module.createPoller = _create_poller
 
-# Disk full (RaftCore, "Disk full"): a hand-over that found no follower holding the whole log is asked
-# again after this.
-SPACE_HANDOVER_RETRY_S = 1.0
 # A starved thread (see "Starved thread" in the module docstring): a follower ticked this much after its
 # election deadline was not run on time, and looks again a little later before it stands.
 LATE_TICK_TOLERANCE_S = 0.1
-SPACE_TELL_INTERVAL_S = 60.0  # a replica's hand-overs are logged as warnings at most this often
 
 
 class _Unpersisted(Exception):
@@ -203,7 +200,7 @@ class _Unpersisted(Exception):
     acknowledgement, an election) is abandoned, failing closed; the core goes on."""
 
 
-class RaftCore(Snapshots, CoreBase):
+class RaftCore(SpaceGiveWay, Snapshots, CoreBase):
     """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,
     :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
 
@@ -300,7 +297,7 @@ class RaftCore(Snapshots, CoreBase):
         self._voting = True
         self._memberships = MembershipLog(0, Membership(frozenset()))
         self._stopped_error = None
-        # Disk full (see "Disk full" below): an apply refused for want of room waits for its retry time;
+        # Disk full (see core_space): an apply refused for want of room waits for its retry time;
         # a leadership hand-over asked for because of it is under way, or may be asked again from then.
         self._apply_space_error = None
         self._apply_retry_at = math.inf
@@ -395,7 +392,7 @@ class RaftCore(Snapshots, CoreBase):
         wins the election it is asked to hold even under load. Denied (REQUEST_DENIED) if the target is
         not a voter or is not caught up within an election timeout; queued proposals wait meanwhile and
         fail NOT_LEADER, never appended, if leadership moves."""
-        self.addOnTickCallback(_TransferAttempt(self, node_id, callback))
+        self.addOnTickCallback(TransferAttempt(self, node_id, callback))
         self._notify_activity()
 
     def request_compaction(self, timeout_s: float, callback: Callback) -> None:
@@ -712,7 +709,7 @@ class RaftCore(Snapshots, CoreBase):
         if self._quiet and state == LEADER and not self._quiet_holds(now):
             self._wake(now)  # a proposal, a transfer, a majority gone, a behind follower reconnected
         if self._journal.disk_full is not None:
-            self._give_way_for_space(now)  # see "Disk full"
+            self._give_way_for_space(now)  # see core_space
         if (
             state in (FOLLOWER, CANDIDATE)
             and not self._quiet
@@ -1192,59 +1189,6 @@ class RaftCore(Snapshots, CoreBase):
         maxSizeBytes: int | None = None,
     ) -> list[tuple[bytes, int, int]]:
         return core_log.entries(self._journal, fromIDx, count, maxSizeBytes, self._config.message_entries_max)
-
-    # -- disk full (raftlog.storage.space, docs/decisions/0014) -------------------------------------
-    def _give_way_for_space(self, now: float) -> None:
-        """This replica's file system is full (``journal.disk_full``: its journal's last sync was refused
-        for want of room, or another writer of the node's was and nothing got through since). Such a
-        replica must not lead: a follower never stands for election meanwhile, and a leader hands its
-        leadership to the follower holding its whole log (``request_transfer``: that follower could
-        write the log, it acknowledged it), again every ``SPACE_HANDOVER_RETRY_S`` while none does;
-        until one does it stays leader, serving reads, its proposals refused before they are queued
-        (``ReplicaGroup.propose``). The rest needs nothing of this method: the journal keeps the
-        records it could not sync in memory, not durable, and retries them, so a follower acknowledges
-        nothing and a leader counts only what it fsynced itself; a refused apply waits for its retry."""
-        if self._SyncObj__raftState != LEADER:
-            if self._SyncObj__raftElectionDeadline < now:
-                self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
-            return
-        if self._space_handover or now < self._space_handover_at:
-            return
-        self._space_handover = True
-        told = now - self._space_told_at >= SPACE_TELL_INTERVAL_S  # a lone replica asks every second
-        if told:
-            self._space_told_at = now
-        logger.log(
-            logging.WARNING if told else logging.DEBUG,
-            "%s: no room on this node's disk (%s): handing leadership of term %d over",
-            self.node_id, self._journal.disk_full, self._SyncObj__raftCurrentTerm,
-        )  # fmt: skip
-
-        def handed(result: object, fail_reason: int) -> None:
-            # TimeoutNow sent (the target's election deposes this leader), or no follower held the whole
-            # log in time: either way, asked again only after a pause while this replica still leads
-            self._space_handover = False
-            self._space_handover_at = self._clock() + SPACE_HANDOVER_RETRY_S
-            if fail_reason == FAIL_REASON.SUCCESS:
-                # What this leader appended and could not sync is the next leader's to commit or not; it
-                # applies here only once there is room: its proposers hear "outcome unknown" now rather
-                # than at their timeouts (a retry of an idempotent produce finds its original offsets).
-                waiting = self._SyncObj__commandsWaitingCommit
-                for index in sorted(waiting):
-                    for _, callback in waiting.pop(index):
-                        callback(None, FAIL_REASON.LEADER_CHANGED)
-
-        self.request_transfer(None, handed)
-
-    def _apply_refused(self, index: int, full: DiskFull) -> None:
-        """The state machine found no room to apply the entry at ``index`` and applied nothing: the same
-        entry is applied again from ``_apply_retry_at`` on (50 ms doubling to 1 s)."""
-        if self._apply_space_error is None:
-            logger.warning("%s: no room to apply index %d, retrying until there is: %s", self.node_id, index,
-                           full)  # fmt: skip
-        self._apply_space_error = full
-        self._apply_retry_delay_s = next_retry_s(self._apply_retry_delay_s)
-        self._apply_retry_at = self._clock() + self._apply_retry_delay_s
 
     # -- proposals and apply ------------------------------------------------------------------------
     def _checkCommandsToApply(self) -> bool:
@@ -1866,53 +1810,3 @@ def poll_transport(poller: Any, timeout_s: float, owner: str) -> None:
         poller.poll(timeout_s)
     except Exception:
         logger.exception("%s: transport error while polling (peer connection dropped or malformed)", owner)
-
-
-class _TransferAttempt:
-    """A tick callback driving one leadership transfer until TimeoutNow is sent or it is given up."""
-
-    def __init__(self, core: RaftCore, node_id: str | None, callback: Callback) -> None:
-        self._core = core
-        self._node_id = node_id
-        self._callback = callback
-        self._deadline: float | None = None
-
-    def __call__(self) -> None:
-        core = self._core
-        now = core._clock()
-        pause_s = core._config.election_timeout_max_ms / 1000
-        if self._deadline is None:
-            self._deadline = now + pause_s
-        if core._SyncObj__raftState != LEADER:
-            self._finish(FAIL_REASON.NOT_LEADER)
-            return
-        others = {str(node.id): node for node in core._SyncObj__otherNodes}
-        match = core._SyncObj__raftMatchIndex
-        target = self._node_id
-        if target is None:
-            connected = [n for n in others.values() if n in core._SyncObj__connectedNodes]
-            target = str(max(connected, key=lambda n: match.get(n, 0)).id) if connected else None
-        if target is None or target not in others:
-            self._finish(FAIL_REASON.REQUEST_DENIED)
-            return
-        core._transfer_until = max(core._transfer_until, now + 0.05)  # no new appends while we wait
-        if match.get(others[target], 0) == core._journal.last_index:
-            core.removeOnTickCallback(self)
-            core._timeouts_now_sent += 1  # its target may win without a pre-vote: reads wait ("Reads")
-            core.transferLeadership(target, self._sent)
-        elif now > self._deadline:
-            core._transfer_until = 0.0
-            self._finish(FAIL_REASON.REQUEST_DENIED)
-        # else: look again next tick (acknowledgements from the target wake the driver)
-
-    def _sent(self, result: object, fail_reason: int) -> None:
-        if fail_reason == FAIL_REASON.SUCCESS:
-            core = self._core
-            core._transfer_until = core._clock() + core._config.election_timeout_max_ms / 1000
-        else:
-            self._core._transfer_until = 0.0
-        self._callback(result, fail_reason)
-
-    def _finish(self, fail_reason: int) -> None:
-        self._core.removeOnTickCallback(self)
-        self._callback(None, fail_reason)

@@ -77,6 +77,7 @@ class CoreBase(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     _SyncObj__lastSerializedEntry: int | None
     _SyncObj__otherNodes: set[Any]
     _SyncObj__raftLeader: Any
+    _SyncObj__raftElectionDeadline: float
 
     # RaftCore's own state (RaftCore.__init__ sets it and says what each is), by job.
     _clock: Callable[[], float]
