@@ -97,7 +97,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -115,8 +114,6 @@ from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.core_base import (
     CANDIDATE,
     COMMAND_MEMBERSHIP,
-    COMMAND_NO_OP,
-    COMMAND_USER,
     FOLLOWER,
     LEADER,
     MEMBERSHIP_TYPE_BYTE,
@@ -126,6 +123,8 @@ from raftlog.consensus.core_base import (
     CoreBase,
 )
 from raftlog.consensus.core_log import as_entry
+from raftlog.consensus.core_membership import Memberships
+from raftlog.consensus.core_proposals import Proposals
 from raftlog.consensus.core_snapshots import SPACE_RETRY_COMPACTION_S, CompactionAttempt, Snapshots
 from raftlog.consensus.core_space import SpaceGiveWay
 from raftlog.consensus.core_transfer import TransferAttempt
@@ -139,7 +138,7 @@ from raftlog.consensus.interface import (
     StateMachine,
 )
 from raftlog.consensus.journal import MemoryJournal, RaftJournal
-from raftlog.consensus.membership import Membership, MembershipLog, decode_change, encode_change
+from raftlog.consensus.membership import Membership, MembershipLog, encode_change
 from raftlog.consensus.messages import (
     AppendEntries,
     LeaderGone,
@@ -200,7 +199,7 @@ class _Unpersisted(Exception):
     acknowledgement, an election) is abandoned, failing closed; the core goes on."""
 
 
-class RaftCore(SpaceGiveWay, Snapshots, CoreBase):
+class RaftCore(Proposals, Memberships, SpaceGiveWay, Snapshots, CoreBase):
     """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,
     :meth:`request_transfer` and the read-only accessors must run on the thread that ticks this object."""
 
@@ -1193,184 +1192,10 @@ class RaftCore(SpaceGiveWay, Snapshots, CoreBase):
     # -- proposals and apply ------------------------------------------------------------------------
     def _checkCommandsToApply(self) -> bool:
         """Move queued proposals into the log (leader) or fail them (others). True if any appended."""
-        commands = self._SyncObj__commandsQueue
-        waiting = self._SyncObj__commandsWaitingCommit
-        appended = False
-        if self._SyncObj__raftState == LEADER and self._clock() < self._transfer_until:
-            return False  # handing leadership over: the target must stay caught up
-        for _ in range(self._config.proposals_per_tick_max):
-            try:
-                command, callback = commands.get_nowait()
-            except queue.Empty:
-                break
-            if self._SyncObj__raftState != LEADER:
-                if callback is not None:
-                    leader = self._SyncObj__raftLeader
-                    callback(None, FAIL_REASON.MISSING_LEADER if leader is None else FAIL_REASON.NOT_LEADER)
-                continue
-            change = None
-            if command[0] == COMMAND_MEMBERSHIP:
-                change = self._membership_change(command, None)
-                refusal = self.membership_refusal(*change)
-                if refusal is not None:
-                    logger.info("%s: membership change %s %s denied: %s", self.node_id, *change, refusal)
-                    if callback is not None:
-                        callback(None, FAIL_REASON.REQUEST_DENIED)
-                    continue
-            index, term = self._journal.last_index + 1, self._SyncObj__raftCurrentTerm
-            self._journal.add(command, index, term)
-            if change is not None:
-                self._membership_index = index
-                self._memberships.append(index, *change)
-                self._install_membership()
-            if callback is not None:
-                waiting[index].append((term, callback))
-            appended = True
-        return appended
-
-    def membership_refusal(self, change: str, node_id: str) -> str | None:
-        """Why this replica would deny a membership change now (None: it would append it): see
-        :meth:`membership_pending` and ``Membership.refusal``. Any thread (an answer a tick old); the tick
-        decides again."""
-        return self.membership_pending() or self._memberships.current.refusal(change, node_id, self.node_id)
-
-    def membership_pending(self) -> str | None:
-        """Why no membership change may start now, whatever it is (None: one may). One change at a time:
-        none until the previous one this leader appended and its own no-op (which covers those of
-        earlier leaders) are applied; none but on the leader. Any thread."""
-        if self._SyncObj__raftState != LEADER:
-            return "not the leader"
-        applied = self._SyncObj__raftLastApplied
-        noop_index = self._SyncObj__noopIDx
-        if noop_index is None or applied < noop_index:
-            return "the leader has not applied its own first entry yet"
-        if self._membership_index > applied:
-            return f"the membership change at index {self._membership_index} is not applied yet"
-        return None
+        return self._append_proposals()  # core_proposals
 
     def _SyncObj__applyLogEntries(self) -> bool:
-        # Only what this replica's own journal holds durably: a follower that learns the commit index in
-        # the tick that appends the entries applies them after the tick's fsync, in its next tick.
-        commit = min(self._SyncObj__raftCommitIndex, self._journal.durable_index)
-        last_applied = self._SyncObj__raftLastApplied
-        if commit <= last_applied:
-            return False
-        if self._apply_space_error is not None and self._clock() < self._apply_retry_at:
-            return False  # refused for want of room: tried again at _apply_retry_at
-        count = min(commit - last_applied, self._config.applies_per_tick_max)
-        entries = self._SyncObj__getEntries(last_applied + 1, count)
-        if not entries or entries[0][1] != last_applied + 1:
-            raise InvariantViolation(
-                f"{self.node_id}: entries to apply from {last_applied + 1} missing (commit {commit}, journal "
-                f"{self._journal.first_index}..{self._journal.last_index})"
-            )
-        waiting = self._SyncObj__commandsWaitingCommit
-        for command, index, term in entries:
-            subscribers = waiting.pop(index, None)
-            try:
-                result = self._apply_entry(command, index, term)
-            except DiskFull as full:  # nothing applied (StateMachine.apply): the same entry comes again
-                if subscribers:
-                    waiting[index] = subscribers
-                self._apply_refused(index, full)
-                return False
-            self._SyncObj__raftLastApplied = index
-            if subscribers:
-                for subscribed_term, callback in subscribers:
-                    if subscribed_term == term:
-                        callback(result, FAIL_REASON.SUCCESS)
-                    else:
-                        callback(None, FAIL_REASON.DISCARDED)
-        if self._apply_space_error is not None:
-            logger.info("%s: room again, applying from index %d on", self.node_id, entries[0][1])
-            self._apply_space_error, self._apply_retry_at, self._apply_retry_delay_s = None, math.inf, 0.0
-        return False
-
-    def _apply_entry(self, command: bytes, index: int, term: int) -> object:
-        kind = command[0]
-        if kind == COMMAND_USER:
-            return self._state_machine.apply(index, term, memoryview(command)[1:])  # no copy of a batch
-        if kind == COMMAND_NO_OP:
-            return None
-        if kind == COMMAND_MEMBERSHIP:
-            # In effect since it was appended (Raft 4.1; a restart rebuilds it from the journal): applying
-            # only lets the configurations before it go.
-            self._membership_change(command, index)
-            self._memberships.applied(index)
-            self._install_membership()  # a member removed for good is heard no more
-            return None
-        raise InvariantViolation(
-            f"{self.node_id}: unsupported command type {kind} at index {index} term {term}"
-        )
-
-    def _membership_change(self, command: bytes, index: int | None) -> tuple[str, str]:
-        """(change, node id) of a membership entry (at ``index``, None: a proposal); a malformed one is a
-        broken invariant (only a leader of this group writes them)."""
-        try:
-            return decode_change(memoryview(command)[1:])
-        except ValueError as error:
-            raise InvariantViolation(f"{self.node_id}: membership entry at index {index}: {error}") from None
-
-    def _replayed_memberships(self, base_index: int, base: Membership) -> MembershipLog:
-        """The configurations of ``base`` (in effect at ``base_index``) and of every membership entry the
-        journal holds after it. At a restart every entry is still in memory: one pass over their first
-        bytes, far less than replaying them."""
-        memberships = MembershipLog(base_index, base)
-        journal = self._journal
-        if not len(journal):
-            return memberships
-        start = max(0, base_index + 1 - journal.first_index)
-        for command, index, _ in journal[start:]:
-            if command[:1] == MEMBERSHIP_TYPE_BYTE:
-                memberships.append(index, *self._membership_change(command, index))
-        return memberships
-
-    def _install_membership(self) -> None:
-        """Put the latest configuration of the log in effect: pysyncobj's voters (``__otherNodes``: the
-        other voters), the learners, and the progress a leader keeps of each (kept for a member that
-        stays, such as a learner promoted). The transport keeps hearing every member of a configuration
-        the log still holds (``MembershipLog.members_held``: one an uncommitted change removed may lead
-        the entry away) and the leader (a snapshot's configuration may predate its joining); it drops
-        the others."""
-        config = self._memberships.current
-        me = self.node_id
-        transport = self._SyncObj__transport
-        nexts, match = self._SyncObj__raftNextIndex, self._SyncObj__raftMatchIndex
-        heard = self._credited_heard_at
-        leader = self._SyncObj__raftLeader
-        known = {str(n.id): n for n in self._SyncObj__otherNodes | self._learner_nodes | self._outside_nodes}
-        wanted = config.members - {me}
-        heard_from = self._memberships.members_held - {me}
-        outside = set()
-        for node_id, node in known.items():
-            if node_id in wanted:
-                continue
-            for progress in (nexts, match, heard, self._quiet_acks):
-                progress.pop(node, None)
-            if node_id in heard_from or node == leader:
-                outside.add(node)
-            else:
-                transport.dropNode(node)
-                self._SyncObj__connectedNodes.discard(node)
-        node_class = self._SyncObj__nodeClass
-        for node_id in sorted((wanted | heard_from) - known.keys()):
-            node = node_class(node_id)
-            known[node_id] = node
-            transport.addNode(node)
-            if node_id not in wanted:
-                outside.add(node)
-        leading = self._SyncObj__raftState == LEADER
-        for node_id in wanted:
-            node = known[node_id]
-            if node not in nexts:
-                nexts[node] = self._journal.last_index + 1
-                match[node] = 0
-                if leading:
-                    heard[node] = self._clock()
-        self._SyncObj__otherNodes = {known[n] for n in config.voters if n != me}
-        self._learner_nodes = {known[n] for n in config.learners if n != me}
-        self._outside_nodes = outside
-        self._voting = me in config.voters
+        return self._apply_committed()  # core_proposals
 
     # -- messages -----------------------------------------------------------------------------------
     def _SyncObj__onMessageReceived(self, node: Any, message: dict[str, Any]) -> None:
