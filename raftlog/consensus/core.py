@@ -116,14 +116,14 @@ from raftlog.consensus.core_base import (
     COMMAND_MEMBERSHIP,
     FOLLOWER,
     LEADER,
-    MEMBERSHIP_TYPE_BYTE,
     NO_OP_ENTRY,
     USER_TYPE_BYTE,
     Callback,
     CoreBase,
 )
 from raftlog.consensus.core_elections import Elections
-from raftlog.consensus.core_log import as_entry
+from raftlog.consensus.core_follower import FollowerSide
+from raftlog.consensus.core_leader import Replication
 from raftlog.consensus.core_membership import Memberships
 from raftlog.consensus.core_proposals import Proposals
 from raftlog.consensus.core_quiet import Quiescence
@@ -143,8 +143,6 @@ from raftlog.consensus.interface import (
 from raftlog.consensus.journal import MemoryJournal, RaftJournal
 from raftlog.consensus.membership import Membership, MembershipLog, encode_change
 from raftlog.consensus.messages import (
-    AppendEntries,
-    NextNodeIdx,
     RaftMessage,
 )
 from raftlog.consensus.transport import MuxTransport
@@ -196,6 +194,8 @@ class _Unpersisted(Exception):
 
 
 class RaftCore(  # one class per job (core_*.py) over their shared state (core_base)
+    FollowerSide,
+    Replication,
     Elections,
     StarvedThread,
     Quiescence,
@@ -793,17 +793,6 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
             self._prevote_term = None
         SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)  # (the journal has them already)
 
-    def _release_journal(self) -> None:
-        """Commands applied here (and, on a leader, held by every follower) may leave memory: a
-        FileJournal reads one back from disk if it is ever needed again."""
-        bound = self._SyncObj__raftLastApplied
-        if self._SyncObj__raftState == LEADER:
-            match = self._SyncObj__raftMatchIndex
-            for nodes in (self._SyncObj__otherNodes, self._SyncObj__readonlyNodes, self._learner_nodes):
-                for node in nodes:
-                    bound = min(bound, match.get(node, 0))
-        self._journal.release_through(bound)
-
     def _sync_and_release_replies(self) -> None:
         """Group commit: one fsync for everything appended this tick, then the acknowledgements it makes
         true. With a ``sync_runner`` a sync of at least ``sync_runner_min_bytes``, or any sync while the
@@ -829,47 +818,6 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
                     runner(job, self._notify_activity)
         if self._held_replies:
             self._release_replies()
-
-    def _release_replies(self) -> None:
-        """Send the held acknowledgements whose entries are durable, in order; the rest wait."""
-        journal = self._journal
-        durable = journal.durable_index
-        term = self._SyncObj__raftCurrentTerm
-        replies = self._held_replies
-        for position, (node, message) in enumerate(replies):
-            if message["term"] != term:
-                continue  # the term moved on: an older leader must not count this reply
-            if message["success"] and message["next_node_idx"] - 1 > durable:
-                if not journal.sync_in_flight and journal.space_retry_at is None:
-                    raise InvariantViolation(
-                        f"{self.node_id}: acknowledging index {message['next_node_idx'] - 1} above durable "
-                        f"index {durable} with no sync running"
-                    )
-                self._held_replies = replies[position:]
-                return
-            self._send(node, message)
-        self._held_replies = []
-
-    def _advance_commit_index(self) -> None:
-        """Commit = the highest index a majority of the voters holds durably, if it is from the current
-        term (``decisions.commit_index``). Learners count for nothing."""
-        if not self._voting:
-            raise InvariantViolation(f"{self.node_id}: leading term {self.term} but not a voter")
-        journal = self._journal
-        last_index = journal.last_index
-        match = self._SyncObj__raftMatchIndex
-        commit = self._SyncObj__raftCommitIndex
-        new_commit = decisions.commit_index(
-            commit,
-            current_term=self._SyncObj__raftCurrentTerm,
-            own_index=min(journal.durable_index, last_index),
-            match_indexes=[match.get(node, 0) for node in self._SyncObj__otherNodes],
-            last_index=last_index,
-            term_at=self._term_at,
-        )
-        if new_commit != commit:
-            self._SyncObj__raftCommitIndex = new_commit
-            self._SyncObj__leaderCommitIndex = new_commit
 
     # -- log access ---------------------------------------------------------------------------------
     def _SyncObj__getEntries(
@@ -965,191 +913,6 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
             kind = message["type"]  # (the wire decodes none other: a stock peer's is refused there)
             logger.warning("%s: ignoring message of unknown type %r from %s", self.node_id, kind, node)
 
-    def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:
-        reply: NextNodeIdx = {
-            "type": "next_node_idx",
-            "next_node_idx": next_index,
-            "reset": not success,
-            "success": success,
-            "term": self._SyncObj__raftCurrentTerm,
-        }
-        if quiet:
-            reply["quiet"] = True
-        self._held_replies.append((node, reply))
-
-    def _on_append_entries(self, node: Any, message: AppendEntries) -> None:
-        term = message["term"]
-        current = self._SyncObj__raftCurrentTerm
-        if term < current:
-            # Tell the stale leader about the newer term so it steps down now, not at fallback timeout.
-            self._hold_reply(node, self._journal.last_index + 1, success=False)
-            return
-        if term > current:
-            self._SyncObj__transferInProgress = False
-            self._SyncObj__setCurrentTerm(term, None)
-        if self._SyncObj__raftState == LEADER and term == current:
-            raise InvariantViolation(f"{self.node_id}: two leaders in term {term}: self and {node.id}")
-        if not self._SyncObj__transferInProgress:
-            self._SyncObj__raftElectionDeadline = self._clock() + self._election_timeout_s()
-        if self._SyncObj__raftLeader != node:
-            self._SyncObj__onLeaderChanged()
-            self._last_leader_id = str(node.id)
-            self._leader_lost = None
-        self._SyncObj__raftLeader = node
-        self._leader_seen_at = self._clock()
-        self._prevote_term = None
-        self._SyncObj__setState(FOLLOWER)
-        leader_commit = message["commit_index"]
-        self._SyncObj__leaderCommitIndex = leader_commit
-
-        if "transmission" in message:
-            logger.warning("%s: ignoring chunked (pickled) entry from %s", self.node_id, node)
-            return
-        if "prevLogIdx" in message:
-            verified = self._append_from_leader(node, message)
-        elif message.get("serialized") is not None:
-            if not self._SyncObj__serializer.setTransmissionData(message["serialized"]):
-                return
-            self._make_received_snapshot_durable()
-            self._load_snapshot(clear_journal=True)
-            verified = self._journal.last_index
-        else:
-            return
-        if verified is None:
-            self._quiet = False
-            return
-        commit = self._SyncObj__raftCommitIndex
-        new_commit = min(leader_commit, verified)
-        if new_commit > commit:
-            self._SyncObj__raftCommitIndex = new_commit
-        # Quiet on a quiescing heartbeat that leaves nothing to learn: this replica holds exactly the
-        # leader's log and knows it all committed. Any other append ends the quiet.
-        quiet = (
-            self._config.quiesce
-            and message.get("quiesce") is True
-            and verified == self._journal.last_index == leader_commit == self._SyncObj__raftCommitIndex
-        )
-        self._hold_reply(node, verified + 1, success=True, quiet=quiet)
-        if quiet and not self._quiet:
-            self._go_quiet(self._clock())
-        elif not quiet:
-            self._quiet = False
-
-    def _append_from_leader(self, node: Any, message: AppendEntries) -> int | None:
-        """Raft AppendEntries receiver rules 2-4. Returns the index verified to match the leader (the caller
-        acknowledges it), or None after holding a rejection."""
-        journal = self._journal
-        prev_index = int(message["prevLogIdx"])
-        prev_term = message["prevLogTerm"]
-        commit = self._SyncObj__raftCommitIndex
-        first_index = journal.first_index
-        last_index = journal.last_index
-        if prev_index > last_index:
-            self._hold_reply(node, last_index + 1, success=False)
-            return None
-        if prev_index < first_index:
-            # Compacted here: everything up to first_index is committed; ask to resume after our commit.
-            self._hold_reply(node, commit + 1, success=False)
-            return None
-        local_prev_term = self._term_at(prev_index)
-        if local_prev_term != prev_term:
-            if prev_index <= commit:
-                raise InvariantViolation(
-                    f"{self.node_id}: leader {node.id} disagrees at committed index {prev_index} "
-                    f"(local term {local_prev_term}, leader term {prev_term}, commit {commit})"
-                )
-            # Entries up to our commit index match any current leader (Leader Completeness).
-            self._hold_reply(node, min(prev_index, commit + 1), success=False)
-            return None
-
-        entries = message.get("entries") or []
-        index = prev_index
-        for position, raw in enumerate(entries):
-            command, index, term = as_entry(raw)
-            if index != prev_index + 1 + position:
-                raise InvariantViolation(
-                    f"{self.node_id}: non-contiguous entries from {node.id}: index {index} "
-                    f"at position {position} after prevLogIdx {prev_index}"
-                )
-            local_term = self._term_at(index)
-            if local_term == term:
-                continue  # already held: a duplicate, never a reason to truncate
-            if local_term is not None:
-                if index <= commit:
-                    raise InvariantViolation(
-                        f"{self.node_id}: leader {node.id} overwrites committed index {index} "
-                        f"(local term {local_term}, leader term {term}, commit {commit})"
-                    )
-                self._truncate_from(index)
-            for raw_rest in entries[position:]:
-                command, index, term = as_entry(raw_rest)
-                journal.add(command, index, term)
-                if command[:1] == MEMBERSHIP_TYPE_BYTE:
-                    self._memberships.append(index, *self._membership_change(command, index))
-                    self._install_membership()
-            break
-        return prev_index + len(entries)
-
-    def _truncate_from(self, index: int) -> None:
-        journal = self._journal
-        if index <= self._SyncObj__raftLastApplied:
-            raise InvariantViolation(
-                f"{self.node_id}: truncating applied index {index} "
-                f"(last applied {self._SyncObj__raftLastApplied})"
-            )
-        if index <= self._memberships.last_change_index:
-            self._memberships.truncate_from(index)  # its changes are undone
-            self._install_membership()
-        journal.deleteEntriesFrom(index - journal.first_index)
-
-    def _on_append_reply(self, node: Any, message: NextNodeIdx) -> None:
-        term = message.get("term")
-        if term is None:
-            logger.warning(
-                "%s: ignoring termless append reply from %s (stock pysyncobj peer?)", self.node_id, node
-            )
-            return
-        if term > self._SyncObj__raftCurrentTerm:
-            self._SyncObj__setCurrentTerm(term, None)
-            self._SyncObj__setState(FOLLOWER)
-            self._SyncObj__raftLeader = None
-            return
-        if self._SyncObj__raftState != LEADER or term != self._SyncObj__raftCurrentTerm:
-            return  # a reply to an earlier term's leader: says nothing about this term's log
-        if node not in self._SyncObj__raftNextIndex:
-            return  # removed from the cluster meanwhile
-        now = self._clock()
-        self._credited_heard_at[node] = now
-        self._heard_at[node] = now  # as it arrived: reads forgive no stall ("Reads")
-        next_index = message["next_node_idx"]
-        match = self._SyncObj__raftMatchIndex
-        nexts = self._SyncObj__raftNextIndex
-        self._followers_to_send.add(node)  # more to send, or a resend after a rejection: next tick
-        success = message["success"]
-        acknowledged = next_index - 1
-        if success and acknowledged > self._journal.last_index:
-            raise InvariantViolation(
-                f"{self.node_id}: {node.id} acknowledged index {acknowledged} beyond "
-                f"leader last index {self._journal.last_index} in term {term}"
-            )
-        if success or message["reset"]:
-            match[node], nexts[node] = decisions.progress(
-                match[node], nexts[node], reply_next_index=next_index, success=success, reset=message["reset"]
-            )
-        if success:
-            last = self._journal.last_index
-            previous, before = self._last_reply.get(node), self._caught_up_at.get(node)
-            at = decisions.caught_up_at(match[node], last, now, previous, before)
-            if at is not None:
-                self._caught_up_at[node] = at
-            self._last_reply[node] = (now, last)
-            if message.get("quiet") is True:
-                self._quiet_acks[node] = acknowledged
-            else:
-                self._quiet_acks.pop(node, None)
-        elif message["reset"]:
-            self._quiet_acks.pop(node, None)
-
     # -- replication (leader) -----------------------------------------------------------------------
     def _SyncObj__sendAppendEntries(self) -> None:
         self._SyncObj__newAppendEntriesTime = self._clock() + self._config.heartbeat_period_ms / 1000
@@ -1172,96 +935,6 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         self._read_confirmed = self._read_token()
         self._read_barrier_term = None
         self._on_became_leader()
-
-    def _send_to_followers(self, nodes: set[Any], heartbeat: bool = False) -> None:
-        """Each follower gets an equal slice of one heartbeat period, in a rotating order."""
-        connected = self._SyncObj__connectedNodes
-        serializer = self._SyncObj__serializer
-        known = self._SyncObj__raftNextIndex
-        followers = sorted((node for node in nodes if node in known), key=lambda n: n.id)
-        live = []
-        for node in followers:
-            if node in connected:
-                live.append(node)
-            else:
-                serializer.cancelTransmisstion(node)
-        if not live:
-            return
-        self._send_rotation = (self._send_rotation + 1) % len(live)
-        live = live[self._send_rotation :] + live[: self._send_rotation]
-        budget = self._config.heartbeat_period_ms / 1000 / len(live)
-        for node in live:
-            self._send_to_follower(node, budget, heartbeat)
-
-    def _send_to_follower(self, node: Any, budget_s: float, heartbeat: bool) -> None:
-        """Batches until the time slice or the in-flight bound is used up; with ``heartbeat`` at least one
-        message (an empty AppendEntries if nothing else)."""
-        journal = self._journal
-        nexts = self._SyncObj__raftNextIndex
-        match = self._SyncObj__raftMatchIndex
-        start = time.perf_counter()  # a time slice of work, not a timed decision
-        term = self._SyncObj__raftCurrentTerm
-        in_flight_max = self._config.in_flight_entries_max
-        sent = not heartbeat
-        while True:
-            next_index = nexts[node]
-            if next_index <= journal.first_index:
-                if self._config.snapshot_path is None:
-                    raise InvariantViolation(
-                        f"{self.node_id}: {node.id} needs index {next_index} but the "
-                        f"journal starts at {journal.first_index} and there is no snapshot"
-                    )
-                if not self._send_snapshot_chunk(node):
-                    return
-            else:
-                prev_term = self._term_at(next_index - 1)
-                if prev_term is None:
-                    raise InvariantViolation(
-                        f"{self.node_id}: no entry at {next_index - 1} for {node.id} "
-                        f"(journal {journal.first_index}..{journal.last_index})"
-                    )
-                can_send = next_index <= journal.last_index and next_index - 1 - match[node] < in_flight_max
-                if sent and not can_send:
-                    return
-                entries: list[tuple[bytes, int, int]] = []
-                if can_send:
-                    entries = self._SyncObj__getEntries(next_index, None, self._config.message_bytes_max)
-                    nexts[node] = entries[-1][1] + 1
-                message: AppendEntries = {
-                    "type": "append_entries",
-                    "term": term,
-                    "commit_index": self._SyncObj__raftCommitIndex,
-                    "entries": entries,
-                    "prevLogIdx": next_index - 1,
-                    "prevLogTerm": prev_term,
-                }
-                if self._quiescing and not entries and next_index - 1 == journal.last_index:
-                    message["quiesce"] = True
-                self._send(node, message)
-                sent = True
-                if not entries:
-                    return
-            if node not in self._SyncObj__connectedNodes or time.perf_counter() - start > budget_s:
-                return
-
-    def _send_snapshot_chunk(self, node: Any) -> bool:
-        """Send the next chunk of the snapshot file; True while more chunks follow."""
-        data = self._SyncObj__serializer.getTransmissionData(node)
-        self._send(
-            node,
-            {
-                "type": "append_entries",
-                "term": self._SyncObj__raftCurrentTerm,
-                "commit_index": self._SyncObj__raftCommitIndex,
-                "serialized": data,
-            },
-        )
-        if not data:
-            return False
-        is_last = data[2]
-        if is_last:
-            self._SyncObj__raftNextIndex[node] = self._journal.index_term(1)[0] + 1
-        return not is_last
 
     # -- snapshots ----------------------------------------------------------------------------------
     def _SyncObj__tryLogCompaction(self) -> None:
