@@ -187,16 +187,16 @@ class _Unpersisted(Exception):
 
 
 class RaftCore(  # one class per job (core_*.py) over their shared state (core_base)
-    Reads,
     FollowerSide,
     Replication,
+    Reads,
     Elections,
     StarvedThread,
     Quiescence,
     Proposals,
-    Memberships,
     SpaceGiveWay,
     Snapshots,
+    Memberships,
     CoreBase,
 ):
     """One replica of one Raft group. All methods except :meth:`submit`, :meth:`submit_membership`,

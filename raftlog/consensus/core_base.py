@@ -79,6 +79,14 @@ class CoreBase(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     _SyncObj__raftLeader: Any
     _SyncObj__raftElectionDeadline: float
 
+    # RaftCore's overrides of pysyncobj and its entry points that the jobs call (defined in core.py; a job
+    # that calls another job's methods is built on that job's class instead).
+    _SyncObj__setState: Callable[[int], None]
+    _SyncObj__setCurrentTerm: Callable[[int, Any], None]
+    _SyncObj__onBecomeLeader: Callable[[], None]
+    _SyncObj__getEntries: Callable[..., list[Entry]]
+    request_transfer: Callable[[str | None, Callback], None]
+
     # RaftCore's own state (RaftCore.__init__ sets it and says what each is), by job.
     _clock: Callable[[], float]
     _config: CoreConfig

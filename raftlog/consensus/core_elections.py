@@ -31,12 +31,13 @@ from typing import Any, cast
 
 from raftlog.consensus import decisions
 from raftlog.consensus.core_base import CANDIDATE, FOLLOWER, LEADER, CoreBase
+from raftlog.consensus.core_quiet import Quiescence
 from raftlog.consensus.messages import RequestVote, ResponseVote
 
 logger = logging.getLogger("raftlog.consensus.core")  # RaftCore's lines, whichever of its jobs logs them
 
 
-class Elections(CoreBase):
+class Elections(Quiescence):
     """Elections, pre-vote, votes, check-quorum and leader changes (see the module docstring)."""
 
     def campaign_if_new(self, delay_s: float, attempts: int) -> bool:

@@ -16,15 +16,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from raftlog.consensus.core_base import FOLLOWER, LEADER, MEMBERSHIP_TYPE_BYTE, CoreBase
+from raftlog.consensus.core_base import FOLLOWER, LEADER, MEMBERSHIP_TYPE_BYTE
 from raftlog.consensus.core_log import as_entry
+from raftlog.consensus.core_membership import Memberships
+from raftlog.consensus.core_quiet import Quiescence
+from raftlog.consensus.core_snapshots import Snapshots
 from raftlog.consensus.messages import AppendEntries, NextNodeIdx
 from raftlog.errors import InvariantViolation
 
 logger = logging.getLogger("raftlog.consensus.core")  # RaftCore's lines, whichever of its jobs logs them
 
 
-class FollowerSide(CoreBase):
+class FollowerSide(Quiescence, Snapshots, Memberships):
     """AppendEntries on a follower, and its acknowledgements held until durable (see the module docstring)."""
 
     def _hold_reply(self, node: Any, next_index: int, success: bool, quiet: bool = False) -> None:

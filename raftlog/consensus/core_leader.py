@@ -19,14 +19,15 @@ import time
 from typing import Any
 
 from raftlog.consensus import decisions
-from raftlog.consensus.core_base import FOLLOWER, LEADER, CoreBase
+from raftlog.consensus.core_base import FOLLOWER, LEADER
+from raftlog.consensus.core_reads import Reads
 from raftlog.consensus.messages import AppendEntries, NextNodeIdx
 from raftlog.errors import InvariantViolation
 
 logger = logging.getLogger("raftlog.consensus.core")  # RaftCore's lines, whichever of its jobs logs them
 
 
-class Replication(CoreBase):
+class Replication(Reads):
     """A leader's sends, the replies it hears and its commit index (see the module docstring)."""
 
     def _send_to_followers(self, nodes: set[Any], heartbeat: bool = False) -> None:

@@ -20,14 +20,16 @@ import queue
 
 from pysyncobj.config import FAIL_REASON
 
-from raftlog.consensus.core_base import COMMAND_MEMBERSHIP, COMMAND_NO_OP, COMMAND_USER, LEADER, CoreBase
+from raftlog.consensus.core_base import COMMAND_MEMBERSHIP, COMMAND_NO_OP, COMMAND_USER, LEADER
+from raftlog.consensus.core_membership import Memberships
+from raftlog.consensus.core_space import SpaceGiveWay
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import DiskFull
 
 logger = logging.getLogger("raftlog.consensus.core")  # RaftCore's lines, whichever of its jobs logs them
 
 
-class Proposals(CoreBase):
+class Proposals(SpaceGiveWay, Memberships):
     """Proposals into the log, committed entries into the state machine (see the module docstring)."""
 
     def _append_proposals(self) -> bool:

@@ -17,6 +17,7 @@ from pysyncobj.config import FAIL_REASON
 
 from raftlog.consensus.core_base import Callback, CoreBase
 from raftlog.consensus.core_log import as_entry
+from raftlog.consensus.core_membership import Memberships
 from raftlog.consensus.journal_files import fsync_directory, write_file_durably
 from raftlog.consensus.snapshot import decode_snapshot, encode_snapshot, snapshot_membership
 from raftlog.errors import InvariantViolation
@@ -28,7 +29,7 @@ logger = logging.getLogger("raftlog.consensus.core")  # RaftCore's lines, whiche
 SPACE_RETRY_COMPACTION_S = 5.0
 
 
-class Snapshots(CoreBase):
+class Snapshots(Memberships):
     """Compaction and snapshot loading, ``RaftCore``'s (see the module docstring)."""
 
     def _try_log_compaction(self) -> None:
