@@ -3,7 +3,7 @@ proof that a paused leader's window landed (docs/jepsen-history.md, jepsen/READM
 
 A leader answers a read from its own state; a leader that was deposed without knowing it (its process
 paused past the election timeout, or cut off) would answer from a state older than what its successor
-acknowledged meanwhile (raftlog.consensus.core, "Reads"). Two classes catch what such a read shows:
+acknowledged meanwhile (raftlog.consensus.core_reads, "Reads"). Two classes catch what such a read shows:
 
 - ``stale-read``: a poll answered with a partition high watermark below what some operation completed
   before the poll began had already shown of the partition: an acknowledged send's offset + 1, a record

@@ -1,95 +1,50 @@
 """The Raft core: pysyncobj's SyncObj with the acknowledged-write-loss fix, our journal and no pickle.
 
-This is the ONLY module that reaches into pysyncobj internals. pysyncobj 0.3.17 keeps its state in
-name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`` replaces the base's
-``__foo`` because the base looks it up on ``self``. What to decide (the commit index, a follower's
-progress, a vote, a pre-vote, an election's step, check-quorum, the reads' majority, an election timeout) is
-:mod:`raftlog.consensus.decisions`' (pure); this module gathers the inputs and carries the answers out.
-The check-quorum times (``_credited_heard_at``) and a candidate's tally (``_voters``) are its own, and the
-vote held is the journal's. The replaced pieces:
+``RaftCore`` and the job modules beside it (``core_*.py``) are the only code that reaches into pysyncobj's
+core internals (the transport, ``transport.py``, subclasses its ``Transport``). pysyncobj 0.3.17 keeps its
+state in name-mangled members (``_SyncObj__*``); a subclass method named ``_SyncObj__foo`` replaces the
+base's ``__foo`` because the base looks it up on ``self``. Every such override, and ``_onTick`` and
+``_checkCommandsToApply``, stays here, in ``RaftCore``, and delegates to the job that does the work, so a
+pysyncobj upgrade is checked against one class. What to decide (the commit index, a follower's progress,
+a vote, a pre-vote, an election's step, check-quorum, the reads' majority, an election timeout) is
+:mod:`raftlog.consensus.decisions`' (pure); the jobs gather the inputs and carry the answers out. The
+check-quorum times (``_credited_heard_at``) and a candidate's tally (``_voters``) are the core's own, and
+the vote held is the journal's.
 
-* ``__onMessageReceived``: a follower truncates only at a real term conflict, never on a heartbeat or a
-  duplicate batch; it acknowledges ``prevLogIdx + len(entries)`` (what it verified to match the leader),
-  not the end of its log; its commit index is bounded by that verified index. Acknowledgements carry the
-  term; the leader ignores those of other terms and steps down on a higher one. A stale success never
-  moves ``nextIndex`` or ``matchIndex`` backwards.
-* ``_onTick``: the leader's commit index is the majority of the match indexes (its own counted only up to
-  what is fsynced), acknowledgements to the leader are held until the tick's group-commit fsync, new
-  proposals are sent in the tick that appended them.
-* ``__sendAppendEntries``: a send budget per follower (time slice and a bound on entries in flight) in a
-  rotating order, so one follower cannot starve the others; no pickled "transmission" chunks.
-* ``__applyLogEntries`` / ``_checkCommandsToApply``: commands are opaque bytes handed to a
-  :class:`~raftlog.consensus.interface.StateMachine` with their index and term; a non-leader rejects a
-  proposal (NOT_LEADER / MISSING_LEADER) instead of forwarding it; membership requests are msgpack.
-* ``__tryLogCompaction`` / ``__loadDumpFile``: snapshots are the state machine's small metadata snapshot
-  in a CRC-checked msgpack file written with fsync, never pickle; a state machine answering None ("not
-  now") skips that compaction.
-* Quiescence (ours, after CockroachDB's): an idle group stops heartbeating. A leader with nothing in flight
-  whose connected followers all hold its whole log marks its heartbeats ``quiesce``; a follower that holds
-  that log and commit index answers ``quiet`` and stops counting down to an election; once every follower
-  has, the leader goes quiet too and sends nothing. The group's safety is Raft's as ever (no rule of
-  voting, appending or committing changes); what a quiet follower relies on for liveness is its leader's
-  node connection, which carries pings and is closed by a silence (MuxHub): a disconnect, a ``leader_gone``
-  from a leader replica that stops, a new term, or any ordinary append ends the quiet, and the follower
-  holds an election after a fresh election timeout. A quiet leader counts a follower as heard from when
-  its node's connection last was; any proposal, transfer, membership change, disconnect, or a ``wake``
-  from a replica that knows no leader (a restarted or reopened one, or one whose leader's node
-  reconnects) ends the leader's quiet. So does the loss of a majority; a follower gone alone does not, nor
-  its reconnection (a follower that needs the leader sends ``wake``; one that committed entries were not
-  sent to never acknowledged the last index): a group goes quiet with its connected majority, or every
-  node down would keep thousands of groups heartbeating, and a node coming back would wake them all.
-* Pre-vote (Raft thesis 9.6, ``CoreConfig.pre_vote``): a follower whose election timeout passes asks its
-  peers ``request_vote`` with ``pre`` for the term after its own, changing and persisting nothing; a peer
-  grants it (``response_vote`` with ``pre``) when that term is above its own, the asker's log is at least
-  as up to date, and it has no leader it trusts: it heard from one within the shortest election timeout,
-  or is quiet with its leader's node connected. Only with a majority of grants does the asker raise its
-  term and hold the election. A node that restarts, or comes back from a partition, thus takes over no
-  group whose leader still works (without pre-vote its higher term deposed every such leader: thousands
-  of elections at once when a node with thousands of replicas came back). A leader that is asked answers
-  no and heartbeats at once (a follower that does not hear it); a quiet follower that is asked wakes and
-  asks its leader to heartbeat, and trusts it only for a fresh election timeout (the leader replica may
-  be gone while its node is not). Elections a leadership transfer asks for, and the early campaigns of a
-  new group (term 1), skip the pre-vote.
-* Learners (Raft thesis 4.2.1, ``raftlog.consensus.membership``): a member that receives the log but
-  counts in no quorum. pysyncobj knows only voters (``__otherNodes``: the other voters); the learners are
-  ``_learner_nodes`` beside them, sent to like followers and tracked in ``nextIndex``/``matchIndex``, but
-  never counted by ``_advance_commit_index``, ``_step_down_without_quorum``, ``_has_majority`` or a
-  candidate's tally, and never asked for a vote. A replica that is not a voter in its own configuration
-  (a learner, or removed) never stands for election nor accepts TimeoutNow. It still answers a vote
-  request: a candidate asks only the voters of its own configuration, so the request means this replica
-  was promoted in the candidate's log though it has not heard yet (etcd does the same; refusing could
-  leave a group that needs its vote without a leader). The configuration in effect is the latest in the
-  log (``MembershipLog``), applied when an entry is appended, undone when it is truncated, rebuilt on
-  restart from the snapshot's and the journal's entries after it; a snapshot records the configuration
-  at its index (voters under ``cluster``, as before, and ``learners``).
-* Starved thread (ours): time in which this replica's own thread did not run is not held against its
-  peers. A leader ticked later than twice its heartbeat interval after its previous tick could neither
-  send heartbeats nor read replies meanwhile: the excess is added to each follower's last-heard time
-  before the check-quorum test (``_credit_stall``), so a leader steps down only when its followers were
-  silent for ``leader_fallback_timeout_ms`` of time it ran (what arrived while it was not scheduled is
-  read before it judges). A follower or candidate first ticked more than ``LATE_TICK_TOLERANCE_S``
-  after its election deadline was itself not scheduled (and its leader, on a loaded machine, likely
-  neither): it waits one more deadline of two heartbeat intervals, in which a live leader's heartbeat
-  reaches it, and stands only if none came (once per deadline, so a follower that is always late still
-  stands). Raft's safety does not rest on either (check-quorum and election timing are liveness).
-* Reads (ours): a leader answers a read from its own state (``read_refusal`` is None) only while it can
-  show that no other leader has been elected: it leads and has applied its term's no-op (everything
-  committed before it is in its state); a majority of its voters answered it within ``read_lease_s``
-  (half the shortest election timeout) of its clock, counting only replies as they arrived (what
-  ``_credit_stall`` forgives check-quorum is not forgiven here), or, quiet, their node connections are up
-  (a quiet follower stands for no election while it is connected); the thread driving it is not standing
-  still now (``liveness``: a process stopped by SIGSTOP and not yet run again, read by the event loop
-  first); and its leadership was confirmed since that thread last stood still (``Liveness.stalls``) and
-  since it last sent a TimeoutNow: a no-op of its term appended after that and committed
-  (``confirm_leadership``; the term's first no-op confirms a new leader). A thread that stood still may
-  have been deposed meanwhile, and the replies to its old heartbeats, read from its sockets when it runs
-  again, look fresh: only a no-op appended after the stall can be acknowledged by replies sent after it.
-  A follower stands no sooner than the shortest election timeout after it last heard its leader, so a
-  leader that ran and heard a majority within half of it was not deposed; the leader's own clock
-  measures all of it, paused time included. Safety of the log does not depend on any of this; what
-  depends on it is that a read answered by a leader holds everything acknowledged before the read began.
-* ``pysyncobj.syncobj.createJournal`` is patched once, here (:func:`_create_journal`), to hand SyncObj the
-  journal the caller built.
+This module keeps the thread-safe entry points (``submit``, ``submit_membership``, ``request_transfer``,
+``request_compaction``, ``tick_soon``), what the driver asks (``needs_tick``, ``next_timer``), the tick
+with its group-commit fsync and the release of the acknowledgements it makes true, the message dispatch,
+the overrides, and the two module-global hooks. Each other job is one class over ``core_base.CoreBase``
+(the state they share, declared once), in its own module; ``RaftCore`` inherits them all:
+
+* ``core_follower.FollowerSide``: ``__onMessageReceived``'s appends. A follower truncates only at a real
+  term conflict, never on a heartbeat or a duplicate batch; it acknowledges ``prevLogIdx + len(entries)``
+  (what it verified to match the leader), not the end of its log; its commit index is bounded by that
+  verified index; acknowledgements carry the term and are held until the fsync covering them.
+* ``core_leader.Replication``: ``__sendAppendEntries`` with a send budget per follower (time slice and a
+  bound on entries in flight) in a rotating order, so one follower cannot starve the others, no pickled
+  "transmission" chunks; the replies (the leader ignores those of other terms and steps down on a higher
+  one; a stale success never moves ``nextIndex`` or ``matchIndex`` backwards); the leader's commit index,
+  the majority of the match indexes (its own counted only up to what is fsynced). New proposals are sent
+  in the tick that appended them.
+* ``core_proposals.Proposals``: ``__applyLogEntries`` / ``_checkCommandsToApply``: commands are opaque
+  bytes handed to a :class:`~raftlog.consensus.interface.StateMachine` with their index and term; a
+  non-leader rejects a proposal (NOT_LEADER / MISSING_LEADER) instead of forwarding it; membership
+  requests are msgpack.
+* ``core_membership.Memberships``: learners and the configuration in effect, one change at a time.
+* ``core_snapshots.Snapshots``: ``__tryLogCompaction`` / ``__loadDumpFile``: snapshots are the state
+  machine's small metadata snapshot in a CRC-checked msgpack file written with fsync, never pickle; a
+  state machine answering None ("not now") skips that compaction.
+* ``core_elections.Elections``: elections, pre-vote, votes, check-quorum, leader changes.
+* ``core_quiet.Quiescence``: an idle group stops heartbeating.
+* ``core_stall.StarvedThread``: time this replica's own thread did not run is not held against its peers.
+* ``core_reads.Reads``: the read-only accessors and the reads' lease.
+* ``core_space.SpaceGiveWay``: what a replica whose disk is full does.
+* ``core_log`` (log access by index) and ``core_transfer`` (a leadership transfer attempt) are plain
+  functions and a small class.
+
+``pysyncobj.syncobj.createJournal`` (and ``createPoller``) is patched once, here (:func:`_create_journal`),
+to hand SyncObj the journal the caller built.
 """
 
 from __future__ import annotations
@@ -219,7 +174,7 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         """``other_nodes``: the group's other members; ``learners``: which of them, and whether this
         replica itself, are learners (the others are voters). This is the configuration of a new group;
         a restarted one takes the configuration its snapshot and journal hold on top of it (see
-        "Learners" above). ``poller``: a pysyncobj Poller shared with other cores and polled by a Driver;
+        core_membership). ``poller``: a pysyncobj Poller shared with other cores and polled by a Driver;
         this core then never polls itself. None: the core owns a poller and polls it at the end of each
         tick. ``node_class``: TCPNode when node ids are ``host:port`` (TCPTransport), pysyncobj ``Node``
         for the mux transport's plain node ids. ``transport_class`` has no default: a node's groups take
@@ -237,7 +192,7 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         self._followers_to_send = set()
         self._voters = set()  # ids of the nodes that voted for this candidate in this term
         # Check-quorum (a leader's): when each follower last replied in this leadership, on this core's
-        # clock, with the time a starved thread did not run credited to it (see "Starved thread").
+        # clock, with the time a starved thread did not run credited to it (see core_stall).
         self._credited_heard_at = {}
         self._transfer_until = 0.0  # monotonic time until which a leader handing over appends nothing new
         # Log index of the last membership change this leader appended. pysyncobj means to allow one change
@@ -247,24 +202,24 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         # campaign_if_new: early campaigns left; any message from a peer of the group (a leader or another
         # candidate exists) zeroes it for good.
         self._early_campaigns = 0
-        # Quiescence (see the module docstring): on a leader, ``_quiet`` means it sends no heartbeats, on
+        # Quiescence (see core_quiet): on a leader, ``_quiet`` means it sends no heartbeats, on
         # a follower that it holds no election; ``_quiet_acks`` holds, per follower, the index it held
         # when it acknowledged a quiescing heartbeat; ``_quiescing``: this tick's heartbeats ask for quiet.
         self._quiet = False
         self._quiet_acks = {}
         self._quiescing = False
         self._quiet_tick_at = 0.0  # a quiet replica's next tick (compaction and the like)
-        # Pre-vote (see the module docstring): the term this replica asks pre-votes for (None: not asking),
+        # Pre-vote (see core_elections): the term this replica asks pre-votes for (None: not asking),
         # the ids of the nodes that granted them, and when it last heard from a leader of its term.
         self._prevote_term = None
         self._prevoters = set()
         self._leader_seen_at = 0.0
-        # Starved thread (see the module docstring): when this replica was last ticked, whether it was a
+        # Starved thread (see core_stall): when this replica was last ticked, whether it was a
         # (non-quiet) leader then, and the election deadline a late tick put off (put off once only).
         self._ticked_at = None
         self._led_when_ticked = False
         self._deferred_deadline = None
-        # Reads (see the module docstring): the thread's stalls, set by the Driver that ticks this core (a
+        # Reads (see core_reads): the thread's stalls, set by the Driver that ticks this core (a
         # test may set its own; None: no stall is known of); each voter's last reply of this term as it
         # arrived (never credited); the (stalls, TimeoutNows sent) at which this leadership was last
         # confirmed, None before; the term of the confirming no-op in flight, one at a time.
@@ -286,7 +241,7 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         self._leader_lost = None
         self._campaign_cause = "election"
         self.group_id = ""  # the owner names the group (ReplicaGroup.open), for the log lines
-        # Learners (see the module docstring): the other members that are learners (pysyncobj's
+        # Learners (see core_membership): the other members that are learners (pysyncobj's
         # ``__otherNodes`` holds the other voters), whether this replica is a voter, nodes the transport
         # keeps although outside the configuration (the leader, while a snapshot's configuration predates
         # it), and the configurations this replica's log holds.
@@ -373,7 +328,7 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
 
     def tick_soon(self) -> None:
         """Any thread: have the next round tick this replica, quiet or not (a leader refusing a proposal
-        for want of room hands its leadership over in that tick: "Disk full")."""
+        for want of room hands its leadership over in that tick: core_space)."""
         self._notify_activity()
 
     def submit_membership(self, change: str, node_id: str, callback: Callback | None) -> None:
@@ -500,7 +455,7 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
                     self._SyncObj__raftLeader = None
                     self._SyncObj__onLeaderChanged()
             elif self._late_for_deadline(now):
-                pass  # put off once: see "Starved thread"
+                pass  # put off once: see core_stall
             elif self._SyncObj__connectedToAnyone():
                 self._start_election(now)
 

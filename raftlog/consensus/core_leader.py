@@ -138,7 +138,7 @@ class Replication(Reads):
             return  # removed from the cluster meanwhile
         now = self._clock()
         self._credited_heard_at[node] = now
-        self._heard_at[node] = now  # as it arrived: reads forgive no stall ("Reads")
+        self._heard_at[node] = now  # as it arrived: reads forgive no stall (core_reads)
         next_index = message["next_node_idx"]
         match = self._SyncObj__raftMatchIndex
         nexts = self._SyncObj__raftNextIndex

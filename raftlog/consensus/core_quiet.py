@@ -115,7 +115,7 @@ class Quiescence(CoreBase):
                     if at is not None and at > heard.get(node, 0.0):
                         heard[node] = at
                     if at is not None and at > self._heard_at.get(node, -math.inf):
-                        self._heard_at[node] = at  # its quiet held while connected (see "Reads")
+                        self._heard_at[node] = at  # its quiet held while connected (see core_reads)
                     if self._quiet_acks.get(node, -1) >= last_index:
                         self._caught_up_at[node] = now  # it held the whole log through the quiet
             self._SyncObj__newAppendEntriesTime = 0.0

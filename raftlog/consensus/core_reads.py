@@ -52,7 +52,7 @@ class Reads(CoreBase):
 
     @property
     def quiet(self) -> bool:
-        """The group is idle and this replica has stopped its timed duties (see "Quiescence")."""
+        """The group is idle and this replica has stopped its timed duties (see core_quiet)."""
         return self._quiet
 
     @property
@@ -146,7 +146,7 @@ class Reads(CoreBase):
         """Leader only: for each other member (voters and learners), how long before ``now`` (this
         core's clock) it was last heard from in this leadership and last caught up with this leader's log,
         in seconds (None: not since it leads). A quiet leader sends nothing and hears nothing (see
-        "Quiescence"): its connected followers are heard from now, and those that acknowledged its whole
+        core_quiet): its connected followers are heard from now, and those that acknowledged its whole
         log to let it go quiet are caught up now. Any thread (reads copies of the tick thread's maps)."""
         if self._SyncObj__raftState != LEADER:
             return {}

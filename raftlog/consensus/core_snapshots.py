@@ -25,7 +25,7 @@ from raftlog.storage.errors import DiskFull
 
 logger = logging.getLogger("raftlog.consensus.core")  # RaftCore's lines, whichever of its jobs logs them
 
-# A compaction that found no room for its snapshot file is tried again after this (see "Disk full").
+# A compaction that found no room for its snapshot file is tried again after this (see core_space).
 SPACE_RETRY_COMPACTION_S = 5.0
 
 
@@ -40,7 +40,7 @@ class Snapshots(Memberships):
             return
         now = self._clock()
         if now < self._compaction_retry_at:
-            return  # the last snapshot found no room (see "Disk full")
+            return  # the last snapshot found no room (see core_space)
         forced = self._SyncObj__forceLogCompaction
         if (
             not forced

@@ -46,7 +46,7 @@ class TransferAttempt:
         core._transfer_until = max(core._transfer_until, now + 0.05)  # no new appends while we wait
         if match.get(others[target], 0) == core._journal.last_index:
             core.removeOnTickCallback(self)
-            core._timeouts_now_sent += 1  # its target may win without a pre-vote: reads wait ("Reads")
+            core._timeouts_now_sent += 1  # its target may win without a pre-vote: reads wait (core_reads)
             core.transferLeadership(target, self._sent)
         elif now > self._deadline:
             core._transfer_until = 0.0

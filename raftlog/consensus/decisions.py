@@ -9,7 +9,7 @@ reply), a pre-vote answer, whether a leader still has a quorum, a :class:`Campai
 the docstrings give.
 Scripted tests: ``tests/consensus/test_decision_scripts.py`` over ``tests/consensus/testdata/*.txt``.
 
-Counts are of voters only: a learner counts in no quorum (see "Learners" in ``core.py``). ``voters`` is the
+Counts are of voters only: a learner counts in no quorum (see ``core_membership.py``). ``voters`` is the
 size of the voter set, this replica included.
 """
 
@@ -167,7 +167,7 @@ class Campaign:
     stands; its deadline moves on), "pre_vote" (ask for pre-votes in the term after its own, changing
     nothing), "elect" (raise its term, vote for itself, ask for votes), "ask_again" (a new group's early
     campaign retried: ask again in the term it already took). ``cause`` (elect, ask_again) is why it
-    stands (``RaftCore.LEADER_CHANGE_CAUSES`` or "new_group"); ``early_campaigns`` the early campaigns
+    stands (``core_base.LEADER_CHANGE_CAUSES`` or "new_group"); ``early_campaigns`` the early campaigns
     left; ``retry_s``: the next deadline is this far off (an early campaign follows), None: a random
     election timeout."""
 

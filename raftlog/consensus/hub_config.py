@@ -49,7 +49,7 @@ class HubConfig:
     ``handshake_timeout_s`` if that is shorter) is closed: a peer sends it at once, so only an outsider
     holding a pending slot waits that long."""
     # A connection silent for idle_timeout_s is closed: the disconnect is how quiet Raft groups learn
-    # that a peer node is gone (raftlog.consensus.core, "Quiescence"), so it is kept near an election
+    # that a peer node is gone (raftlog.consensus.core_quiet, "Quiescence"), so it is kept near an election
     # timeout; pings keep an idle connection from looking silent.
     ping_interval_s: float = 0.5
     idle_timeout_s: float = 3.0
