@@ -86,14 +86,10 @@ from raftlog.consensus.core_snapshots import SPACE_RETRY_COMPACTION_S, Compactio
 from raftlog.consensus.core_space import SpaceGiveWay
 from raftlog.consensus.core_stall import StarvedThread
 from raftlog.consensus.core_transfer import TransferAttempt
-from raftlog.consensus.interface import (
-    StateMachine,
-)
+from raftlog.consensus.interface import StateMachine
 from raftlog.consensus.journal import MemoryJournal, RaftJournal
 from raftlog.consensus.membership import Membership, MembershipLog, encode_change
-from raftlog.consensus.messages import (
-    RaftMessage,
-)
+from raftlog.consensus.messages import RaftMessage
 from raftlog.consensus.transport import MuxTransport
 from raftlog.errors import InvariantViolation
 from raftlog.storage.errors import DiskFull

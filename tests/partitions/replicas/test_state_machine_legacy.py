@@ -13,7 +13,7 @@ import pytest
 
 from partitions import commands
 from partitions.replicas.state_machine import PartitionStateMachine, Produced
-from raftlog.consensus.core import COMMAND_USER
+from raftlog.consensus.core_base import COMMAND_USER
 from raftlog.consensus.file_journal import FileJournal
 from raftlog.consensus.snapshot import decode_snapshot
 from raftlog.storage import Log, ProducerRecord, legacy_batch
