@@ -8,12 +8,18 @@ sends and a read; ``_credited_heard_at`` by check-quorum, a reply, a wake and a 
 that needs little is plain functions or a small class instead (``core_log.py``: log access by index over
 the journal; ``core_transfer.py``: a leadership transfer attempt).
 
+A job that calls another job's methods is built on that job's class (``Elections(Quiescence)``,
+``FollowerSide(Quiescence, Snapshots, Memberships)``, ...), so the imports among ``core_*.py`` run one way
+and every call between jobs is type-checked; no two of the classes define the same name, so the order
+``RaftCore`` inherits them in decides nothing.
+
 This base holds no logic of a job: the state ``RaftCore.__init__`` sets (declared once, with its type,
-so the type checker holds every job to it) and the pysyncobj members the jobs assign; the calls one job
-makes into another (declared as callables, defined by the job's class); pysyncobj's raft states and the
-entry types; the process-wide counters; and the few helpers every job uses (``node_id``, ``_send``,
-``_notify_activity``, ``_election_timeout_s``, ``_has_majority``, and ``_term_at`` / ``_entry_at`` over
-``core_log``). It defines no ``__init__`` and overrides nothing of pysyncobj's.
+so the type checker holds every job to it) and the pysyncobj members the jobs assign; ``RaftCore``'s
+overrides and entry point that the jobs call (declared as callables, defined in ``core.py``); pysyncobj's
+raft states and the entry types; the process-wide counters; and the few helpers every job uses
+(``node_id``, ``_send``, ``_notify_activity``, ``_election_timeout_s``, ``_has_majority``, and
+``_term_at`` / ``_entry_at`` over ``core_log``). It defines no ``__init__`` and overrides nothing of
+pysyncobj's.
 """
 
 from __future__ import annotations
