@@ -508,6 +508,32 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         self._ticked_at = now
         self._led_when_ticked = self._SyncObj__raftState == LEADER and not self._quiet
 
+    def _sync_and_release_replies(self) -> None:
+        """Group commit: one fsync for everything appended this tick, then the acknowledgements it makes
+        true. With a ``sync_runner`` a sync of at least ``sync_runner_min_bytes``, or any sync while the
+        disk is slow (``journal_files.SYNC_LATENCY``), runs on another thread and the tick ends at once;
+        what is appended meanwhile goes in the next sync, and acknowledgements leave once their entries
+        are durable (a later tick, marked active when the sync ends). On a slow disk the syncs of many
+        groups then overlap, and the thread goes on ticking: in a storm of thousands of groups each
+        fsyncing in turn for 10 ms, the groups behind waited seconds, their leaders heard no majority and
+        stepped down, whose elections fsynced in turn again."""
+        journal = self._journal
+        runner = self.sync_runner
+        if runner is None or (
+            journal.pending_bytes < self.sync_runner_min_bytes and not journal_files.SYNC_LATENCY.slow
+        ):
+            if self.before_sync is not None and journal.sync_pending:
+                self.before_sync()
+            journal.sync()
+        else:
+            journal.finish_sync()
+            if journal.sync_pending and not journal.sync_in_flight:
+                job = journal.begin_sync()
+                if job is not None:
+                    runner(job, self._notify_activity)
+        if self._held_replies:
+            self._release_replies()
+
     # -- pysyncobj's overrides of connections, role and term -------------------------------------------
     def _SyncObj__onNodeConnected(self, node: Any) -> None:
         self._on_node_connected(node)  # core_quiet
@@ -537,32 +563,6 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
             self._wake(self._clock())
             self._prevote_term = None
         SyncObj._SyncObj__setCurrentTerm(self, term, votedForNodeId)  # (the journal has them already)
-
-    def _sync_and_release_replies(self) -> None:
-        """Group commit: one fsync for everything appended this tick, then the acknowledgements it makes
-        true. With a ``sync_runner`` a sync of at least ``sync_runner_min_bytes``, or any sync while the
-        disk is slow (``journal_files.SYNC_LATENCY``), runs on another thread and the tick ends at once;
-        what is appended meanwhile goes in the next sync, and acknowledgements leave once their entries
-        are durable (a later tick, marked active when the sync ends). On a slow disk the syncs of many
-        groups then overlap, and the thread goes on ticking: in a storm of thousands of groups each
-        fsyncing in turn for 10 ms, the groups behind waited seconds, their leaders heard no majority and
-        stepped down, whose elections fsynced in turn again."""
-        journal = self._journal
-        runner = self.sync_runner
-        if runner is None or (
-            journal.pending_bytes < self.sync_runner_min_bytes and not journal_files.SYNC_LATENCY.slow
-        ):
-            if self.before_sync is not None and journal.sync_pending:
-                self.before_sync()
-            journal.sync()
-        else:
-            journal.finish_sync()
-            if journal.sync_pending and not journal.sync_in_flight:
-                job = journal.begin_sync()
-                if job is not None:
-                    runner(job, self._notify_activity)
-        if self._held_replies:
-            self._release_replies()
 
     # -- log access ---------------------------------------------------------------------------------
     def _SyncObj__getEntries(
