@@ -8,8 +8,10 @@ current term (``decisions.commit_index``; learners count for nothing); an acknow
 term is ignored and one of a higher term deposes the leader; a stale success never moves ``nextIndex``
 or ``matchIndex`` back (``decisions.progress``). Each follower gets a send budget, an equal slice of
 one heartbeat period in a rotating order and a bound on entries in flight, so that one follower cannot
-starve the others; no pickled "transmission" chunks. ``RaftCore``'s ``__sendAppendEntries`` override
-calls ``_send_to_followers``; ``RaftCore._on_message`` dispatches ``next_node_idx`` here.
+starve the others; no pickled "transmission" chunks. ``_release_journal`` says how far the journal may
+let commands leave memory (applied here and, on a leader, held by every follower; the tick asks it on
+every replica). ``RaftCore``'s ``__sendAppendEntries`` override calls ``_send_to_followers``;
+``RaftCore._on_message`` dispatches ``next_node_idx`` here.
 """
 
 from __future__ import annotations
