@@ -25,7 +25,7 @@ from partitions.groups.consumer.topic_regex import EVERYONE, Viewer
 from partitions.security.acls import AclOperation, ResourceType
 
 READ, DESCRIBE, GROUP = AclOperation.READ, AclOperation.DESCRIBE, ResourceType.GROUP
-CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1's member type: 0 classic, 1 consumer protocol
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe v1's member type
 
 
 def _by_topic(door: Door, tps: Iterable[TopicPartition], cls: type) -> tuple[Any, ...]:
@@ -140,7 +140,7 @@ async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
                 member_cls, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                 member_epoch=m.epoch, client_id=m.client_id, client_host=m.client_host,
                 subscribed_topic_names=m.subscribed, subscribed_topic_regex=m.regex,
-                member_type=CONSUMER_MEMBER,
+                member_type=CONSUMER_MEMBER if m.classic is None else CLASSIC_MEMBER,
                 assignment=_assignment(door, m.assigned, assignment_cls, entry_cls),
                 target_assignment=_assignment(door, target.get(m.member_id, ()), assignment_cls, entry_cls),
             )

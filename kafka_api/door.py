@@ -18,6 +18,7 @@ from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
 from partitions.errors import AuthorizationFailed, UnknownTopic
 from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.classic_calls import ClassicCalls
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.group_model import Recorded
 from partitions.groups.share.coordinator import ShareGroupCoordinator
@@ -36,6 +37,8 @@ class Coordinator(Protocol):
     one set of groups for both doors."""
 
     classic: ClassicGroups  # Kafka's classic groups: their members, held and ticked by the node
+    classic_calls: ClassicCalls  # JoinGroup, SyncGroup, Heartbeat, LeaveGroup: classic groups, or a
+    # consumer protocol group's classic members (Kafka's online migration)
     consumer: ConsumerGroupCoordinator  # the consumer group protocol's groups (KIP-848)
     share: ShareGroupCoordinator  # share groups' membership (KIP-932)
     streams: StreamsGroupCoordinator  # streams groups (KIP-1071)

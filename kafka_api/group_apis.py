@@ -139,7 +139,7 @@ async def join_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        joining = door.groups.join(
+        joined = await door.coordinator.classic_calls.join(
             body.group_id,
             body.member_id,
             client_id=request.client_id or "",
@@ -152,7 +152,6 @@ async def join_group(door: Door, request: wire.Request) -> Any:
             now_ms=_now_ms(),
             instance_id=getattr(body, "group_instance_id", None),
         )
-        joined = await joining
     except MemberIdRequired as required:
         return answer(ErrorCode(required.code), required.member_id)
     except GroupRefusal as refusal:
@@ -188,17 +187,21 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     group = door.groups.groups.get(body.group_id)
+    protocol_type = group.protocol_type if group else None
+    protocol_name = group.protocol if group else None
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
         assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
-        assignment = await door.groups.sync(
+        assignment, protocol_type, protocol_name = await door.coordinator.classic_calls.sync(
             body.group_id,
             body.member_id,
             body.generation_id,
             assignments,
             _now_ms(),
             getattr(body, "group_instance_id", None),
+            getattr(body, "protocol_type", None),
+            getattr(body, "protocol_name", None),
         )
         code = ErrorCode.none
     except GroupRefusal as refusal:
@@ -209,8 +212,8 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
         cls,
         throttle_time=wire.NO_THROTTLE,
         error_code=code,
-        protocol_type=group.protocol_type if group else None,
-        protocol_name=group.protocol if group else None,
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
         assignment=assignment,
     )
 
@@ -221,7 +224,7 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        door.groups.heartbeat(
+        door.coordinator.classic_calls.heartbeat(
             body.group_id,
             body.member_id,
             body.generation_id,
@@ -251,7 +254,8 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        answers = [ErrorCode(answer) for answer in door.groups.leave(body.group_id, leaving, _now_ms())]
+        left = await door.coordinator.classic_calls.leave(body.group_id, leaving, _now_ms())
+        answers = [ErrorCode(answer) for answer in left]
     except GroupRefusal as refusal:
         code = ErrorCode(refusal.code)
         answers = [code] * len(leaving)

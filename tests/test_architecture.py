@@ -486,6 +486,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.share.partition",  # acknowledge types, records in flight, ShareOffset
     "partitions.groups.classic.coordinator",  # the classic group protocol's coordinator (ClassicGroups)
     "partitions.groups.classic.members",  # its refusals
+    "partitions.groups.classic_calls",  # the classic protocol's calls, whichever protocol runs the group
     "partitions.groups.consumer_protocol",  # the consumer protocol's subscription and assignment bytes
     "partitions.security.acls",
     "partitions.security.users",

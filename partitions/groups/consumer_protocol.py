@@ -1,14 +1,17 @@
 """The bytes Kafka consumers put in a group's member metadata and assignments (protocol type
 ``consumer``): ``ConsumerProtocolSubscription`` and ``ConsumerProtocolAssignment``, Kafka's non-flexible
-encoding. The coordinator never needs them to run a group (the assignor runs in the client); they are
-read to show which partitions a Kafka member holds and which topics it subscribes to (OffsetDelete refuses
-those), and written to show HTTP members to Kafka's tools.
+encoding. A classic group never needs them to run (the assignor runs in the client); they are read to
+show which partitions a Kafka member holds and which topics it subscribes to (OffsetDelete refuses
+those), and written to show HTTP members to Kafka's tools. A classic member of a consumer protocol group
+(``consumer/classic_members.py``) is run by them: its subscription read whole (``Subscription``), its
+assignment written in its subscription's version.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from partitions.groups.assignors import TopicPartition
 
@@ -36,6 +39,19 @@ class _Reader:
         self.at += codec.size
         return int(value)
 
+    def nullable_bytes(self) -> None:
+        """Passed over: a length (-1: null) and that many bytes."""
+        length = self.take(_I32)
+        if length < -1 or self.at + max(length, 0) > len(self.view):
+            raise NotAnAssignment(f"bytes of length {length} at byte {self.at}")
+        self.at += max(length, 0)
+
+    def nullable_string(self) -> str | None:
+        if self.at + _I16.size <= len(self.view) and _I16.unpack_from(self.view, self.at)[0] == -1:
+            self.at += _I16.size
+            return None
+        return self.string()
+
     def string(self) -> str:
         length = self.take(_I16)
         if length < 0 or self.at + length > len(self.view):
@@ -52,6 +68,49 @@ def decode_subscription(data: bytes) -> tuple[str, ...]:
     if not 0 <= count <= PARTITIONS_MAX:
         raise NotAnAssignment(f"{count} topics")
     return tuple(reader.string() for _ in range(count))
+
+
+ASSIGNMENT_VERSION_MAX = 3  # ConsumerProtocolAssignment's versions: 0-3, every one with the same fields
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A ``ConsumerProtocolSubscription`` whole: v1 added the partitions the member owns, v2 its
+    generation, v3 its rack."""
+
+    version: int
+    topics: tuple[str, ...]
+    owned: tuple[TopicPartition, ...] = ()
+    rack: str | None = None
+
+
+def read_subscription(data: bytes) -> Subscription:
+    """Every field of a ``ConsumerProtocolSubscription`` this version has (NotAnAssignment when the bytes
+    are not one)."""
+    reader = _Reader(data)
+    (version,) = _I16.unpack_from(reader.view, 0)
+    if version < 0:
+        raise NotAnAssignment(f"version {version}")
+    count = reader.take(_I32)
+    if not 0 <= count <= PARTITIONS_MAX:
+        raise NotAnAssignment(f"{count} topics")
+    topics = tuple(reader.string() for _ in range(count))
+    reader.nullable_bytes()  # user data
+    owned: list[TopicPartition] = []
+    if version >= 1:
+        owned_topics = reader.take(_I32)
+        if not 0 <= owned_topics <= PARTITIONS_MAX:
+            raise NotAnAssignment(f"{owned_topics} owned topics")
+        for _ in range(owned_topics):
+            topic = reader.string()
+            partitions = reader.take(_I32)
+            if not 0 <= partitions <= PARTITIONS_MAX - len(owned):
+                raise NotAnAssignment(f"{partitions} owned partitions of {topic!r}")
+            owned.extend(TopicPartition(topic, reader.take(_I32)) for _ in range(partitions))
+    if version >= 2:
+        reader.take(_I32)  # the generation it last had
+    rack = reader.nullable_string() if version >= 3 else None
+    return Subscription(version, topics, tuple(owned), rack)
 
 
 def decode_assignment(data: bytes) -> tuple[TopicPartition, ...]:
@@ -71,12 +130,13 @@ def decode_assignment(data: bytes) -> tuple[TopicPartition, ...]:
     return tuple(found)
 
 
-def encode_assignment(partitions: Sequence[TopicPartition]) -> bytes:
-    """A ``ConsumerProtocolAssignment`` v0 of ``partitions`` (no user data)."""
+def encode_assignment(partitions: Sequence[TopicPartition], version: int = 0) -> bytes:
+    """A ``ConsumerProtocolAssignment`` of ``partitions`` (no user data), in ``version`` (its versions
+    differ only in the number)."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    parts = [_I16.pack(0), _I32.pack(len(by_topic))]
+    parts = [_I16.pack(min(max(version, 0), ASSIGNMENT_VERSION_MAX)), _I32.pack(len(by_topic))]
     for topic, numbers in sorted(by_topic.items()):
         parts += [_string(topic), _I32.pack(len(numbers)), *(_I32.pack(p) for p in sorted(numbers))]
     parts.append(_I32.pack(-1))  # user data: null

@@ -49,6 +49,7 @@ from partitions.features import (
 )
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.classic_calls import ClassicCalls
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.defaults import (
@@ -240,6 +241,8 @@ class GroupCoordinator:
         # Kafka's classic groups, whose members live in memory between writes of their metadata (the
         # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)
         self.classic = ClassicGroups(_ClassicTable(self), initial_delay_ms=classic_initial_delay_ms)
+        # the classic protocol's calls, to the classic groups or, as classic members, a consumer group's
+        self.classic_calls = ClassicCalls(self.classic, self.consumer)
 
     def live(self, group: str) -> LiveGroup | None:
         """The group's classic members as ``classic`` holds them; None when it has none."""

@@ -17,7 +17,9 @@ from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Produc
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import RawKafka, http_client, set_group_configs
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest as DescribeV1Request
 from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+from kio.schema.consumer_group_heartbeat.v0.request import TopicPartitions as HeartbeatTopicPartitions
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
@@ -26,6 +28,7 @@ from raftlog_client.local_cluster import LocalCluster
 from tests.waiting import wait_for
 
 LIMIT_S = 120.0  # for each phase on a loaded machine
+UNCHANGED_MS = datetime.timedelta(milliseconds=-1)  # a heartbeat field left as it was
 PARTITIONS = 4
 
 
@@ -179,11 +182,14 @@ def _coordinator(cluster: LocalCluster, group: str) -> RawKafka:
     return connection
 
 
-def test_classic_and_consumer_protocol_members_do_not_share_a_group(kafka_cluster: LocalCluster) -> None:
+def test_a_consumer_protocol_member_takes_an_empty_classic_group_and_a_classic_member_joins_it(
+    kafka_cluster: LocalCluster,
+) -> None:
     """A classic member holds the group: a consumer protocol member is GROUP_ID_NOT_FOUND (as Kafka's
     answer when the group is not a consumer group); once the classic group is empty, a consumer protocol
-    member takes it over (Kafka's offline migration), and a classic member joining it then is
-    INCONSISTENT_GROUP_PROTOCOL."""
+    member takes it over (Kafka's offline migration), and a classic member joining it then is taken in
+    as a classic member of the consumer protocol group (Kafka's online migration): the consumer protocol
+    member is asked to give one partition up, and once it confirms, the classic member gets it."""
     topic = group = f"migrate-848-{uuid.uuid4().hex[:6]}"
     with http_client(kafka_cluster) as client:
         client.create_topic(topic, 2, 3)
@@ -227,10 +233,37 @@ def test_classic_and_consumer_protocol_members_do_not_share_a_group(kafka_cluste
         assert row.state == ConsumerGroupState.STABLE, row
         late = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
         late.subscribe([topic])
+        member_id, epoch = answer.member_id, answer.member_epoch
+        owned = answer.assignment.topic_partitions
+
+        def beat() -> bool:
+            """The consumer protocol member heartbeats what it owns; True once each member has one."""
+            nonlocal epoch, owned
+            body = ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout=UNCHANGED_MS,
+                topic_partitions=tuple(
+                    HeartbeatTopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions) for tp in owned
+                ),
+            )  # fmt: skip
+            beaten = connection.call(68, 0, body)
+            assert beaten.error_code == ErrorCode.none, beaten
+            epoch = beaten.member_epoch
+            if beaten.assignment is not None:
+                owned = beaten.assignment.topic_partitions
+            late.poll(0.2)
+            mine = sum(len(tp.partitions) for tp in owned)
+            return mine == 1 and len(late.assignment()) == 1
+
         try:
-            message = late.poll(10)
-            assert message is not None and message.error() is not None
-            assert "INCONSISTENT_GROUP_PROTOCOL" in message.error().name()
+            wait_for(beat, "the classic member taken in, one partition each", LIMIT_S)
+            assert {tp.partition for tp in late.assignment()} | {
+                p for tp in owned for p in tp.partitions
+            } == {0, 1}
+            described = connection.call(
+                69, 1, DescribeV1Request(group_ids=(group,), include_authorized_operations=False)
+            )
+            by_type = {m.member_id: m.member_type for m in described.groups[0].members}
+            assert by_type[member_id] == 1 and sorted(by_type.values()) == [0, 1], described  # 0: classic
         finally:
             late.close()
     finally:

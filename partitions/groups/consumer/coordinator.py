@@ -26,6 +26,9 @@ from dataclasses import replace
 from typing import Protocol
 
 from partitions.errors import TopicAuthorizationFailed
+from partitions.groups.classic.members import GroupCode, GroupRefusal
+from partitions.groups.consumer import classic_members
+from partitions.groups.consumer.classic_members import ClassicJoin
 from partitions.groups.consumer.group import (
     Answer,
     ConsumerGroup,
@@ -171,6 +174,60 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
             )  # fmt: skip
             return None
 
+    # -- classic members (consumer/classic_members.py) ----------------------------------------------------
+
+    def holds_with_members(self, name: str) -> bool:
+        """Whether the group is a consumer protocol group with members led here: the classic protocol's
+        calls for it are this coordinator's (``classic_members``)."""
+        state = self.consumer_group(name)
+        return state is not None and bool(state.members)
+
+    async def classic_join(self, name: str, request: ClassicJoin) -> Answer:
+        """A classic member's JoinGroup: the group's next state written, then answered (its session its
+        own session timeout). GroupRefusal as Kafka answers; MemberIdRequired for a new member that must
+        join again with the id it carries."""
+        async with self._timers.lock(name):
+            term, state = self._current(name, False)
+            subscription = classic_members.subscription_of(request.protocols) if request.protocols else None
+            topics = set(state.subscribed_topics()) | set(subscription.topics if subscription else ())
+            counts = {t: self._consumer.partition_count(t) for t in sorted(topics)}
+            answer = classic_members.join(state, request, counts, request.member_id or self._new_member_id())
+            session_ms = request.session_timeout_ms
+            await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
+            return answer
+
+    def classic_sync(
+        self, name: str, member_id: str, generation: int, protocol_type: str | None, protocol_name: str | None
+    ) -> bytes:
+        """A classic member's SyncGroup: its assignment's bytes; its session runs again from now."""
+        term, state = self._current(name, False)
+        assignment = classic_members.sync(state, member_id, generation, protocol_type, protocol_name)
+        member, classic = classic_members.classic_member(state, member_id)
+        self._timers.heard(self._timers.of(name, term), member, classic.session_timeout_ms)
+        return assignment
+
+    def classic_heartbeat(self, name: str, member_id: str, generation: int) -> None:
+        """A classic member's Heartbeat: its session runs again from now; REBALANCE_IN_PROGRESS (a
+        GroupRefusal) when it must rejoin."""
+        term, state = self._current(name, False)
+        member, classic, rejoin = classic_members.check_heartbeat(state, member_id, generation)
+        self._timers.heard(self._timers.of(name, term), member, classic.session_timeout_ms)
+        if rejoin is not None:
+            raise rejoin
+
+    async def classic_leave(self, name: str, leaving: list[tuple[str, str | None]]) -> list[GroupCode]:
+        """A LeaveGroup to a consumer protocol group: each member named fenced, the group written once."""
+        async with self._timers.lock(name):
+            term, state = self._current(name, False)
+            after, answers, gone = classic_members.leave(state, leaving)
+            if after != state:
+                await self._record(name, after)
+            timers = self._timers.of(name, term)
+            for member in gone:
+                self._timers.left(timers, member.member_id)
+                log.info("consumer group %s: member %s left (LeaveGroup)", name, member.member_id)
+            return answers
+
     # -- what the other APIs check -----------------------------------------------------------------------
 
     def consumer_group(self, name: str) -> ConsumerGroup | None:
@@ -192,6 +249,14 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         member = state.members.get(member_id)
         if member is None:
             raise UnknownMember(name, member_id)
+        if member.classic is not None:  # a classic member: its generation is its epoch
+            if epoch != member.epoch:
+                raise GroupRefusal(
+                    GroupCode.illegal_generation,
+                    f"The received generation id {epoch} does not match the expected member epoch "
+                    f"{member.epoch}.",
+                )
+            return True
         if not transactional and api_version < OFFSET_COMMIT_CONSUMER_VERSION:
             raise ConsumerProtocolVersion(
                 f"OffsetCommit version {OFFSET_COMMIT_CONSUMER_VERSION} or above must be used by members "

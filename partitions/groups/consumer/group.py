@@ -67,6 +67,29 @@ def _rows(tps: Partitions) -> list[list[Any]]:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicProtocols:
+    """What a member joining with Kafka's classic protocol (JoinGroup) keeps beside a consumer protocol
+    member's state (Kafka's ``ClassicMemberMetadata``): its session timeout and its protocols (name,
+    metadata), in its order of preference (``consumer/classic_members.py``)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol(self) -> str:
+        """The protocol it is answered with: its first."""
+        return self.protocols[0][0]
+
+    def to_row(self) -> list[Any]:
+        return [self.session_timeout_ms, [[name, metadata] for name, metadata in self.protocols]]
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> ClassicProtocols:
+        session_ms, protocols = row[:2]
+        return cls(int(session_ms), tuple((str(name), bytes(metadata)) for name, metadata in protocols))
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None
@@ -83,6 +106,7 @@ class ConsumerMember:
     revoking: Partitions = EMPTY  # assigned before, to be revoked by the member before others get them
     regex: str | None = None  # a regular expression subscription (KIP-848: topics whose whole name matches)
     regex_topics: tuple[str, ...] = ()  # the topics it matched when the group last looked
+    classic: ClassicProtocols | None = None  # a member that joined with the classic protocol
 
     def topics(self) -> tuple[str, ...]:
         """Every topic it subscribes to: by name and by its regular expression."""
@@ -93,7 +117,7 @@ class ConsumerMember:
             self.member_id, self.instance_id, self.rack_id, self.client_id, self.client_host, self.epoch,
             self.previous_epoch, self.state, self.rebalance_timeout_ms, list(self.subscribed),
             self.server_assignor, _rows(self.assigned), _rows(self.revoking), self.regex,
-            list(self.regex_topics),
+            list(self.regex_topics), None if self.classic is None else self.classic.to_row(),
         ]  # fmt: skip
 
     @classmethod
@@ -101,6 +125,7 @@ class ConsumerMember:
         member_id, instance_id, rack, client_id, host, epoch, previous, state, rebalance_ms = row[:9]
         subscribed, assignor, assigned, revoking = row[9:13]
         regex, regex_topics = (row[13], row[14]) if len(row) > 14 else (None, [])
+        classic = ClassicProtocols.from_row(row[15]) if len(row) > 15 and row[15] is not None else None
         if state not in MEMBER_STATES:
             raise ValueError(f"member state {state!r}")
         return cls(
@@ -109,6 +134,7 @@ class ConsumerMember:
             str(state), int(rebalance_ms),
             tuple(str(t) for t in subscribed), None if assignor is None else str(assignor), _tps(assigned),
             _tps(revoking), None if regex is None else str(regex), tuple(str(t) for t in regex_topics),
+            classic,
         )  # fmt: skip
 
 
@@ -278,12 +304,16 @@ def heartbeat(
     new_member_id: str,
     members_max: int = CONSUMER_MEMBERS_MAX,
     regex_topics: tuple[str, ...] | None = None,
+    checked: bool = False,
 ) -> Answer:
     """A heartbeat with epoch >= 0 (joining, or in the group). ``partition_counts``: of the group's
     topics and the heartbeat's (0 or absent: no such topic). ``regex_topics``: the topics the member's
     regex (``regex_after``) resolves to for its principal now (``topic_regex``); None: those it resolved
-    to before (its regex unchanged). Other members' regexes are resolved at their own heartbeats."""
-    validate(hb)
+    to before (its regex unchanged). Other members' regexes are resolved at their own heartbeats.
+    ``checked``: the request was checked by its own protocol's rules (a classic member's JoinGroup,
+    ``classic_members.join``), not a ConsumerGroupHeartbeat's."""
+    if not checked:
+        validate(hb)
     if hb.member_epoch < 0:
         return leave(group, hb)
     known = (hb.member_id and hb.member_id in group.members) or (
@@ -335,7 +365,7 @@ def heartbeat(
     if group_epoch > next_group.assignment_epoch:
         next_group = _assign(next_group)
     reconciled = _reconcile(next_group, next_group.members[updated.member_id], hb.owned)
-    next_group = _with_member(next_group, reconciled)
+    next_group = with_member(next_group, reconciled)
     full = hb.member_epoch == JOIN_EPOCH or (
         hb.rebalance_timeout_ms != -1 and hb.subscribed is not None and hb.owned is not None
     )
@@ -380,7 +410,7 @@ def _reconcile(group: ConsumerGroup, member: ConsumerMember, owned: Partitions |
     )
 
 
-def _with_member(group: ConsumerGroup, member: ConsumerMember) -> ConsumerGroup:
+def with_member(group: ConsumerGroup, member: ConsumerMember) -> ConsumerGroup:
     members = dict(group.members)
     members[member.member_id] = member
     return replace(group, members=MappingProxyType(members))
@@ -391,7 +421,7 @@ def leave(group: ConsumerGroup, hb: Heartbeat) -> Answer:
     member = leaving(group.name, group.members, hb.member_id, hb.instance_id)
     if hb.instance_id is not None and hb.member_epoch == STATIC_LEAVE_EPOCH:
         gone = replace(member, epoch=STATIC_LEAVE_EPOCH, revoking=EMPTY)
-        return Answer(_with_member(group, gone), member.member_id, STATIC_LEAVE_EPOCH, None)
+        return Answer(with_member(group, gone), member.member_id, STATIC_LEAVE_EPOCH, None)
     return Answer(fence(group, member.member_id), hb.member_id, hb.member_epoch, None, member)
 
 

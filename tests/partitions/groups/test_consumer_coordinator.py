@@ -9,6 +9,8 @@ import asyncio
 import pytest
 
 from partitions.groups.assignors import TopicPartition as TP
+from partitions.groups.classic.members import GroupCode, GroupRefusal
+from partitions.groups.consumer.classic_members import ClassicJoin
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
 from partitions.groups.errors import (
@@ -176,5 +178,34 @@ def test_a_group_of_another_protocol_is_not_a_consumer_group() -> None:
             await coordinator.heartbeat("g", _join())
         with pytest.raises(UnknownGroup):
             await coordinator.heartbeat("h", Heartbeat("a", 3))
+
+    asyncio.run(scenario())
+
+
+def test_a_classic_member_lives_by_its_own_session_and_commits_by_its_generation() -> None:
+    """A classic member taken into a consumer protocol group (``classic_members``): its session is the
+    one it joined with (not the group's 45 s), renewed by its SyncGroup and Heartbeat; it may commit
+    below OffsetCommit v9, its generation checked against its epoch (ILLEGAL_GENERATION, as Kafka)."""
+    subscription = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # v0: topic "t", no user data
+
+    async def scenario() -> None:
+        coordinator, _, clock = _coordinator()
+        await coordinator.heartbeat("g", _join(60_000))  # "a", the consumer protocol member
+        assert coordinator.holds_with_members("g") and not coordinator.holds_with_members("other")
+        request = ClassicJoin("c", "consumer", (("range", subscription),), 6_000, 20_000)
+        joined = await coordinator.classic_join("g", request)
+        assert joined.member_epoch == 2
+        assert coordinator.check_commit("g", "c", 2, api_version=2)  # a classic client's OffsetCommit v2
+        with pytest.raises(GroupRefusal) as stale:
+            coordinator.check_commit("g", "c", 1, api_version=2)
+        assert stale.value.code == GroupCode.illegal_generation
+        clock.now = 5_000
+        coordinator.classic_sync("g", "c", 2, "consumer", "range")  # its session runs again from 5 s
+        await coordinator.heartbeat("g", Heartbeat("a", 1, owned=None))
+        clock.now = 10_500
+        assert await coordinator.expire_due() == []
+        clock.now = 11_001  # six seconds after its last call: its own session passed, not the group's
+        assert await coordinator.expire_due() == [("g", "c")]
+        assert set(coordinator.describe("g").members) == {"a"}
 
     asyncio.run(scenario())

@@ -1,0 +1,90 @@
+"""Kafka's classic group calls (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) as the node answers them,
+whichever protocol runs the group: a consumer protocol group (KIP-848) with members takes a classic
+member in (``consumer/classic_members.py``, Kafka's online migration; docs/decisions/0025), any other
+group is the classic coordinator's (``classic/``, which asks ``group_types`` whether another protocol
+holds it). Decided here once, below the Kafka door, which only translates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.classic.members import GroupCode, Joined
+from partitions.groups.consumer.classic_members import PROTOCOL_TYPE, ClassicJoin
+from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
+
+
+class ClassicCalls:
+    """The classic protocol's entry (``GroupCoordinator.classic_calls``). Event loop only."""
+
+    def __init__(self, classic: ClassicGroups, consumer: ConsumerGroupCoordinator) -> None:
+        self.classic = classic
+        self.consumer = consumer
+
+    async def join(
+        self,
+        name: str,
+        member_id: str,
+        *,
+        client_id: str,
+        client_host: str,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        require_known_id: bool,
+        now_ms: int,
+        instance_id: str | None = None,
+    ) -> Joined:
+        """A member (re)joins (``ClassicGroups.join``'s arguments); answered once its group lets it."""
+        if self.consumer.holds_with_members(name):
+            request = ClassicJoin(
+                member_id, protocol_type, tuple(protocols), session_timeout_ms, rebalance_timeout_ms,
+                client_id, client_host, instance_id, require_known_id,
+            )  # fmt: skip
+            answer = await self.consumer.classic_join(name, request)
+            member = answer.group.members[answer.member_id]
+            protocol = member.classic.protocol if member.classic is not None else ""
+            return Joined(answer.member_epoch, PROTOCOL_TYPE, protocol, "", answer.member_id, ())
+        return await self.classic.join(
+            name, member_id, client_id=client_id, client_host=client_host, protocol_type=protocol_type,
+            protocols=protocols, session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms, require_known_id=require_known_id, now_ms=now_ms,
+            instance_id=instance_id,
+        )  # fmt: skip
+
+    async def sync(
+        self,
+        name: str,
+        member_id: str,
+        generation: int,
+        assignments: dict[str, bytes],
+        now_ms: int,
+        instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> tuple[bytes, str | None, str | None]:
+        """A member's SyncGroup: its assignment, and the protocol type and name it is answered with."""
+        if self.consumer.holds_with_members(name):
+            assignment = self.consumer.classic_sync(name, member_id, generation, protocol_type, protocol_name)
+            return assignment, protocol_type, protocol_name
+        assignment = await self.classic.sync(name, member_id, generation, assignments, now_ms, instance_id)
+        group = self.classic.groups.get(name)
+        return assignment, group.protocol_type if group else None, group.protocol if group else None
+
+    def heartbeat(
+        self, name: str, member_id: str, generation: int, now_ms: int, instance_id: str | None = None
+    ) -> None:
+        if self.consumer.holds_with_members(name):
+            self.consumer.classic_heartbeat(name, member_id, generation)
+            return
+        self.classic.heartbeat(name, member_id, generation, now_ms, instance_id)
+
+    async def leave(
+        self, name: str, leaving: Sequence[tuple[str, str | None]], now_ms: int
+    ) -> list[GroupCode]:
+        """Each (member id, instance id) leaves; its answer, in order."""
+        if self.consumer.holds_with_members(name):
+            return await self.consumer.classic_leave(name, list(leaving))
+        return self.classic.leave(name, leaving, now_ms)
