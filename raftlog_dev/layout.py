@@ -89,6 +89,20 @@ def port_range() -> range:
     return chosen
 
 
+def worker_ports(index: int, count: int, ports: range) -> str:
+    """Parallel worker ``index`` (of ``count``)'s own part of ``ports``, as PORTS_ENV's value: the parts
+    never overlap, so workers never choose the same port. ValueError, naming PORTS_ENV, when a part would
+    be too narrow for a cluster's ports."""
+    width = len(ports) // max(count, 1)
+    if width < 2 * KAFKA_PORT_OFFSET:
+        raise ValueError(
+            f"{PORTS_ENV}: {len(ports)} ports ({ports.start}-{ports.stop}) shared by {count} workers leave "
+            f"{width} each; each needs at least {2 * KAFKA_PORT_OFFSET}"
+        )
+    low = ports.start + index * width
+    return f"{low}-{low + width}"
+
+
 def free_base_port(count: int, host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
     """A base port for ``plan(count, base)`` whose HTTP, Raft and gossip ports (TCP and UDP) on ``host``
     are all free right now (for tests, benchmarks and the fault harness; a race with other processes

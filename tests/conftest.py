@@ -22,11 +22,9 @@ from required_tools import pytest_configure, pytest_runtest_setup  # noqa: F401 
 from raftlog_dev import layout
 
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under pytest-xdist
-if _worker.startswith("gw") and layout.PORTS_ENV not in os.environ:
+if _worker.startswith("gw"):  # each worker its own part of the ports (of $RAFTLOG_FREE_PORTS, when given)
     _index, _count = int(_worker[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    _width = len(layout.UNEPHEMERAL_PORTS) // max(_count, 1)
-    _low = layout.UNEPHEMERAL_PORTS.start + _index * _width
-    os.environ[layout.PORTS_ENV] = f"{_low}-{_low + _width}"
+    os.environ[layout.PORTS_ENV] = layout.worker_ports(_index, _count, layout.port_range())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -70,3 +71,15 @@ def test_a_narrow_range_keeps_ports_to_hand_out(monkeypatch: pytest.MonkeyPatch)
     handed = [layout.free_port() for _ in range(3 * width)]  # three times the range, none refused
     assert all(low <= port < low + width for port in handed)
     assert len(layout._HANDED_OUT) <= width // 2
+
+
+def test_parallel_workers_each_take_their_own_part_of_the_ports() -> None:
+    """Test workers side by side never choose the same port, whether the range is the default or one a
+    developer gave in $RAFTLOG_FREE_PORTS (before, a given range was shared by every worker whole)."""
+    parts = [layout.worker_ports(i, 3, range(20000, 32000)) for i in range(3)]
+    assert parts == ["20000-24000", "24000-28000", "28000-32000"]
+    default = [layout.worker_ports(i, 6, layout.UNEPHEMERAL_PORTS) for i in range(6)]
+    ranges = [range(*map(int, part.split("-"))) for part in default]
+    assert all(a.stop <= b.start for a, b in itertools.pairwise(ranges))
+    with pytest.raises(ValueError, match="3 workers leave 1000 each"):
+        layout.worker_ports(0, 3, range(26000, 29000))
