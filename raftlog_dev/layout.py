@@ -91,14 +91,11 @@ def port_range() -> range:
 
 def worker_ports(index: int, count: int, ports: range) -> str:
     """Parallel worker ``index`` (of ``count``)'s own part of ``ports``, as PORTS_ENV's value: the parts
-    never overlap, so workers never choose the same port. ValueError, naming PORTS_ENV, when a part would
-    be too narrow for a cluster's ports."""
+    never overlap, so workers never choose the same port. A range too narrow to give each a cluster's
+    ports (a pytest run inside a worker, on that worker's part) is shared whole, as it was before."""
     width = len(ports) // max(count, 1)
     if width < 2 * KAFKA_PORT_OFFSET:
-        raise ValueError(
-            f"{PORTS_ENV}: {len(ports)} ports ({ports.start}-{ports.stop}) shared by {count} workers leave "
-            f"{width} each; each needs at least {2 * KAFKA_PORT_OFFSET}"
-        )
+        return f"{ports.start}-{ports.stop}"
     low = ports.start + index * width
     return f"{low}-{low + width}"
 

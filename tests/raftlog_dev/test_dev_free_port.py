@@ -81,5 +81,5 @@ def test_parallel_workers_each_take_their_own_part_of_the_ports() -> None:
     default = [layout.worker_ports(i, 6, layout.UNEPHEMERAL_PORTS) for i in range(6)]
     ranges = [range(*map(int, part.split("-"))) for part in default]
     assert all(a.stop <= b.start for a, b in itertools.pairwise(ranges))
-    with pytest.raises(ValueError, match="3 workers leave 1000 each"):
-        layout.worker_ports(0, 3, range(26000, 29000))
+    # too narrow to split (a pytest run inside a worker, on its part): shared whole, as before
+    assert layout.worker_ports(2, 6, range(17332, 20998)) == "17332-20998"
