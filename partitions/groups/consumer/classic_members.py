@@ -32,7 +32,7 @@ members remain.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from partitions.groups.classic.members import GroupCode, GroupRefusal, MemberIdRequired
@@ -103,12 +103,13 @@ def subscription_of(protocols: Sequence[tuple[str, bytes]]) -> Subscription:
 def join(
     group: ConsumerGroup,
     request: ClassicJoin,
-    partition_counts: Mapping[str, int],
+    partition_count: Callable[[str], int],
     new_member_id: str,
     members_max: int = CONSUMER_MEMBERS_MAX,
 ) -> Answer:
-    """A classic member's JoinGroup (module docstring). ``partition_counts``: of the group's topics and
-    the member's. MemberIdRequired (with ``new_member_id``) for a new member that must join again."""
+    """A classic member's JoinGroup (module docstring), checked in Kafka's order before its subscription
+    is read. ``partition_count``: a topic's (0: none). MemberIdRequired (with ``new_member_id``) for a new
+    member that must join again."""
     member_id = request.member_id or new_member_id
     existing = group.members.get(member_id)
     if request.instance_id is not None:
@@ -139,7 +140,9 @@ def join(
         client_host=request.client_host,
         subscribed_regex="",
     )
-    answer = heartbeat(group, hb, partition_counts, member_id, members_max, regex_topics=(), checked=True)
+    topics = sorted(set(group.subscribed_topics()) | set(subscription.topics))
+    counts = {topic: partition_count(topic) for topic in topics}
+    answer = heartbeat(group, hb, counts, member_id, members_max, regex_topics=(), checked=True)
     classic = ClassicProtocols(request.session_timeout_ms, tuple(request.protocols))
     member = replace(answer.group.members[answer.member_id], classic=classic)
     return replace(answer, group=with_member(answer.group, member), member_epoch=member.epoch)

@@ -188,10 +188,8 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         join again with the id it carries."""
         async with self._timers.lock(name):
             term, state = self._current(name, False)
-            subscription = classic_members.subscription_of(request.protocols) if request.protocols else None
-            topics = set(state.subscribed_topics()) | set(subscription.topics if subscription else ())
-            counts = {t: self._consumer.partition_count(t) for t in sorted(topics)}
-            answer = classic_members.join(state, request, counts, request.member_id or self._new_member_id())
+            new_member_id = request.member_id or self._new_member_id()
+            answer = classic_members.join(state, request, self._consumer.partition_count, new_member_id)
             session_ms = request.session_timeout_ms
             await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
             return answer

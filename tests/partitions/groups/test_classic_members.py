@@ -17,6 +17,13 @@ from partitions.groups.consumer_protocol import decode_assignment, read_subscrip
 from partitions.groups.group_commands import ConsumerGroupRecord, decode, encode
 
 COUNTS = {"t": 4}
+
+
+def count(topic: str) -> int:
+    """A topic's partitions (0: no such topic), as the coordinator gives them to a classic join."""
+    return COUNTS.get(topic, 0)
+
+
 ALL = frozenset(TP("t", p) for p in range(4))
 
 
@@ -83,9 +90,9 @@ def test_the_subscription_is_read_whole_in_each_version() -> None:
 def test_a_classic_member_is_taken_into_a_consumer_protocol_group_and_shares_its_partitions() -> None:
     group = modern(ConsumerGroup("g"), "m").group  # the consumer protocol member holds all four
     with pytest.raises(MemberIdRequired) as required:  # JoinGroup v4+: a new member joins again with an id
-        classic_members.join(group, classic_join(member_id=""), COUNTS, "c-new")
+        classic_members.join(group, classic_join(member_id=""), count, "c-new")
     assert required.value.member_id == "c-new"
-    joined = classic_members.join(group, classic_join(), COUNTS, "unused")
+    joined = classic_members.join(group, classic_join(), count, "unused")
     member = joined.group.members["c"]
     assert member.classic is not None and member.classic.protocol == "range"
     assert member.classic.session_timeout_ms == 10_000 and member.rebalance_timeout_ms == 30_000
@@ -108,7 +115,7 @@ def test_a_classic_member_is_taken_into_a_consumer_protocol_group_and_shares_its
     assert released.members["m"].assigned == ALL - target
     _, _, rejoin = classic_members.check_heartbeat(released, "c", 2)
     assert rejoin is not None and rejoin.code == GroupCode.rebalance_in_progress
-    again = classic_members.join(released, classic_join(), COUNTS, "unused")
+    again = classic_members.join(released, classic_join(), count, "unused")
     assert again.group.members["c"].assigned == target and again.group.members["c"].state == STABLE
     assert decode_assignment(classic_members.sync(again.group, "c", 2, "consumer", "range")) == tuple(
         sorted(target)
@@ -117,14 +124,14 @@ def test_a_classic_member_is_taken_into_a_consumer_protocol_group_and_shares_its
 
 
 def test_a_classic_member_revokes_by_rejoining_without_what_it_gave_up() -> None:
-    group = classic_members.join(ConsumerGroup("g"), classic_join(), COUNTS, "unused").group
+    group = classic_members.join(ConsumerGroup("g"), classic_join(), count, "unused").group
     assert group.members["c"].assigned == ALL
     joined = modern(group, "m")  # a consumer protocol member joins: the classic member must give two up
     target = joined.group.target["m"]
     # the classic member learns it at its next heartbeat, and rejoins still owning all four
     _, _, rejoin = classic_members.check_heartbeat(joined.group, "c", 1)
     assert rejoin is not None and rejoin.code == GroupCode.rebalance_in_progress
-    kept = classic_members.join(joined.group, classic_join(owned=sorted(ALL)), COUNTS, "unused")
+    kept = classic_members.join(joined.group, classic_join(owned=sorted(ALL)), count, "unused")
     member = kept.group.members["c"]
     assert (member.state, member.revoking, member.assigned) == (UNREVOKED, target, ALL - target)
     assert kept.member_epoch == 1  # revoking in its epoch; SyncGroup answers what it keeps
@@ -132,39 +139,39 @@ def test_a_classic_member_revokes_by_rejoining_without_what_it_gave_up() -> None
         set(decode_assignment(classic_members.sync(kept.group, "c", 1, "consumer", "range"))) == ALL - target
     )
     assert classic_members.check_heartbeat(kept.group, "c", 1)[2] is not None  # rejoin once revoked
-    done = classic_members.join(kept.group, classic_join(owned=sorted(ALL - target)), COUNTS, "unused")
+    done = classic_members.join(kept.group, classic_join(owned=sorted(ALL - target)), count, "unused")
     assert done.group.members["c"].state == STABLE and done.member_epoch == 2
     assert modern(done.group, "m", 2, owned=frozenset()).group.members["m"].assigned == target
 
 
 def test_joins_refused_as_kafka_refuses_them() -> None:
-    group = classic_members.join(modern(ConsumerGroup("g"), "m").group, classic_join(), COUNTS, "x").group
+    group = classic_members.join(modern(ConsumerGroup("g"), "m").group, classic_join(), count, "x").group
     words = refused(
         GroupCode.inconsistent_group_protocol, classic_members.join, group,
-        classic_join("d", protocol_type="connect"), COUNTS, "x",
+        classic_join("d", protocol_type="connect"), count, "x",
     )  # fmt: skip
     assert "protocols are not supported" in str(words)
     shared_none = classic_join("d", protocols=(("cooperative-sticky", subscription(1, ["t"])),))
-    refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, shared_none, COUNTS, "x")
-    refused(
-        GroupCode.inconsistent_group_protocol, classic_members.join, group, classic_join("m"), COUNTS, "x"
-    )
+    refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, shared_none, count, "x")
+    refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, classic_join("m"), count, "x")
     static = refused(
         GroupCode.inconsistent_group_protocol, classic_members.join, group,
-        classic_join("d", instance_id="app-1"), COUNTS, "x",
+        classic_join("d", instance_id="app-1"), count, "x",
     )  # fmt: skip
     assert "group instance id" in str(static)
     garbled = classic_join("d", protocols=(("range", b"\x00"),))
-    words = refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, garbled, COUNTS, "x")
+    with pytest.raises(MemberIdRequired):  # as Kafka: the member id first, the subscription read after
+        classic_members.join(group, classic_join("", protocols=garbled.protocols), count, "e")
+    words = refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, garbled, count, "x")
     assert str(words) == "Malformed embedded consumer protocol in subscription deserialization."
     full = refused(
-        GroupCode.group_max_size_reached, classic_members.join, group, classic_join("d"), COUNTS, "x", 2
+        GroupCode.group_max_size_reached, classic_members.join, group, classic_join("d"), count, "x", 2
     )
     assert "maximum capacity of 2" in str(full)
 
 
 def test_leave_fences_each_member_named_and_answers_an_unknown_one_alone() -> None:
-    group = classic_members.join(modern(ConsumerGroup("g"), "m").group, classic_join(), COUNTS, "x").group
+    group = classic_members.join(modern(ConsumerGroup("g"), "m").group, classic_join(), count, "x").group
     after, answers, gone = classic_members.leave(group, [("c", None), ("nobody", None)])
     assert answers == [GroupCode.none, GroupCode.unknown_member_id]
     assert [m.member_id for m in gone] == ["c"] and set(after.members) == {"m"}
@@ -172,7 +179,7 @@ def test_leave_fences_each_member_named_and_answers_an_unknown_one_alone() -> No
 
 
 def test_a_classic_member_round_trips_in_the_groups_record_and_an_older_row_reads_without_it() -> None:
-    group = classic_members.join(modern(ConsumerGroup("g"), "m").group, classic_join(), COUNTS, "x").group
+    group = classic_members.join(modern(ConsumerGroup("g"), "m").group, classic_join(), count, "x").group
     assert ConsumerGroup.from_row("g", group.to_row()) == group
     command = ConsumerGroupRecord("g", group, 7)
     assert decode(encode(command)) == command

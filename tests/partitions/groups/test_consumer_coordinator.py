@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from partitions.groups.assignors import TopicPartition as TP
-from partitions.groups.classic.members import GroupCode, GroupRefusal
+from partitions.groups.classic.members import GroupCode, GroupRefusal, MemberIdRequired
 from partitions.groups.consumer.classic_members import ClassicJoin
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
@@ -192,6 +192,9 @@ def test_a_classic_member_lives_by_its_own_session_and_commits_by_its_generation
         coordinator, _, clock = _coordinator()
         await coordinator.heartbeat("g", _join(60_000))  # "a", the consumer protocol member
         assert coordinator.holds_with_members("g") and not coordinator.holds_with_members("other")
+        garbled = ClassicJoin("", "consumer", (("range", b"\x00"),), 6_000, 20_000)
+        with pytest.raises(MemberIdRequired):  # Kafka's order: the member id before the subscription is read
+            await coordinator.classic_join("g", garbled)
         request = ClassicJoin("c", "consumer", (("range", subscription),), 6_000, 20_000)
         joined = await coordinator.classic_join("g", request)
         assert joined.member_epoch == 2
