@@ -52,6 +52,7 @@ from partitions.data.service import NO_LEADER_EPOCH, GroupOffset
 from partitions.errors import InvalidName
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.members import GroupRefusal, MemberIdRequired
+from partitions.groups.classic_calls import ClassicJoin
 from partitions.groups.consumer_protocol import encode_assignment, encode_subscription
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
@@ -139,19 +140,18 @@ async def join_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        joined = await door.coordinator.classic_calls.join(
-            body.group_id,
+        joining = ClassicJoin(
             body.member_id,
+            body.protocol_type,
+            tuple((p.name, bytes(p.metadata)) for p in body.protocols),
+            wire.millis(body.session_timeout),
+            wire.millis(getattr(body, "rebalance_timeout", body.session_timeout)),
             client_id=request.client_id or "",
             client_host=door.session.host,
-            protocol_type=body.protocol_type,
-            protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
-            session_timeout_ms=wire.millis(body.session_timeout),
-            rebalance_timeout_ms=wire.millis(getattr(body, "rebalance_timeout", body.session_timeout)),
-            require_known_id=request.api_version >= 4,
-            now_ms=_now_ms(),
             instance_id=getattr(body, "group_instance_id", None),
+            require_known_id=request.api_version >= 4,
         )
+        joined = await door.coordinator.classic_calls.join(body.group_id, joining, _now_ms())
     except MemberIdRequired as required:
         return answer(ErrorCode(required.code), required.member_id)
     except GroupRefusal as refusal:

@@ -14,6 +14,8 @@ from partitions.groups.classic.members import GroupCode, Joined
 from partitions.groups.consumer.classic_members import PROTOCOL_TYPE, ClassicJoin
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 
+__all__ = ["ClassicCalls", "ClassicJoin"]  # ClassicJoin: the JoinGroup a door builds and hands here
+
 
 class ClassicCalls:
     """The classic protocol's entry (``GroupCoordinator.classic_calls``). Event loop only."""
@@ -22,36 +24,19 @@ class ClassicCalls:
         self.classic = classic
         self.consumer = consumer
 
-    async def join(
-        self,
-        name: str,
-        member_id: str,
-        *,
-        client_id: str,
-        client_host: str,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        require_known_id: bool,
-        now_ms: int,
-        instance_id: str | None = None,
-    ) -> Joined:
-        """A member (re)joins (``ClassicGroups.join``'s arguments); answered once its group lets it."""
+    async def join(self, name: str, request: ClassicJoin, now_ms: int) -> Joined:
+        """A member (re)joins; answered once its group lets it (``ClassicGroups.join``, or a consumer
+        protocol group's ``classic_join``)."""
         if self.consumer.holds_with_members(name):
-            request = ClassicJoin(
-                member_id, protocol_type, tuple(protocols), session_timeout_ms, rebalance_timeout_ms,
-                client_id, client_host, instance_id, require_known_id,
-            )  # fmt: skip
             answer = await self.consumer.classic_join(name, request)
             member = answer.group.members[answer.member_id]
             protocol = member.classic.protocol if member.classic is not None else ""
             return Joined(answer.member_epoch, PROTOCOL_TYPE, protocol, "", answer.member_id, ())
         return await self.classic.join(
-            name, member_id, client_id=client_id, client_host=client_host, protocol_type=protocol_type,
-            protocols=protocols, session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms, require_known_id=require_known_id, now_ms=now_ms,
-            instance_id=instance_id,
+            name, request.member_id, client_id=request.client_id, client_host=request.client_host,
+            protocol_type=request.protocol_type, protocols=request.protocols,
+            session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
+            require_known_id=request.require_known_id, now_ms=now_ms, instance_id=request.instance_id,
         )  # fmt: skip
 
     async def sync(
