@@ -39,12 +39,13 @@ class _Reader:
         self.at += codec.size
         return int(value)
 
-    def nullable_bytes(self) -> None:
-        """Passed over: a length (-1: null) and that many bytes."""
+    def nullable_bytes(self) -> int:
+        """Passed over: a length (-1: null) and that many bytes; the length."""
         length = self.take(_I32)
         if length < -1 or self.at + max(length, 0) > len(self.view):
             raise NotAnAssignment(f"bytes of length {length} at byte {self.at}")
         self.at += max(length, 0)
+        return length
 
     def nullable_string(self) -> str | None:
         if self.at + _I16.size <= len(self.view) and _I16.unpack_from(self.view, self.at)[0] == -1:
@@ -115,7 +116,19 @@ def read_subscription(data: bytes) -> Subscription:
 
 def decode_assignment(data: bytes) -> tuple[TopicPartition, ...]:
     """The partitions of a ``ConsumerProtocolAssignment`` (any version: v1+ only append fields)."""
+    return _partitions(_Reader(data))
+
+
+def read_assignment(data: bytes) -> tuple[tuple[TopicPartition, ...], bool]:
+    """The partitions of a ``ConsumerProtocolAssignment`` and whether it carries user data (a custom
+    assignor's: bytes that are neither null nor empty); bytes ending after the partitions carry none."""
     reader = _Reader(data)
+    partitions = _partitions(reader)
+    user_data = reader.at < len(reader.view) and reader.nullable_bytes() > 0
+    return partitions, user_data
+
+
+def _partitions(reader: _Reader) -> tuple[TopicPartition, ...]:
     take = reader.take
     found: list[TopicPartition] = []
     topics = take(_I32)

@@ -49,6 +49,7 @@ from partitions.features import (
 )
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.coordinator import ClassicGroups
+from partitions.groups.classic.members import ClassicGroup, GroupCode, GroupRefusal
 from partitions.groups.classic_calls import ClassicCalls
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup
@@ -695,15 +696,39 @@ class _ConsumerTable:
             lambda now_ms: group.record(now_ms, groups_max),
         )
 
-    async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
+    async def record_consumer(self, group: str, state: ConsumerGroup, converts: int | None = None) -> None:
         """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the
-        cluster's feature level predates kind 10."""
+        cluster's feature level predates kind 10. ``converts``: it replaces the classic group the table
+        held at that generation (``ConsumerGroupRecord.converts``)."""
         await self._write(
             group,
             CONSUMER_GROUP,
             ConsumerProtocolNotFinalized(group),
-            lambda now_ms: ConsumerGroupRecord(group, state, now_ms),
+            lambda now_ms: ConsumerGroupRecord(group, state, now_ms, converts),
         )
+
+    def classic_to_convert(self, group: str) -> tuple[int, int, ClassicGroup] | None:
+        """When classic members hold the group against a consumer protocol member: the term its partition
+        is led here in, the generation the table holds (0: no record) and the classic group as its
+        coordinator runs it (or as the table holds it, when it runs none here now); None otherwise."""
+        recorded = self._groups.recorded(group)
+        if recorded is None:
+            return None
+        held = held_by(Holders.of(recorded.group, self.live(group)), GroupType.CONSUMER)
+        if held is None or held[0] is not GroupType.CLASSIC:
+            return None
+        classic = self._groups.classic.view(group)
+        if classic is None or not classic.members:
+            return None
+        return recorded.term, (0 if recorded.group is None else recorded.group.generation), classic
+
+    def drop_classic(self, group: str) -> None:
+        """The classic coordinator lets the group go (it became a consumer protocol group): a member
+        waiting on its join or sync is answered REBALANCE_IN_PROGRESS and joins again."""
+        refusal = GroupRefusal(
+            GroupCode.rebalance_in_progress, f"group {group!r} became a consumer protocol group: join again"
+        )
+        self._groups.classic.drop(group, refusal)
 
     async def _write(
         self, group: str, needs: Format, refusal: GroupError, record: Callable[[int], GroupCommand]

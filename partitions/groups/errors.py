@@ -150,6 +150,16 @@ class NotShareGroup(NotConsumerGroup):
 
 
 @with_fields
+class NotUpgradable(NotConsumerGroup):
+    """A consumer protocol member joins a classic group with members that cannot become a consumer
+    protocol group (``consumer/from_classic.py``): Kafka's GROUP_ID_NOT_FOUND with its reason ("Cannot
+    upgrade classic group ... because ..."). Caught and mapped where ``NotConsumerGroup`` is."""
+
+    reason: str = ""
+    template = "{reason}"
+
+
+@with_fields
 class NotStreamsGroup(GroupError):
     """The group is held by members of another protocol: a streams group member may not join it (Kafka's
     GROUP_ID_NOT_FOUND, "Group ... is not a streams group.")."""

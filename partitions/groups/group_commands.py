@@ -139,6 +139,11 @@ class ConsumerGroupRecord:
     group: str
     state: ConsumerGroup
     now_ms: int
+    # the classic group it replaces (Kafka's online upgrade, ``consumer/from_classic.py``): the generation
+    # the table held when its coordinator read it; applied over the classic members only while the table
+    # still holds that generation. A fifth field, written only for a conversion (the records of 0.2.0
+    # before it have four; release 0.1.0 reads no kind 10)
+    converts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +228,8 @@ def encode(command: GroupCommand) -> bytes:
         ]  # fmt: skip
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
+        if command.converts is not None:
+            fields.append(command.converts)
     elif isinstance(command, StreamsGroupRecord):
         fields = [_STREAMS_GROUP, command.group, command.state.to_row(), command.now_ms]
     elif isinstance(command, ShareGroupRecord):
@@ -277,7 +284,9 @@ def decode(data: bytes) -> GroupCommand:
             )  # fmt: skip
         if kind == _CONSUMER_GROUP:
             _, group, row, now_ms = fields[:4]
-            return ConsumerGroupRecord(str(group), ConsumerGroup.from_row(str(group), row), int(now_ms))
+            converts = int(fields[4]) if len(fields) > 4 and fields[4] is not None else None
+            state = ConsumerGroup.from_row(str(group), row)
+            return ConsumerGroupRecord(str(group), state, int(now_ms), converts)
         if kind == _STREAMS_GROUP:
             _, group, row, now_ms = fields[:4]
             return StreamsGroupRecord(str(group), StreamsGroup.from_row(str(group), row), int(now_ms))

@@ -13,8 +13,10 @@ a consumer group member ``NotConsumerGroup`` (GROUP_ID_NOT_FOUND), a share group
 while any protocol holds it.
 
 A protocol holds a group while it has members there; an empty group is taken over by the first member
-joining it (Kafka's offline migration). Two exceptions, as Kafka's: a group recorded as a share group is one
-even empty (its state stays in every partition it read), so a consumer protocol member may not take it; and
+joining it (Kafka's offline migration); a classic group with members a consumer protocol member joins is
+converted before this is asked (``consumer/from_classic.py``, Kafka's online upgrade). Two exceptions, as
+Kafka's: a group recorded as a share group is one even empty (its state stays in every partition it read),
+so a consumer protocol member may not take it; and
 a streams group is one even empty (its topology stays with it), so only a classic member (which Kafka
 lets convert it) may take it before it is deleted; and neither a streams nor a share member may take an
 empty consumer protocol group (Kafka converts only an empty classic group to a streams group, and none

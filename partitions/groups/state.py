@@ -225,6 +225,8 @@ class GroupTable:
             return self._store(name, replace(existing, committed_topics=topics, changed_ms=changed))
         if existing is not None and existing.members:
             return GroupNotEmpty(name, len(existing.members), "HTTP")
+        if isinstance(command, ConsumerGroupRecord) and command.converts is not None:
+            return self._converted(command, existing)
         if isinstance(command, ConsumerGroupRecord | StreamsGroupRecord):
             if existing is not None and existing.classic_members:
                 return GroupNotEmpty(name, len(existing.classic_members), "the classic Kafka protocol")
@@ -316,6 +318,23 @@ class GroupTable:
     def share_groups(self) -> int:
         """How many share groups the table holds (``--group-share-max-groups`` bounds them)."""
         return sum(1 for g in self.groups.values() if g.protocol_type == SHARE_PROTOCOL_TYPE)
+
+    def _converted(self, command: ConsumerGroupRecord, existing: Group | None) -> GroupResult:
+        """A classic group becoming a consumer protocol group (``ConsumerGroupRecord.converts``): applied
+        while the table holds the generation its coordinator read (0: no record of the group) and no
+        other protocol's group; else refused GroupNotEmpty (the classic members wrote a rebalance
+        meanwhile: the coordinator reads the group again)."""
+        name = command.group
+        generation = 0 if existing is None else existing.generation
+        other = existing is not None and (
+            _consumer_members(existing) > 0
+            or existing.streams is not None
+            or existing.protocol_type == SHARE_PROTOCOL_TYPE
+        )
+        if generation != command.converts or other:
+            members = 0 if existing is None else len(existing.classic_members)
+            return GroupNotEmpty(name, members, "the classic Kafka protocol")
+        return self._store(name, _consumer_group(command, existing))
 
     def _store(self, name: str, group: Group | None, removed: tuple[str, ...] = ()) -> GroupChanged:
         groups = dict(self.groups)

@@ -1,8 +1,9 @@
 """The consumer group protocol (KIP-848) with real clients and real nodes: Kafka's Java consumer 4.x and
 librdkafka with ``group.protocol=consumer`` share topics in groups their coordinator assigns (server
 assignors ``uniform`` and ``range``), rebalance as members come and go without a record read twice,
-commit and fetch offsets with their member epoch; classic members and consumer protocol members do not
-share a group; an empty classic group is taken over. The coordinator's kill -9 is in
+commit and fetch offsets with their member epoch; a classic group with members becomes a consumer
+protocol group when a consumer protocol member joins it, and a classic member joins a consumer protocol
+group (Kafka's online migration). The coordinator's kill -9 is in
 ``test_group_coordinator_kill.py``; the state machine's rules in ``tests/partitions/groups``."""
 
 from __future__ import annotations
@@ -182,14 +183,16 @@ def _coordinator(cluster: LocalCluster, group: str) -> RawKafka:
     return connection
 
 
-def test_a_consumer_protocol_member_takes_an_empty_classic_group_and_a_classic_member_joins_it(
+def test_a_consumer_protocol_member_converts_a_live_classic_group_and_a_classic_member_joins_it_later(
     kafka_cluster: LocalCluster,
 ) -> None:
-    """A classic member holds the group: a consumer protocol member is GROUP_ID_NOT_FOUND (as Kafka's
-    answer when the group is not a consumer group); once the classic group is empty, a consumer protocol
-    member takes it over (Kafka's offline migration), and a classic member joining it then is taken in
-    as a classic member of the consumer protocol group (Kafka's online migration): the consumer protocol
-    member is asked to give one partition up, and once it confirms, the classic member gets it."""
+    """A classic member (librdkafka) holds both partitions of a classic group; a consumer protocol member
+    joining converts the group (Kafka's online upgrade): the classic member is told to rejoin, gives one
+    partition up, and each then holds one, shown as a classic member (type 0) beside the consumer
+    protocol one (type 1). The classic member leaves: the consumer protocol member gets both, the group
+    Stable with it alone. A classic member joining it then is taken in (Kafka's online migration): the
+    consumer protocol member is asked to give one partition up, and once it confirms, the classic member
+    gets it."""
     topic = group = f"migrate-848-{uuid.uuid4().hex[:6]}"
     with http_client(kafka_cluster) as client:
         client.create_topic(topic, 2, 3)
@@ -198,72 +201,76 @@ def test_a_consumer_protocol_member_takes_an_empty_classic_group_and_a_classic_m
         "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
     })  # fmt: skip
     classic.subscribe([topic])
-    wait_for(lambda: classic.poll(0.2) is None and bool(classic.assignment()), "classic assigned", LIMIT_S)
+    wait_for(
+        lambda: classic.poll(0.2) is None and len(classic.assignment()) == 2, "classic assigned", LIMIT_S
+    )
     connection = _coordinator(kafka_cluster, group)
+    body = ConsumerGroupHeartbeatRequest(
+        group_id=group, member_id="", member_epoch=0, subscribed_topic_names=(topic,),
+        rebalance_timeout=datetime.timedelta(seconds=30), topic_partitions=(),
+    )  # fmt: skip
+    classic_members = [classic]
 
-    def join(member_id: str = "") -> Any:
-        body = ConsumerGroupHeartbeatRequest(
-            group_id=group, member_id=member_id, member_epoch=0, subscribed_topic_names=(topic,),
-            rebalance_timeout=datetime.timedelta(seconds=30), topic_partitions=(),
-        )  # fmt: skip
-        return connection.call(68, 0, body)
+    def describe(version: int) -> Any:
+        request = DescribeV1Request if version else ConsumerGroupDescribeRequest
+        (only,) = connection.call(
+            69, version, request(group_ids=(group,), include_authorized_operations=False)
+        ).groups
+        return only
 
     try:
-        refused = join()
-        assert refused.error_code == ErrorCode.group_id_not_found, refused
-        classic.close()  # leaves: the classic group is empty once its coordinator wrote it so
-        answer = wait_for(
-            lambda: (a := join()).error_code == ErrorCode.none and a, "the group taken over", LIMIT_S
-        )
-        assert answer.member_epoch >= 1, answer
-        assert answer.assignment is not None and len(answer.assignment.topic_partitions[0].partitions) == 2
-        described = connection.call(
-            69, 0, ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)
-        )
-        (only,) = described.groups
+        answer = connection.call(68, 0, body)
+        assert answer.error_code == ErrorCode.none, answer  # converted, not GROUP_ID_NOT_FOUND
+        member_id, epoch = answer.member_id, answer.member_epoch
+        owned = () if answer.assignment is None else answer.assignment.topic_partitions
+
+        def beat(mine_wanted: int) -> bool:
+            """The consumer protocol member heartbeats what it owns and the classic members poll; True once
+            it holds ``mine_wanted`` partitions and each classic member the rest, one each."""
+            nonlocal epoch, owned
+            request = ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout=UNCHANGED_MS,
+                topic_partitions=tuple(
+                    HeartbeatTopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions) for tp in owned
+                ),
+            )  # fmt: skip
+            beaten = connection.call(68, 0, request)
+            assert beaten.error_code == ErrorCode.none, beaten
+            epoch = beaten.member_epoch
+            if beaten.assignment is not None:
+                owned = beaten.assignment.topic_partitions
+            for consumer in classic_members:
+                consumer.poll(0.2)
+            mine = sum(len(tp.partitions) for tp in owned)
+            return mine == mine_wanted and all(len(c.assignment()) == 1 for c in classic_members)
+
+        wait_for(lambda: beat(1), "the converted classic member giving one partition up", LIMIT_S)
+        by_type = {m.member_id: m.member_type for m in describe(1).members}
+        assert by_type[member_id] == 1 and sorted(by_type.values()) == [0, 1], by_type  # 0: classic
+        classic.close()  # a LeaveGroup to the consumer protocol group
+        classic_members.clear()
+        wait_for(lambda: beat(2), "both partitions with the consumer protocol member", LIMIT_S)
+        only = describe(0)
         assert (only.error_code, only.group_state, only.assignor_name) == (
             ErrorCode.none,
             "Stable",
             "uniform",
         )
-        assert [m.member_id for m in only.members] == [answer.member_id]
+        assert [m.member_id for m in only.members] == [member_id]
         admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
         listed = admin.list_consumer_groups().result(timeout=30)  # ListGroups: its state and members' count
         (row,) = [g for g in listed.valid if g.group_id == group]
         assert row.state == ConsumerGroupState.STABLE, row
         late = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
         late.subscribe([topic])
-        member_id, epoch = answer.member_id, answer.member_epoch
-        owned = answer.assignment.topic_partitions
-
-        def beat() -> bool:
-            """The consumer protocol member heartbeats what it owns; True once each member has one."""
-            nonlocal epoch, owned
-            body = ConsumerGroupHeartbeatRequest(
-                group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout=UNCHANGED_MS,
-                topic_partitions=tuple(
-                    HeartbeatTopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions) for tp in owned
-                ),
-            )  # fmt: skip
-            beaten = connection.call(68, 0, body)
-            assert beaten.error_code == ErrorCode.none, beaten
-            epoch = beaten.member_epoch
-            if beaten.assignment is not None:
-                owned = beaten.assignment.topic_partitions
-            late.poll(0.2)
-            mine = sum(len(tp.partitions) for tp in owned)
-            return mine == 1 and len(late.assignment()) == 1
-
+        classic_members.append(late)
         try:
-            wait_for(beat, "the classic member taken in, one partition each", LIMIT_S)
+            wait_for(lambda: beat(1), "the classic member taken in, one partition each", LIMIT_S)
             assert {tp.partition for tp in late.assignment()} | {
                 p for tp in owned for p in tp.partitions
             } == {0, 1}
-            described = connection.call(
-                69, 1, DescribeV1Request(group_ids=(group,), include_authorized_operations=False)
-            )
-            by_type = {m.member_id: m.member_type for m in described.groups[0].members}
-            assert by_type[member_id] == 1 and sorted(by_type.values()) == [0, 1], described  # 0: classic
+            by_type = {m.member_id: m.member_type for m in describe(1).members}
+            assert by_type[member_id] == 1 and sorted(by_type.values()) == [0, 1], by_type
         finally:
             late.close()
     finally:

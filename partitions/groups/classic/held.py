@@ -237,13 +237,15 @@ class HeldGroups:
         if group is not None and self._records.leader_term(name) != group.term:
             self.drop(name)
 
-    def drop(self, name: str) -> None:
-        """This node no longer coordinates the group: waiting members learn NOT_COORDINATOR."""
+    def drop(self, name: str, refusal: GroupRefusal | None = None) -> None:
+        """This node no longer runs the group: waiting members learn ``refusal``, NOT_COORDINATOR by
+        default (another node coordinates it now)."""
         group = self.groups.pop(name, None)
         if group is None:
             return
+        refusal = refusal or GroupRefusal(GroupCode.not_coordinator, f"no longer the coordinator of {name!r}")
         for member in group.members.values():
-            fail(member, GroupRefusal(GroupCode.not_coordinator, f"no longer the coordinator of {name!r}"))
+            fail(member, refusal)
 
     def _adopt_due(self, now_ms: int) -> None:
         """Load the groups this node took over and drop those it no longer coordinates, at most every

@@ -24,9 +24,10 @@ timeout and protocols:
 - **leave**: each member named (by id, or a static one by instance id) is fenced; an unknown one is
   UNKNOWN_MEMBER_ID on its own.
 
-Not built (the decision's other parts): a classic static member (``group.instance.id``) joining a consumer
-protocol group is refused INCONSISTENT_GROUP_PROTOCOL with the reason; a classic group with members is not
-converted when a consumer protocol member joins it, nor a consumer protocol group back when only classic
+A classic group with members a consumer protocol member joins becomes such a group first
+(``from_classic.py``, Kafka's online upgrade). Not built (the decision's other parts): a classic static
+member (``group.instance.id``) joining a consumer protocol group is refused INCONSISTENT_GROUP_PROTOCOL
+with the reason; a consumer protocol group is not turned back into a classic group when only classic
 members remain.
 """
 

@@ -10,11 +10,11 @@ Timers are soft state of the leader term: a coordinator taking over (a failover,
 member's session afresh, and the group, its epochs, members and assignments are the table's, so none is
 lost.
 
-One group, one protocol (``group_types``, asked once per heartbeat): a group held by HTTP instances, classic
-Kafka members or a share group is not a consumer group (``NotConsumerGroup``, Kafka's GROUP_ID_NOT_FOUND);
-an empty classic group is taken over by the first consumer protocol member joining it (Kafka's offline
-migration). Heartbeats of one group are
-handled one at a time (a lock per group); those of different groups concurrently.
+One group, one protocol (``group_types``, asked once per heartbeat): a group held by HTTP instances or a
+share group is not a consumer group (``NotConsumerGroup``, Kafka's GROUP_ID_NOT_FOUND); an empty classic
+group is taken over by the first consumer protocol member joining it (Kafka's offline migration), and a
+classic group with members is converted by it (``from_classic``, Kafka's online upgrade). Heartbeats of
+one group are handled one at a time (a lock per group); those of different groups concurrently.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from dataclasses import replace
 from typing import Protocol
 
 from partitions.errors import TopicAuthorizationFailed
-from partitions.groups.classic.members import GroupCode, GroupRefusal
+from partitions.groups.classic.members import ClassicGroup, GroupCode, GroupRefusal
 from partitions.groups.consumer import classic_members
 from partitions.groups.consumer.classic_members import ClassicJoin
+from partitions.groups.consumer.from_classic import from_classic
 from partitions.groups.consumer.group import (
     Answer,
     ConsumerGroup,
@@ -46,6 +47,7 @@ from partitions.groups.epoch_coordinator import EpochCoordinator, GroupRecords
 from partitions.groups.epoch_members import JOIN_EPOCH
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
+    GroupNotEmpty,
     GroupTopicsHidden,
     InvalidRegularExpression,
     StaleMemberEpoch,
@@ -60,6 +62,9 @@ log = logging.getLogger("raftlog.groups")
 SESSION_TIMEOUT_MS_DEFAULT = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
 HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000  # Kafka's group.consumer.heartbeat.interval.ms
 OFFSET_COMMIT_CONSUMER_VERSION = 9  # the first OffsetCommit a consumer protocol member may use
+# a classic group converted while its members wrote rebalances (each a new generation) is read again this
+# many times in one heartbeat; then the member is answered the refusal and its next heartbeat tries again
+CONVERT_ATTEMPTS = 3
 
 
 class ConsumerRecords(GroupRecords, Protocol):
@@ -76,7 +81,18 @@ class ConsumerRecords(GroupRecords, Protocol):
         """(name, term, state) of every consumer protocol group in a partition led here."""
         ...
 
-    async def record_consumer(self, group: str, state: ConsumerGroup) -> None: ...
+    async def record_consumer(
+        self, group: str, state: ConsumerGroup, converts: int | None = None
+    ) -> None: ...
+
+    def classic_to_convert(self, group: str) -> tuple[int, int, ClassicGroup] | None:
+        """(the term its partition is led here in, the generation the table holds, the classic group)
+        when classic members hold the group against a consumer protocol member; None otherwise."""
+        ...
+
+    def drop_classic(self, group: str) -> None:
+        """The classic coordinator lets the group go; its waiting members rejoin."""
+        ...
 
 
 class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
@@ -136,7 +152,7 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         if hidden is not None:
             raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", hidden)
         async with self._timers.lock(name):
-            term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
+            term, state = await self._current_or_converted(name, hb.member_epoch == JOIN_EPOCH)
             regex = regex_after(state, hb) if hb.member_epoch >= 0 else None
             regex_topics = None if regex is None else await self._resolve(name, state, hb, regex, viewer)
             topics = set(state.subscribed_topics()) | set(hb.subscribed or ()) | set(regex_topics or ())
@@ -146,6 +162,38 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
             session_ms = self.session_ms(name)
             await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
             return answer
+
+    async def _current_or_converted(self, name: str, joining: bool) -> tuple[int, ConsumerGroup]:
+        """``_current``, but a classic group with members that a joining member finds becomes a consumer
+        protocol group first (Kafka's online upgrade, ``from_classic``): written in its place, the classic
+        coordinator letting it go, each member's session started. The table checks the classic group is
+        still at the generation read; when its members wrote a rebalance meanwhile it is read again (at
+        most ``CONVERT_ATTEMPTS`` times)."""
+        attempts = 0
+        while True:
+            found = self._consumer.classic_to_convert(name) if joining else None
+            if found is None:
+                return self._current(name, joining)
+            term, generation, classic = found
+            converted = from_classic(classic, self._consumer.partition_count)
+            self._consumer.drop_classic(name)  # its waiting members rejoin, into the consumer group
+            try:
+                await self._consumer.record_consumer(name, converted, converts=generation)
+            except GroupNotEmpty:
+                attempts += 1
+                if attempts == CONVERT_ATTEMPTS:
+                    raise
+                continue
+            self._consumer.drop_classic(name)  # loaded again by a classic call while it was written
+            timers = self._timers.of(name, term)
+            for member in converted.members.values():
+                assert member.classic is not None  # every member converted is a classic one
+                self._timers.heard(timers, member, member.classic.session_timeout_ms)
+            log.info(
+                "consumer group %s: converted from a classic group at generation %d with %d member(s)",
+                name, converted.group_epoch, len(converted.members),
+            )  # fmt: skip
+            return term, converted
 
     async def _resolve(
         self, name: str, state: ConsumerGroup, hb: Heartbeat, regex: str, viewer: Viewer

@@ -27,6 +27,12 @@ class ShareTable:
     def live(self, group: str) -> None:
         return None
 
+    def classic_to_convert(self, group: str) -> None:
+        return None  # no classic groups here: a consumer protocol member's join converts none
+
+    def drop_classic(self, group: str) -> None:
+        raise AssertionError("no classic group to drop")
+
     def partition_count(self, topic: str) -> int:
         return self._partitions.get(topic, 0)
 

@@ -9,10 +9,18 @@ import asyncio
 import pytest
 
 from partitions.groups.assignors import TopicPartition as TP
-from partitions.groups.classic.members import GroupCode, GroupRefusal, MemberIdRequired
+from partitions.groups.classic.members import (
+    ClassicGroup,
+    ClassicGroupMember,
+    GroupCode,
+    GroupRefusal,
+    GroupState,
+    MemberIdRequired,
+)
 from partitions.groups.consumer.classic_members import ClassicJoin
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
+from partitions.groups.consumer_protocol import encode_assignment
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
     NotConsumerGroup,
@@ -21,8 +29,8 @@ from partitions.groups.errors import (
     UnknownGroup,
     UnknownMember,
 )
-from partitions.groups.group_commands import ConsumerGroupRecord, encode
-from partitions.groups.group_model import Group
+from partitions.groups.group_commands import ClassicGroupMetadata, ConsumerGroupRecord, encode
+from partitions.groups.group_model import ClassicMember, Group
 from partitions.groups.live import LiveGroup, LiveMember
 from partitions.groups.state import GroupTable
 
@@ -34,6 +42,11 @@ class Table:
         self.table = GroupTable()
         self.term: int | None = 1
         self.classic: set[str] = set()
+        # classic groups with members a consumer protocol member may convert, with the generation the
+        # conversion reads from the table (the real table's: ``coordinator._ConsumerTable``)
+        self.convertible: dict[str, ClassicGroup] = {}
+        self.stale: dict[str, int] = {}  # a generation the next conversion reads instead of the table's
+        self.dropped: list[str] = []
 
     def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
         return None if self.term is None else (self.term, self.table.groups.get(name))
@@ -53,8 +66,23 @@ class Table:
         assert self.term is not None
         return [(n, self.term, g.consumer) for n, g in self.table.groups.items() if g.consumer is not None]
 
-    async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
-        self.table.apply(encode(ConsumerGroupRecord(group, state, 0)))
+    async def record_consumer(self, group: str, state: ConsumerGroup, converts: int | None = None) -> None:
+        result = self.table.apply(encode(ConsumerGroupRecord(group, state, 0, converts)))
+        if isinstance(result, Exception):
+            raise result
+
+    def classic_to_convert(self, group: str) -> tuple[int, int, ClassicGroup] | None:
+        classic = self.convertible.get(group)
+        if classic is None or self.term is None:
+            return None
+        held = self.table.groups.get(group)
+        if held is None or not held.classic_members:  # converted: consumer protocol members hold it
+            return None
+        generation = self.stale.pop(group, held.generation)
+        return self.term, generation, classic
+
+    def drop_classic(self, group: str) -> None:
+        self.dropped.append(group)
 
 
 class Clock:
@@ -210,5 +238,67 @@ def test_a_classic_member_lives_by_its_own_session_and_commits_by_its_generation
         clock.now = 11_001  # six seconds after its last call: its own session passed, not the group's
         assert await coordinator.expire_due() == [("g", "c")]
         assert set(coordinator.describe("g").members) == {"a"}
+
+    asyncio.run(scenario())
+
+
+def _classic_group(table: Table, generation: int = 3) -> None:
+    """A classic group of two members holding two partitions each, as its coordinator runs it and as it
+    wrote it to the table at ``generation``."""
+    subscription = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # v0: topic "t", no user data
+    members = {}
+    for member_id, partitions in (("x", [0, 1]), ("y", [2, 3])):
+        assignment = encode_assignment([TP("t", p) for p in partitions])
+        members[member_id] = ClassicGroupMember(
+            member_id, "c", "/h", 6_000, 20_000, (("range", subscription),), 0, assignment=assignment
+        )
+    written = tuple(
+        ClassicMember(m.member_id, None, "c", "/h", 20_000, 6_000, subscription, m.assignment)
+        for m in members.values()
+    )
+    table.table.apply(encode(ClassicGroupMetadata("g", "consumer", "range", generation, "x", written, 0)))
+    table.convertible["g"] = ClassicGroup(
+        "g", GroupState.STABLE, generation, "consumer", "range", "x", members
+    )
+
+
+def test_a_consumer_protocol_member_joining_a_classic_group_with_members_converts_it() -> None:
+    """Kafka's online upgrade: the classic group is written as a consumer protocol group in its place
+    (its members classic members at the generation, keeping their partitions), the classic coordinator
+    lets it go, and the joining member's heartbeat goes on from there: a new group epoch, partitions for
+    it once the classic members give them up by rejoining. The converted members live by their own
+    session timeouts from the conversion."""
+
+    async def scenario() -> None:
+        coordinator, table, clock = _coordinator()
+        _classic_group(table)
+        answer = await coordinator.heartbeat("g", _join())
+        assert (answer.member_id, answer.member_epoch, answer.assignment) == ("a", 4, frozenset())
+        assert table.dropped == ["g", "g"]  # before the write, and after it
+        held = table.table.groups["g"]
+        assert held.classic_members == () and held.consumer is not None
+        group = coordinator.describe("g")
+        assert (group.group_epoch, group.assignment_epoch) == (4, 4)
+        x = group.members["x"]
+        assert (x.epoch, x.classic is not None, x.assigned) == (3, True, frozenset({TP("t", 0), TP("t", 1)}))
+        with pytest.raises(GroupRefusal) as rejoin:  # behind the assignment: it rejoins, giving one up
+            coordinator.classic_heartbeat("g", "x", 3)
+        assert rejoin.value.code == GroupCode.rebalance_in_progress
+        clock.now = 6_001  # y silent since the conversion: its own 6 s passed; x heard at 0 too
+        assert sorted(await coordinator.expire_due()) == [("g", "x"), ("g", "y")]
+        assert set(coordinator.describe("g").members) == {"a"}
+
+    asyncio.run(scenario())
+
+
+def test_a_conversion_reads_the_classic_group_again_when_its_members_wrote_a_generation_meanwhile() -> None:
+    async def scenario() -> None:
+        coordinator, table, _ = _coordinator()
+        _classic_group(table, generation=3)
+        table.stale["g"] = 2  # the first read missed the rebalance written since: the table refuses it
+        answer = await coordinator.heartbeat("g", _join())
+        assert answer.member_epoch == 4
+        assert table.table.groups["g"].consumer is not None
+        assert table.dropped == ["g", "g", "g"]  # dropped for each attempt, and after the write
 
     asyncio.run(scenario())

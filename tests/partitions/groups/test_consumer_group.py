@@ -246,3 +246,28 @@ def test_one_group_one_protocol_in_the_table() -> None:
     over = table.apply(encode(ClassicGroupMetadata("g", "consumer", "range", 9, "m", (classic,), 5)))
     assert isinstance(over, GroupNotEmpty)
     assert isinstance(table.apply(encode(Forget("g"))), GroupNotEmpty)
+
+
+def test_a_conversion_replaces_the_classic_group_only_at_the_generation_it_read() -> None:
+    """``ConsumerGroupRecord.converts`` (Kafka's online upgrade): applied over the classic members while
+    the table holds the generation the coordinator read; refused once they wrote another (a rebalance
+    completed meanwhile), and never over another protocol's group. Its fifth field round-trips, and a
+    record without it keeps four."""
+    table = GroupTable()
+    classic = ClassicMember("m", None, "c", "/h", 30_000, 10_000, b"s", b"a")
+    table.apply(encode(ClassicGroupMetadata("g", "consumer", "range", 3, "m", (classic,), 1)))
+    state = _stable_pair()
+    stale = ConsumerGroupRecord("g", state, 2, converts=2)
+    assert decode(encode(stale)) == stale
+    assert isinstance(table.apply(encode(stale)), GroupNotEmpty)
+    assert table.groups["g"].classic_members == (classic,)
+    changed = table.apply(encode(ConsumerGroupRecord("g", state, 2, converts=3)))
+    assert isinstance(changed, GroupChanged) and changed.group is not None
+    assert (changed.group.classic_members, changed.group.consumer) == ((), state)
+    again = table.apply(encode(ConsumerGroupRecord("g", state, 3, converts=3)))  # its members hold it now
+    assert isinstance(again, GroupNotEmpty)
+    assert len(encode(ConsumerGroupRecord("g", state, 2))) < len(
+        encode(ConsumerGroupRecord("g", state, 2, 3))
+    )
+    fresh = GroupTable()  # no record of the group: a classic group whose first rebalance is not written
+    assert isinstance(fresh.apply(encode(ConsumerGroupRecord("h", state, 1, converts=0))), GroupChanged)

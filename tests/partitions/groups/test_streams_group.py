@@ -296,10 +296,16 @@ class Table:
         if isinstance(result, Exception):
             raise result
 
-    async def record_consumer(self, group: str, state: ConsumerGroup) -> None:
-        result = self.table.apply(encode(ConsumerGroupRecord(group, state, 0)))
+    async def record_consumer(self, group: str, state: ConsumerGroup, converts: int | None = None) -> None:
+        result = self.table.apply(encode(ConsumerGroupRecord(group, state, 0, converts)))
         if isinstance(result, Exception):
             raise result
+
+    def classic_to_convert(self, group: str) -> None:
+        return None  # this table's groups have no classic members to convert
+
+    def drop_classic(self, group: str) -> None:
+        raise AssertionError("no classic group to drop")
 
 
 def no_delay(group: str) -> dict[str, str]:
