@@ -26,6 +26,8 @@ from partitions.controller.defaults import (
 from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT as CONSUMER_SESSION_MS_DEFAULT
 from partitions.groups.defaults import (
     INITIAL_DELAY_MS_DEFAULT,
+    MIGRATION_POLICIES,
+    MIGRATION_POLICY_DEFAULT,
     SHARE_GROUPS_MAX_DEFAULT,
     SHARE_LOCK_MS_DEFAULT,
 )
@@ -280,6 +282,14 @@ TUNING = (
            "refused INVALID_REGULAR_EXPRESSION, a kept one keeps the topics it matched; the heartbeat "
            "waits for it, so it stays under a client's request timeout",
            default=REGEX_BUDGET_MS_DEFAULT, low=10, high=30_000),
+    Option("--group-consumer-migration-policy",
+           "which of Kafka's online migrations a group may make (Kafka's group.consumer.migration.policy): "
+           "upgrade or bidirectional let a consumer protocol member (group.protocol=consumer) joining a "
+           "classic group with members convert it, otherwise refused GROUP_ID_NOT_FOUND; disabled refuses "
+           "a classic member joining a consumer protocol group with members INCONSISTENT_GROUP_PROTOCOL. "
+           "raftlog never turns a consumer protocol group back into a classic group (its classic members "
+           "stay in it): downgrade and bidirectional differ from Kafka's there", "choice",
+           default=MIGRATION_POLICY_DEFAULT, choices=MIGRATION_POLICIES),
     Option("--group-share-record-lock-duration-ms",
            "how long a share group member holds a record it acquired before it is delivered to another "
            "(KIP-932, Kafka's group.share.record.lock.duration.ms), unless acknowledged first",

@@ -264,6 +264,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         transaction_timeout_ms_max=args.transaction_max_timeout_ms,
         consumer_session_timeout_ms=args.group_consumer_session_timeout_ms,
         consumer_regex_budget_ms=args.group_consumer_regex_budget_ms,
+        consumer_migration_policy=args.group_consumer_migration_policy,
         share_lock_ms=args.group_share_record_lock_duration_ms,
         share_groups_max=args.group_share_max_groups,
         classic_initial_delay_ms=args.group_initial_rebalance_delay_ms,

@@ -56,6 +56,7 @@ from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT, GroupCoordin
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
     INITIAL_DELAY_MS_DEFAULT,
+    MIGRATION_POLICY_DEFAULT,
     REGEX_RESOLVE_BUDGET_MS_DEFAULT,
     SHARE_GROUPS_MAX_DEFAULT,
     SHARE_LOCK_MS_DEFAULT,
@@ -179,6 +180,7 @@ class NodeConfig:
     # holds, a classic group's first rebalance's delay (Kafka's group.initial.rebalance.delay.ms)
     consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT
     consumer_regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT
+    consumer_migration_policy: str = MIGRATION_POLICY_DEFAULT  # Kafka's group.consumer.migration.policy
     share_lock_ms: int = SHARE_LOCK_MS_DEFAULT
     share_groups_max: int = SHARE_GROUPS_MAX_DEFAULT
     classic_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT
@@ -411,6 +413,7 @@ class Node:
             features=self.features,
             consumer_session_timeout_ms=config.consumer_session_timeout_ms,
             consumer_regex_budget_ms=config.consumer_regex_budget_ms,
+            consumer_migration_policy=config.consumer_migration_policy,
             share_groups_max=config.share_groups_max,
             classic_initial_delay_ms=config.classic_initial_delay_ms,
         )

@@ -56,6 +56,7 @@ from partitions.groups.consumer.group import ConsumerGroup
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
     INITIAL_DELAY_MS_DEFAULT,
+    MIGRATION_POLICY_DEFAULT,
     REGEX_RESOLVE_BUDGET_MS_DEFAULT,
     SHARE_GROUPS_MAX_DEFAULT,
 )
@@ -210,13 +211,14 @@ class GroupCoordinator:
         features: Features | None = None,
         consumer_session_timeout_ms: int = CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
         consumer_regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT,
+        consumer_migration_policy: str = MIGRATION_POLICY_DEFAULT,
         share_groups_max: int = SHARE_GROUPS_MAX_DEFAULT,
         classic_initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
     ) -> None:
         """``features``: the gate before a format the previous release cannot read (None: every one);
-        the consumer protocol's session timeout and regex budget, the share groups a coordinator
-        partition holds at most, and a classic group's initial rebalance delay (``raftlog serve
-        --group-*``)."""
+        the consumer protocol's session timeout, regex budget and migration policy, the share groups a
+        coordinator partition holds at most, and a classic group's initial rebalance delay (``raftlog
+        serve --group-*``)."""
         self._log = group_log
         # every topic there is, an object replaced whole when they change (regex subscriptions match them)
         self.topics = topics
@@ -234,6 +236,7 @@ class GroupCoordinator:
             monotonic,
             session_timeout_ms=consumer_session_timeout_ms,
             regex_budget_ms=consumer_regex_budget_ms,
+            migration_policy=consumer_migration_policy,
         )
         # streams groups (KIP-1071), kept in the same table
         self.streams = StreamsGroupCoordinator(_ConsumerTable(self), monotonic)

@@ -168,11 +168,12 @@ def test_the_group_settings_are_the_node_configs_and_reach_its_coordinators(tmp_
         args_for(
             tmp_path, "--http", "127.0.0.1:9001", "--group-consumer-session-timeout-ms", "6000",
             "--group-consumer-regex-budget-ms", "250", "--group-share-record-lock-duration-ms", "2000",
-            "--group-share-max-groups", "7",
+            "--group-share-max-groups", "7", "--group-consumer-migration-policy", "disabled",
         )
     )  # fmt: skip
     node = Node(ready.node)
     assert node.groups.consumer.session_timeout_ms == 6000
+    assert node.groups.consumer.migration_policy == "disabled"
     assert node.groups.consumer.regexes.budget_ms == 250
     assert node.groups.share.groups_max == 7
     assert node.local.shares.settings.lock_ms == 2000

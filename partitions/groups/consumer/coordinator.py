@@ -42,7 +42,12 @@ from partitions.groups.consumer.group import (
 )
 from partitions.groups.consumer.group import heartbeat as step
 from partitions.groups.consumer.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
-from partitions.groups.defaults import CONSUMER_SESSION_TIMEOUT_MS_DEFAULT, REGEX_RESOLVE_BUDGET_MS_DEFAULT
+from partitions.groups.defaults import (
+    CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
+    MIGRATION_POLICIES,
+    MIGRATION_POLICY_DEFAULT,
+    REGEX_RESOLVE_BUDGET_MS_DEFAULT,
+)
 from partitions.groups.epoch_coordinator import EpochCoordinator, GroupRecords
 from partitions.groups.epoch_members import JOIN_EPOCH
 from partitions.groups.errors import (
@@ -110,14 +115,20 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         new_member_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         group_configs: Callable[[str], Mapping[str, str]] = lambda group: {},
         regex_budget_ms: int = REGEX_RESOLVE_BUDGET_MS_DEFAULT,
+        migration_policy: str = MIGRATION_POLICY_DEFAULT,
     ) -> None:
-        """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use."""
+        """``group_configs``: a group's configs (``partitions.resource_configs``), read at each use;
+        ``migration_policy``: Kafka's ``group.consumer.migration.policy`` (``MIGRATION_POLICIES``)."""
+        if migration_policy not in MIGRATION_POLICIES:
+            choices = ", ".join(MIGRATION_POLICIES)
+            raise ValueError(f"migration policy {migration_policy!r}: use one of {choices}")
         super().__init__(records, monotonic, revocation_overdue, group_configs)
         self._consumer = records
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._new_member_id = new_member_id
         self.regexes = RegexResolver(budget_ms=regex_budget_ms)  # --group-consumer-regex-budget-ms
+        self.migration_policy = migration_policy  # --group-consumer-migration-policy
 
     def timeouts(self, name: str) -> tuple[int, int]:
         """The group's session timeout and heartbeat interval (ms) as its configs say now."""
@@ -175,7 +186,8 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
             if found is None:
                 return self._current(name, joining)
             term, generation, classic = found
-            converted = from_classic(classic, self._consumer.partition_count)
+            upgrade = self.migration_policy in ("bidirectional", "upgrade")
+            converted = from_classic(classic, self._consumer.partition_count, upgrade=upgrade)
             self._consumer.drop_classic(name)  # its waiting members rejoin, into the consumer group
             try:
                 await self._consumer.record_consumer(name, converted, converts=generation)
@@ -234,6 +246,12 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         """A classic member's JoinGroup: the group's next state written, then answered (its session its
         own session timeout). GroupRefusal as Kafka answers; MemberIdRequired for a new member that must
         join again with the id it carries."""
+        if self.migration_policy == "disabled":
+            raise GroupRefusal(
+                GroupCode.inconsistent_group_protocol,
+                f"Cannot join the consumer group {name} with the classic protocol because the group "
+                "migration is disabled.",
+            )
         async with self._timers.lock(name):
             term, state = self._current(name, False)
             new_member_id = request.member_id or self._new_member_id()

@@ -13,12 +13,12 @@ new target, and the classic members give partitions up by rejoining, as when the
 protocol group themselves.
 
 Refused (``NotUpgradable``, a ``NotConsumerGroup``: Kafka's GROUP_ID_NOT_FOUND, with Kafka's reasons)
-as Kafka refuses it: a group whose protocol type is not ``consumer`` (Kafka Connect's workers, for
-instance), more members than a consumer protocol group holds, metadata that is not the consumer
-protocol's, an assignment carrying a custom assignor's user data (it would be lost). And, raftlog's own: a
-group whose first rebalance has not chosen a protocol yet, and a group with a static member
-(``group.instance.id``), which raftlog does not take into a consumer protocol group as a classic member
-(``classic_members.join``).
+as Kafka refuses it: the migration policy not allowing it, a group whose protocol type is not
+``consumer`` (Kafka Connect's workers, for instance), more members than a consumer protocol group holds,
+metadata that is not the consumer protocol's, an assignment carrying a custom assignor's user data (it
+would be lost). And, raftlog's own: a group whose first rebalance has not chosen a protocol yet, and a
+group with a static member (``group.instance.id``), which raftlog does not take into a consumer protocol
+group as a classic member (``classic_members.join``).
 
 Pure: the coordinator (``coordinator.py``) gives the classic group as its coordinator holds it, writes the
 result in place of the classic group (``ConsumerGroupRecord.converts``) and starts the members' sessions.
@@ -49,11 +49,17 @@ def _refused(name: str, reason: str) -> NotUpgradable:
 
 
 def from_classic(
-    group: ClassicGroup, partition_count: Callable[[str], int], members_max: int = CONSUMER_MEMBERS_MAX
+    group: ClassicGroup,
+    partition_count: Callable[[str], int],
+    members_max: int = CONSUMER_MEMBERS_MAX,
+    upgrade: bool = True,
 ) -> ConsumerGroup:
     """The consumer protocol group ``group`` becomes (module docstring); ``partition_count``: a topic's
-    (0: none)."""
+    (0: none); ``upgrade``: whether the migration policy allows it (``--group-consumer-migration-policy``
+    ``upgrade`` or ``bidirectional``)."""
     name = group.name
+    if not upgrade:
+        raise _refused(name, "online upgrade is disabled.")
     if group.protocol_type != PROTOCOL_TYPE:
         raise _refused(name, "the group does not use the consumer embedded protocol.")
     if len(group.members) > members_max:

@@ -25,6 +25,7 @@ from partitions.groups.errors import (
     ConsumerProtocolVersion,
     NotConsumerGroup,
     NotCoordinator,
+    NotUpgradable,
     StaleMemberEpoch,
     UnknownGroup,
     UnknownMember,
@@ -302,3 +303,35 @@ def test_a_conversion_reads_the_classic_group_again_when_its_members_wrote_a_gen
         assert table.dropped == ["g", "g", "g"]  # dropped for each attempt, and after the write
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("policy", ["downgrade", "disabled"])
+def test_a_migration_policy_without_upgrade_refuses_the_conversion(policy: str) -> None:
+    """Kafka's ``group.consumer.migration.policy`` (``--group-consumer-migration-policy``): without
+    ``upgrade`` the joining member is GROUP_ID_NOT_FOUND with Kafka's reason and the classic group stays;
+    ``disabled`` also refuses a classic member joining a consumer protocol group."""
+
+    async def scenario() -> None:
+        coordinator, table, _ = _coordinator()
+        coordinator.migration_policy = policy
+        _classic_group(table)
+        with pytest.raises(NotUpgradable, match="online upgrade is disabled"):
+            await coordinator.heartbeat("g", _join())
+        assert table.table.groups["g"].classic_members and table.dropped == []
+        await coordinator.heartbeat("h", _join())
+        subscription = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
+        request = ClassicJoin("c", "consumer", (("range", subscription),), 6_000, 20_000)
+        if policy == "disabled":
+            with pytest.raises(GroupRefusal) as refused:
+                await coordinator.classic_join("h", request)
+            assert refused.value.code == GroupCode.inconsistent_group_protocol
+            assert "the group migration is disabled" in str(refused.value)
+        else:
+            assert (await coordinator.classic_join("h", request)).member_epoch == 2
+
+    asyncio.run(scenario())
+
+
+def test_an_unknown_migration_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="use one of bidirectional, upgrade, downgrade, disabled"):
+        ConsumerGroupCoordinator(Table(), Clock(), migration_policy="sideways")

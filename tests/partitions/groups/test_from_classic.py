@@ -84,8 +84,15 @@ def test_each_member_keeps_its_partitions_at_the_classic_generation() -> None:
     ],
 )
 def test_a_group_kafka_would_not_convert_is_refused_with_its_reason(group: ClassicGroup, reason: str) -> None:
+    """As Kafka's ``validateOnlineUpgrade`` and ``convertToConsumerGroup`` refuse, and raftlog's own
+    refusals (a static member, a first rebalance under way)."""
     with pytest.raises(NotUpgradable) as refused:
         from_classic(group, {"t": 4}.get, members_max=1)
     assert isinstance(refused.value, NotConsumerGroup)  # GROUP_ID_NOT_FOUND at the Kafka door
     assert str(refused.value).startswith("Cannot upgrade classic group g to consumer group because ")
     assert reason in str(refused.value)
+
+
+def test_the_migration_policy_may_refuse_the_upgrade() -> None:
+    with pytest.raises(NotUpgradable, match="because online upgrade is disabled"):
+        from_classic(_group(_member("x", [0])), {"t": 4}.get, upgrade=False)
