@@ -286,9 +286,9 @@ TUNING = (
            "which of Kafka's online migrations a group may make (Kafka's group.consumer.migration.policy): "
            "upgrade or bidirectional let a consumer protocol member (group.protocol=consumer) joining a "
            "classic group with members convert it, otherwise refused GROUP_ID_NOT_FOUND; disabled refuses "
-           "a classic member joining a consumer protocol group with members INCONSISTENT_GROUP_PROTOCOL. "
-           "raftlog never turns a consumer protocol group back into a classic group (its classic members "
-           "stay in it): downgrade and bidirectional differ from Kafka's there", "choice",
+           "a classic member joining a consumer protocol group with members INCONSISTENT_GROUP_PROTOCOL; "
+           "downgrade or bidirectional turn a consumer protocol group whose last member of that protocol "
+           "left back into a classic group of its classic members, otherwise they stay in it", "choice",
            default=MIGRATION_POLICY_DEFAULT, choices=MIGRATION_POLICIES),
     Option("--group-share-record-lock-duration-ms",
            "how long a share group member holds a record it acquired before it is delivered to another "

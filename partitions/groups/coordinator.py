@@ -53,6 +53,7 @@ from partitions.groups.classic.members import ClassicGroup, GroupCode, GroupRefu
 from partitions.groups.classic_calls import ClassicCalls
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup
+from partitions.groups.consumer.to_classic import Downgraded
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
     INITIAL_DELAY_MS_DEFAULT,
@@ -724,6 +725,17 @@ class _ConsumerTable:
         if classic is None or not classic.members:
             return None
         return recorded.term, (0 if recorded.group is None else recorded.group.generation), classic
+
+    async def record_downgrade(self, group: str, classic: Downgraded, converts: int) -> None:
+        """The classic group a consumer protocol group at epoch ``converts`` becomes (Kafka's online
+        downgrade), written in its place collecting joins, as a classic coordinator writes a group that
+        lost members: the classic coordinator loads it from here."""
+        command = ClassicGroupMetadata(
+            group, "consumer", classic.protocol, classic.generation, classic.leader, classic.members,
+            self._groups._wall(), rebalancing=True, converts=converts,
+        )  # fmt: skip
+        partition, _, _ = self._groups._read(group)
+        await self._groups._propose(partition, command)
 
     def drop_classic(self, group: str) -> None:
         """The classic coordinator lets the group go (it became a consumer protocol group): a member

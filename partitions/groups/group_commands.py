@@ -28,6 +28,7 @@ from partitions.groups.streams.group import StreamsGroup
 
 _JOIN, _LEAVE, _SUBSCRIBE, _EXPIRE, _REFRESH, _COMMITTED, _KAFKA_GENERATION, _FORGET = 1, 2, 3, 4, 5, 6, 7, 8
 _CLASSIC_METADATA = 9
+_CLASSIC_CONVERTS_VERSION = 1  # a classic group's metadata converting a consumer group: its eleventh field
 _CONSUMER_GROUP = 10  # a consumer protocol group (KIP-848), whole: [kind, group, ConsumerGroup row, now_ms]
 # a share group (KIP-932): [kind, group, group epoch, now_ms, share groups max, members, partition counts]
 _SHARE_GROUP = 11
@@ -118,6 +119,11 @@ class ClassicGroupMetadata:
     # with the rebalance instead of waiting out the sessions of members that are gone. Not in records
     # written before it (a tenth field: a reader of version 0 takes the first nine)
     rebalancing: bool = False
+    # the consumer protocol group it replaces (Kafka's online downgrade, ``consumer/to_classic.py``): the
+    # group epoch the table held when its coordinator read it; applied over the consumer group only while
+    # the table still holds that epoch. An eleventh field, written only for a downgrade (never at level 1:
+    # a group of the consumer protocol is written only from level 2), in a record of version 1
+    converts: int | None = None
 
     def excess(self) -> tuple[int, int] | None:
         """(bytes, bound) of the first bytes bound its members pass; None within them."""
@@ -221,11 +227,14 @@ def encode(command: GroupCommand) -> bytes:
             command.now_ms,
         ]  # fmt: skip
     elif isinstance(command, ClassicGroupMetadata):
+        version = CLASSIC_METADATA_VERSION if command.converts is None else _CLASSIC_CONVERTS_VERSION
         fields = [
-            _CLASSIC_METADATA, CLASSIC_METADATA_VERSION, command.group, command.protocol_type,
+            _CLASSIC_METADATA, version, command.group, command.protocol_type,
             command.protocol, command.generation, command.leader, [m.to_row() for m in command.members],
             command.now_ms, command.rebalancing,
         ]  # fmt: skip
+        if command.converts is not None:
+            fields.append(command.converts)
     elif isinstance(command, ConsumerGroupRecord):
         fields = [_CONSUMER_GROUP, command.group, command.state.to_row(), command.now_ms]
         if command.converts is not None:
@@ -274,13 +283,17 @@ def decode(data: bytes) -> GroupCommand:
         if kind == _KAFKA_GENERATION:
             _, group, protocol_type, protocol, generation, now_ms = fields
             return KafkaGeneration(group, str(protocol_type), str(protocol), int(generation), int(now_ms))
-        if kind == _CLASSIC_METADATA:  # version 0's fields; a later version's extra ones are not ours
-            _, _version, group, protocol_type, protocol, generation, leader, members, now_ms = fields[:9]
+        if (
+            kind == _CLASSIC_METADATA
+        ):  # version 0's fields (and 1's); a later version's extra ones are not ours
+            _, version, group, protocol_type, protocol, generation, leader, members, now_ms = fields[:9]
             rebalancing = bool(fields[9]) if len(fields) > 9 else False  # records before it: nine fields
+            converted = int(version) >= _CLASSIC_CONVERTS_VERSION and len(fields) > 10
+            converts = int(fields[10]) if converted else None
             return ClassicGroupMetadata(
                 str(group), str(protocol_type), str(protocol), int(generation),
                 None if leader is None else str(leader), tuple(ClassicMember.from_row(m) for m in members),
-                int(now_ms), rebalancing,
+                int(now_ms), rebalancing, converts,
             )  # fmt: skip
         if kind == _CONSUMER_GROUP:
             _, group, row, now_ms = fields[:4]

@@ -237,6 +237,8 @@ class GroupTable:
             if existing is not None and existing.consumer is not None:  # one even empty, to a streams group
                 return GroupNotEmpty(name, _consumer_members(existing), "the consumer group protocol")
             return self._store(name, _streams_group(command, existing))
+        if isinstance(command, ClassicGroupMetadata) and command.converts is not None:
+            return self._downgraded(command, existing)
         held = _consumer_members(existing)
         if held:  # a consumer protocol group with members: no classic metadata over it, no deletion
             return GroupNotEmpty(name, held, "the consumer group protocol")
@@ -283,23 +285,7 @@ class GroupTable:
                 )
             if existing is not None and command.generation < existing.generation:
                 return GroupChanged(name, existing)  # a later generation is written: never backwards
-            return self._store(
-                name,
-                Group(
-                    name,
-                    command.protocol,
-                    command.generation,
-                    {},
-                    {},
-                    dict(existing.partition_counts) if existing is not None else {},
-                    command.now_ms,
-                    command.protocol_type,
-                    existing.committed_topics if existing is not None else (),
-                    command.leader if command.members else None,
-                    command.members,
-                    classic_rebalancing=command.rebalancing and bool(command.members),
-                ),
-            )
+            return self._store(name, _classic_group(command, existing))
         return self._store(
             name,
             Group(
@@ -335,6 +321,20 @@ class GroupTable:
             members = 0 if existing is None else len(existing.classic_members)
             return GroupNotEmpty(name, members, "the classic Kafka protocol")
         return self._store(name, _consumer_group(command, existing))
+
+    def _downgraded(self, command: ClassicGroupMetadata, existing: Group | None) -> GroupResult:
+        """A consumer protocol group becoming a classic group (``ClassicGroupMetadata.converts``): applied
+        while the table holds the consumer group at the epoch its coordinator read, with its bounds
+        checked as any classic group's; else refused GroupNotEmpty."""
+        name = command.group
+        if existing is None or existing.consumer is None or existing.consumer.group_epoch != command.converts:
+            return GroupNotEmpty(name, _consumer_members(existing), "the consumer group protocol")
+        excess = command.excess()
+        if len(command.members) > GROUP_MEMBERS_MAX or excess is not None:
+            return InvalidCommand(
+                f"group {name!r}: {len(command.members)} members, past its bounds: {excess}"
+            )
+        return self._store(name, _classic_group(command, existing))
 
     def _store(self, name: str, group: Group | None, removed: tuple[str, ...] = ()) -> GroupChanged:
         groups = dict(self.groups)
@@ -433,6 +433,24 @@ def _streams_group(command: StreamsGroupRecord, existing: Group | None) -> Group
         STREAMS_PROTOCOL_TYPE,
         existing.committed_topics if existing is not None else (),
         streams=command.state,
+    )
+
+
+def _classic_group(command: ClassicGroupMetadata, existing: Group | None) -> Group:
+    """The table's group holding a classic group as its coordinator wrote it."""
+    return Group(
+        command.group,
+        command.protocol,
+        command.generation,
+        {},
+        {},
+        dict(existing.partition_counts) if existing is not None else {},
+        command.now_ms,
+        command.protocol_type,
+        existing.committed_topics if existing is not None else (),
+        command.leader if command.members else None,
+        command.members,
+        classic_rebalancing=command.rebalancing and bool(command.members),
     )
 
 

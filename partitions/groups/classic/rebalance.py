@@ -9,7 +9,7 @@ group's metadata to the table.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from partitions.groups.classic.members import (
     ClassicGroup,
@@ -120,12 +120,17 @@ def rebalance_after_loss(group: ClassicGroup, now_ms: int, initial_delay_ms: int
 
 
 def _vote(members: list[ClassicGroupMember]) -> str:
-    """The protocol every member supports that most members prefer (ties: the first member's order)."""
-    common = set.intersection(*({p for p, _ in m.protocols} for m in members))
+    return vote([m.protocols for m in members])
+
+
+def vote(preferences: Sequence[Sequence[tuple[str, bytes]]]) -> str:
+    """The protocol every member supports that most members prefer (ties: the first member's order), of
+    each member's protocols (name, metadata) in its order of preference."""
+    common = set.intersection(*({p for p, _ in protocols} for protocols in preferences))
     votes = {name: 0 for name in common}
-    for member in members:
-        votes[next(p for p, _ in member.protocols if p in common)] += 1
-    first = [p for p, _ in members[0].protocols if p in common]
+    for protocols in preferences:
+        votes[next(p for p, _ in protocols if p in common)] += 1
+    first = [p for p, _ in preferences[0] if p in common]
     return max(first, key=lambda p: (votes[p], -first.index(p)))
 
 

@@ -18,17 +18,18 @@ timeout and protocols:
   protocol type and name its own (INCONSISTENT_GROUP_PROTOCOL), not behind the group's assignment unless
   revoking (REBALANCE_IN_PROGRESS); answered its assigned partitions in its subscription's version.
 - **heartbeat**: the same checks, then REBALANCE_IN_PROGRESS while it must rejoin: behind the group's
-  assignment, partitions to revoke, or partitions it waited for released. Also (raftlog's, where Kafka
-  would have turned a group left with classic members only back into a classic group, which raftlog does
-  not) while the group epoch is past its assignment's, so a classic member's join computes the target.
+  assignment, partitions to revoke, or partitions it waited for released. Also (raftlog's, for a group
+  left with classic members only that a migration policy without ``downgrade`` keeps, where Kafka has no
+  such state) while the group epoch is past its assignment's, so a classic member's join computes the
+  target.
 - **leave**: each member named (by id, or a static one by instance id) is fenced; an unknown one is
   UNKNOWN_MEMBER_ID on its own.
 
 A classic group with members a consumer protocol member joins becomes such a group first
-(``from_classic.py``, Kafka's online upgrade). Not built (the decision's other parts): a classic static
-member (``group.instance.id``) joining a consumer protocol group is refused INCONSISTENT_GROUP_PROTOCOL
-with the reason; a consumer protocol group is not turned back into a classic group when only classic
-members remain.
+(``from_classic.py``, Kafka's online upgrade), and one left with classic members only becomes a classic
+group again (``to_classic.py``, its online downgrade). Not built (the decision's other part): a classic
+static member (``group.instance.id``) joining a consumer protocol group is refused
+INCONSISTENT_GROUP_PROTOCOL with the reason.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from partitions.groups.consumer.group import (
     validate,
 )
 from partitions.groups.consumer.group import heartbeat as step
+from partitions.groups.consumer.to_classic import Downgraded, to_classic
 from partitions.groups.consumer.topic_regex import EVERYONE, BudgetSpent, RegexResolver, Viewer
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
@@ -99,6 +100,11 @@ class ConsumerRecords(GroupRecords, Protocol):
         """The classic coordinator lets the group go; its waiting members rejoin."""
         ...
 
+    async def record_downgrade(self, group: str, classic: Downgraded, converts: int) -> None:
+        """The classic group a consumer protocol group at epoch ``converts`` becomes, written in its
+        place, collecting its members' joins."""
+        ...
+
 
 class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
     """Event loop only. ``monotonic`` (ms) times sessions and rebalance timeouts."""
@@ -152,7 +158,21 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         return fence(state, member_id)
 
     async def _record(self, name: str, state: ConsumerGroup) -> None:
-        await self._consumer.record_consumer(name, state)
+        """Written whole; or, when only classic members are left in it and the migration policy allows,
+        written as the classic group it becomes (Kafka's online downgrade, ``to_classic``), which the
+        classic coordinator runs from then on: its timers here are dropped at the next sweep."""
+        downgrade = self.migration_policy in ("bidirectional", "downgrade")
+        classic = to_classic(state, downgrade)
+        if classic is None:
+            await self._consumer.record_consumer(name, state)
+            return
+        held = self.state_of(name)
+        converts = state.group_epoch if held is None else held.group_epoch
+        await self._consumer.record_downgrade(name, classic, converts)
+        log.info(
+            "consumer group %s: converted to a classic group at generation %d with %d member(s)",
+            name, classic.generation, len(classic.members),
+        )  # fmt: skip
 
     async def heartbeat(self, name: str, hb: Heartbeat, viewer: Viewer = EVERYONE) -> Answer:
         """A ConsumerGroupHeartbeat from ``viewer`` (the principal it came from): the group's next state
@@ -163,49 +183,59 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         if hidden is not None:
             raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", hidden)
         async with self._timers.lock(name):
-            term, state = await self._current_or_converted(name, hb.member_epoch == JOIN_EPOCH)
-            regex = regex_after(state, hb) if hb.member_epoch >= 0 else None
-            regex_topics = None if regex is None else await self._resolve(name, state, hb, regex, viewer)
-            topics = set(state.subscribed_topics()) | set(hb.subscribed or ()) | set(regex_topics or ())
-            counts = {t: self._consumer.partition_count(t) for t in sorted(topics)}
-            new_member_id = hb.member_id or self._new_member_id()
-            answer = step(state, hb, counts, new_member_id, regex_topics=regex_topics)
-            session_ms = self.session_ms(name)
-            await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
-            return answer
+            attempts = 0
+            while True:
+                term, state, converts = self._current_or_converted(name, hb.member_epoch == JOIN_EPOCH)
+                regex = regex_after(state, hb) if hb.member_epoch >= 0 else None
+                regex_topics = None if regex is None else await self._resolve(name, state, hb, regex, viewer)
+                topics = set(state.subscribed_topics()) | set(hb.subscribed or ()) | set(regex_topics or ())
+                counts = {t: self._consumer.partition_count(t) for t in sorted(topics)}
+                new_member_id = hb.member_id or self._new_member_id()
+                answer = step(state, hb, counts, new_member_id, regex_topics=regex_topics)
+                session_ms = self.session_ms(name)
+                if converts is None:
+                    await self._stepped(
+                        name, term, state, answer.group, answer.member_id, answer.left, session_ms
+                    )
+                    return answer
+                try:
+                    await self._convert(name, term, converts, answer, session_ms)
+                except GroupNotEmpty:  # the classic members wrote a rebalance meanwhile: read it again
+                    attempts += 1
+                    if attempts == CONVERT_ATTEMPTS:
+                        raise
+                    continue
+                return answer
 
-    async def _current_or_converted(self, name: str, joining: bool) -> tuple[int, ConsumerGroup]:
-        """``_current``, but a classic group with members that a joining member finds becomes a consumer
-        protocol group first (Kafka's online upgrade, ``from_classic``): written in its place, the classic
-        coordinator letting it go, each member's session started. The table checks the classic group is
-        still at the generation read; when its members wrote a rebalance meanwhile it is read again (at
-        most ``CONVERT_ATTEMPTS`` times)."""
-        attempts = 0
-        while True:
-            found = self._consumer.classic_to_convert(name) if joining else None
-            if found is None:
-                return self._current(name, joining)
-            term, generation, classic = found
-            upgrade = self.migration_policy in ("bidirectional", "upgrade")
-            converted = from_classic(classic, self._consumer.partition_count, upgrade=upgrade)
-            self._consumer.drop_classic(name)  # its waiting members rejoin, into the consumer group
-            try:
-                await self._consumer.record_consumer(name, converted, converts=generation)
-            except GroupNotEmpty:
-                attempts += 1
-                if attempts == CONVERT_ATTEMPTS:
-                    raise
-                continue
-            self._consumer.drop_classic(name)  # loaded again by a classic call while it was written
-            timers = self._timers.of(name, term)
-            for member in converted.members.values():
-                assert member.classic is not None  # every member converted is a classic one
-                self._timers.heard(timers, member, member.classic.session_timeout_ms)
-            log.info(
-                "consumer group %s: converted from a classic group at generation %d with %d member(s)",
-                name, converted.group_epoch, len(converted.members),
-            )  # fmt: skip
-            return term, converted
+    def _current_or_converted(self, name: str, joining: bool) -> tuple[int, ConsumerGroup, int | None]:
+        """``_current`` with None; but a classic group with members that a joining member finds is the
+        consumer protocol group it becomes (Kafka's online upgrade, ``from_classic``), with the classic
+        generation the table holds, which the write of the heartbeat's result converts (``_convert``)."""
+        found = self._consumer.classic_to_convert(name) if joining else None
+        if found is None:
+            return (*self._current(name, joining), None)
+        term, generation, classic = found
+        upgrade = self.migration_policy in ("bidirectional", "upgrade")
+        return term, from_classic(classic, self._consumer.partition_count, upgrade=upgrade), generation
+
+    async def _convert(self, name: str, term: int, converts: int, answer: Answer, session_ms: int) -> None:
+        """The joining member's heartbeat on the converted group written in the classic group's place, as
+        Kafka writes the conversion and the heartbeat's records at once: the classic coordinator lets the
+        group go first (its waiting members rejoin, into the consumer group), and again once written (a
+        classic call may have loaded it from the table meanwhile); then each member's session starts, the
+        classic members' of their own timeout. GroupNotEmpty when the table no longer holds generation
+        ``converts``."""
+        self._consumer.drop_classic(name)
+        await self._consumer.record_consumer(name, answer.group, converts=converts)
+        self._consumer.drop_classic(name)
+        timers = self._timers.of(name, term)
+        for member in answer.group.members.values():
+            classic_ms = None if member.classic is None else member.classic.session_timeout_ms
+            self._timers.heard(timers, member, classic_ms or session_ms)
+        log.info(
+            "consumer group %s: converted from a classic group at generation %d with %d member(s)",
+            name, converts, len(answer.group.members) - 1,
+        )  # fmt: skip
 
     async def _resolve(
         self, name: str, state: ConsumerGroup, hb: Heartbeat, regex: str, viewer: Viewer

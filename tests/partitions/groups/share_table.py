@@ -33,6 +33,9 @@ class ShareTable:
     def drop_classic(self, group: str) -> None:
         raise AssertionError("no classic group to drop")
 
+    async def record_downgrade(self, group: str, classic: object, converts: int) -> None:
+        raise AssertionError("no classic member here: no group to downgrade")
+
     def partition_count(self, topic: str) -> int:
         return self._partitions.get(topic, 0)
 

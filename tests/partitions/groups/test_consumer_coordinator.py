@@ -20,6 +20,7 @@ from partitions.groups.classic.members import (
 from partitions.groups.consumer.classic_members import ClassicJoin
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
 from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
+from partitions.groups.consumer.to_classic import Downgraded
 from partitions.groups.consumer_protocol import encode_assignment
 from partitions.groups.errors import (
     ConsumerProtocolVersion,
@@ -84,6 +85,15 @@ class Table:
 
     def drop_classic(self, group: str) -> None:
         self.dropped.append(group)
+
+    async def record_downgrade(self, group: str, classic: Downgraded, converts: int) -> None:
+        command = ClassicGroupMetadata(
+            group, "consumer", classic.protocol, classic.generation, classic.leader, classic.members, 0,
+            rebalancing=True, converts=converts,
+        )  # fmt: skip
+        result = self.table.apply(encode(command))
+        if isinstance(result, Exception):
+            raise result
 
 
 class Clock:
@@ -335,3 +345,36 @@ def test_a_migration_policy_without_upgrade_refuses_the_conversion(policy: str) 
 def test_an_unknown_migration_policy_is_refused() -> None:
     with pytest.raises(ValueError, match="use one of bidirectional, upgrade, downgrade, disabled"):
         ConsumerGroupCoordinator(Table(), Clock(), migration_policy="sideways")
+
+
+@pytest.mark.parametrize("policy", ["bidirectional", "downgrade", "upgrade"])
+def test_the_last_consumer_protocol_member_leaving_turns_the_group_back_into_a_classic_group(
+    policy: str,
+) -> None:
+    """Kafka's online downgrade: once only classic members are left (the consumer protocol member left or
+    was fenced), the group is written as a classic group collecting its members' joins, which the
+    classic coordinator loads and runs; a policy without ``downgrade`` keeps it a consumer protocol
+    group."""
+
+    async def scenario() -> None:
+        coordinator, table, clock = _coordinator()
+        _classic_group(table)
+        answer = await coordinator.heartbeat("g", _join())  # converted, "a" joins
+        coordinator.migration_policy = policy
+        await coordinator.heartbeat(
+            "g", Heartbeat("a", answer.member_epoch, owned=frozenset(), subscribed=("t",))
+        )
+        clock.now = 1_000
+        left = await coordinator.heartbeat("g", Heartbeat("a", -1))
+        assert left.member_epoch == -1
+        held = table.table.groups["g"]
+        if policy == "upgrade":
+            assert held.consumer is not None and set(held.consumer.members) == {"x", "y"}
+            return
+        assert held.consumer is None and held.classic_rebalancing
+        assert {m.member_id for m in held.classic_members} == {"x", "y"}
+        assert (held.protocol_type, held.assignor) == ("consumer", "range")
+        assert coordinator.state_of("g") is None and not coordinator.holds_with_members("g")
+        assert await coordinator.expire_due() == []  # its timers here go with it
+
+    asyncio.run(scenario())

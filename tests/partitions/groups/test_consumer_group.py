@@ -271,3 +271,23 @@ def test_a_conversion_replaces_the_classic_group_only_at_the_generation_it_read(
     )
     fresh = GroupTable()  # no record of the group: a classic group whose first rebalance is not written
     assert isinstance(fresh.apply(encode(ConsumerGroupRecord("h", state, 1, converts=0))), GroupChanged)
+
+
+def test_a_downgrade_replaces_the_consumer_group_only_at_the_epoch_it_read() -> None:
+    """``ClassicGroupMetadata.converts`` (Kafka's online downgrade, a record of version 1): applied over a
+    consumer protocol group while the table holds the epoch its coordinator read, the classic group then
+    collecting joins; refused otherwise. A version 0 record's extra fields stay a later version's."""
+    table = GroupTable()
+    state = _stable_pair()
+    table.apply(encode(ConsumerGroupRecord("g", state, 1)))
+    classic = ClassicMember("m", None, "c", "/h", 30_000, 10_000, b"s", b"a")
+    stale = ClassicGroupMetadata("g", "consumer", "range", 9, "m", (classic,), 2, True, state.group_epoch - 1)
+    assert decode(encode(stale)) == stale
+    assert isinstance(table.apply(encode(stale)), GroupNotEmpty)
+    assert table.groups["g"].consumer == state
+    down = ClassicGroupMetadata("g", "consumer", "range", 9, "m", (classic,), 2, True, state.group_epoch)
+    changed = table.apply(encode(down))
+    assert isinstance(changed, GroupChanged) and changed.group is not None
+    assert changed.group.consumer is None and changed.group.classic_members == (classic,)
+    assert changed.group.classic_rebalancing and changed.group.generation == 9
+    assert isinstance(table.apply(encode(down)), GroupNotEmpty)  # no consumer group at that epoch any more

@@ -307,6 +307,9 @@ class Table:
     def drop_classic(self, group: str) -> None:
         raise AssertionError("no classic group to drop")
 
+    async def record_downgrade(self, group: str, classic: object, converts: int) -> None:
+        raise AssertionError("no classic member here: no group to downgrade")
+
 
 def no_delay(group: str) -> dict[str, str]:
     """A group's configs: assigned at the first heartbeat, as Kafka's tests set
