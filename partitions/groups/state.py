@@ -257,21 +257,11 @@ class GroupTable:
                 return ShareGroupLimitReached(name, command.groups_max)
             if len(command.members) > SHARE_MEMBERS_MAX:
                 return InvalidCommand(f"share group {name!r}: {len(command.members)} members")
-            return self._store(
-                name,
-                Group(
-                    name,
-                    "simple",
-                    command.epoch,
-                    {},
-                    {},
-                    dict(command.counts),
-                    command.now_ms,
-                    SHARE_PROTOCOL_TYPE,
-                    existing.committed_topics if existing is not None else (),
-                    share_members=command.members,
-                ),
+            shares = _kafka_group(
+                name, "simple", command.epoch, command.now_ms, SHARE_PROTOCOL_TYPE, existing
             )
+            counts = dict(command.counts)
+            return self._store(name, replace(shares, partition_counts=counts, share_members=command.members))
         if isinstance(command, Forget):
             if existing is not None and existing.share_members:
                 return GroupNotEmpty(name, len(existing.share_members), "the share group protocol (KIP-932)")
@@ -286,20 +276,11 @@ class GroupTable:
             if existing is not None and command.generation < existing.generation:
                 return GroupChanged(name, existing)  # a later generation is written: never backwards
             return self._store(name, _classic_group(command, existing))
-        return self._store(
-            name,
-            Group(
-                name,
-                command.protocol,
-                max(command.generation, existing.generation if existing is not None else 0),
-                {},
-                {},
-                dict(existing.partition_counts) if existing is not None else {},
-                command.now_ms,
-                command.protocol_type,
-                existing.committed_topics if existing is not None else (),
-            ),
+        generation = max(command.generation, existing.generation if existing is not None else 0)
+        kafka = _kafka_group(
+            name, command.protocol, generation, command.now_ms, command.protocol_type, existing
         )
+        return self._store(name, kafka)
 
     def share_groups(self) -> int:
         """How many share groups the table holds (``--group-share-max-groups`` bounds them)."""
@@ -419,58 +400,46 @@ def _streams_members(group: Group | None) -> int:
     return 0 if group is None or group.streams is None else len(group.streams.members)
 
 
+def _kafka_group(
+    name: str, assignor: str, generation: int, now_ms: int, protocol_type: str, existing: Group | None
+) -> Group:
+    """A group of Kafka clients as the table holds it, before its protocol's own fields: no HTTP member,
+    the partition counts and the topics it committed offsets of as ``existing`` had them."""
+    counts = dict(existing.partition_counts) if existing is not None else {}
+    committed = existing.committed_topics if existing is not None else ()
+    return Group(name, assignor, generation, {}, {}, counts, now_ms, protocol_type, committed)
+
+
 def _streams_group(command: StreamsGroupRecord, existing: Group | None) -> Group:
     """The table's group holding a streams group: its epoch as the generation, protocol type
     ``streams``; the topics it committed offsets of kept."""
-    return Group(
-        command.group,
-        "sticky",
-        command.state.group_epoch,
-        {},
-        {},
-        {},
-        command.now_ms,
-        STREAMS_PROTOCOL_TYPE,
-        existing.committed_topics if existing is not None else (),
-        streams=command.state,
+    state = command.state
+    held = _kafka_group(
+        command.group, "sticky", state.group_epoch, command.now_ms, STREAMS_PROTOCOL_TYPE, existing
     )
+    return replace(held, partition_counts={}, streams=state)
 
 
 def _classic_group(command: ClassicGroupMetadata, existing: Group | None) -> Group:
     """The table's group holding a classic group as its coordinator wrote it."""
-    return Group(
-        command.group,
-        command.protocol,
-        command.generation,
-        {},
-        {},
-        dict(existing.partition_counts) if existing is not None else {},
-        command.now_ms,
-        command.protocol_type,
-        existing.committed_topics if existing is not None else (),
-        command.leader if command.members else None,
-        command.members,
-        classic_rebalancing=command.rebalancing and bool(command.members),
+    c = command
+    held = _kafka_group(c.group, c.protocol, c.generation, c.now_ms, c.protocol_type, existing)
+    leader = c.leader if c.members else None
+    return replace(
+        held,
+        classic_leader=leader,
+        classic_members=c.members,
+        classic_rebalancing=c.rebalancing and bool(c.members),
     )
 
 
 def _consumer_group(command: ConsumerGroupRecord, existing: Group | None) -> Group:
     """The table's group holding a consumer protocol group: its epoch as the generation, its assignor."""
     state = command.state
-    return Group(
-        command.group,
-        state.assignor,
-        state.group_epoch,
-        {},
-        {},
-        dict(existing.partition_counts) if existing is not None else {},
-        command.now_ms,
-        "consumer",
-        existing.committed_topics if existing is not None else (),
-        None,
-        (),
-        state,
+    held = _kafka_group(
+        command.group, state.assignor, state.group_epoch, command.now_ms, "consumer", existing
     )
+    return replace(held, consumer=state)
 
 
 def _classic_row(g: Group) -> list[Any] | None:
