@@ -27,9 +27,13 @@ timeout and protocols:
 
 A classic group with members a consumer protocol member joins becomes such a group first
 (``from_classic.py``, Kafka's online upgrade), and one left with classic members only becomes a classic
-group again (``to_classic.py``, its online downgrade). Not built (the decision's other part): a classic
-static member (``group.instance.id``) joining a consumer protocol group is refused
-INCONSISTENT_GROUP_PROTOCOL with the reason.
+group again (``to_classic.py``, its online downgrade).
+
+A classic static member (``group.instance.id``, KIP-345) joins as Kafka's
+``getOrMaybeSubscribeStaticConsumerGroupMember`` takes it: at once, without MEMBER_ID_REQUIRED; without a
+member id it takes the place of its instance's member, released or not (a restarted instance), keeping
+its partitions under its new id; with a member id it must be its instance's member (FENCED_INSTANCE_ID
+otherwise, UNKNOWN_MEMBER_ID for an instance the group does not know).
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from partitions.groups.consumer_protocol import (
     encode_assignment,
     read_subscription,
 )
-from partitions.groups.epoch_members import JOIN_EPOCH
+from partitions.groups.epoch_members import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 
 PROTOCOL_TYPE = "consumer"
 
@@ -114,12 +118,18 @@ def join(
     member that must join again."""
     member_id = request.member_id or new_member_id
     existing = group.members.get(member_id)
-    if request.instance_id is not None:
-        raise _inconsistent(
-            f"Member {member_id} joins consumer protocol group {group.name} with a group instance id: "
-            "raftlog takes a classic member into a consumer protocol group only without one"
+    static = None if request.instance_id is None else group.static_member(request.instance_id)
+    if static is not None and request.member_id and static.member_id != request.member_id:
+        raise GroupRefusal(
+            GroupCode.fenced_instance_id,
+            f"Static member {request.member_id} with instance id {request.instance_id} is not the member "
+            f"{static.member_id} of the instance id in group {group.name}.",
         )
-    if existing is None and len(group.members) >= members_max:
+    if request.instance_id is not None and request.member_id and static is None:
+        raise GroupRefusal(
+            GroupCode.unknown_member_id, f"Instance id {request.instance_id} is unknown in group {group.name}"
+        )
+    if existing is None and static is None and len(group.members) >= members_max:
         raise GroupRefusal(
             GroupCode.group_max_size_reached,
             f"The consumer group has reached its maximum capacity of {members_max} members.",
@@ -128,12 +138,15 @@ def join(
         raise _inconsistent(f"Member {member_id}'s protocols are not supported.")
     if existing is not None and existing.classic is None:
         raise _inconsistent(f"Member {member_id} uses the consumer group protocol.")
-    if not request.member_id and request.require_known_id:
-        raise MemberIdRequired(member_id)
+    if not request.member_id and request.require_known_id and request.instance_id is None:
+        raise MemberIdRequired(member_id)  # a static member gets its id at once, as Kafka gives it
     subscription = subscription_of(request.protocols)
+    if static is not None and not request.member_id:  # it takes its instance's place, released or not
+        group = with_member(group, replace(static, epoch=STATIC_LEAVE_EPOCH))
     hb = Heartbeat(
         member_id,
         JOIN_EPOCH if existing is None else existing.epoch,
+        instance_id=request.instance_id,
         rack_id=subscription.rack,
         rebalance_timeout_ms=request.rebalance_timeout_ms,
         subscribed=subscription.topics,

@@ -16,9 +16,8 @@ Refused (``NotUpgradable``, a ``NotConsumerGroup``: Kafka's GROUP_ID_NOT_FOUND, 
 as Kafka refuses it: the migration policy not allowing it, a group whose protocol type is not
 ``consumer`` (Kafka Connect's workers, for instance), more members than a consumer protocol group holds,
 metadata that is not the consumer protocol's, an assignment carrying a custom assignor's user data (it
-would be lost). And, raftlog's own: a group whose first rebalance has not chosen a protocol yet, and a
-group with a static member (``group.instance.id``), which raftlog does not take into a consumer protocol
-group as a classic member (``classic_members.join``).
+would be lost). And, raftlog's own: a group whose first rebalance has not chosen a protocol yet. A static
+member (``group.instance.id``) keeps its instance id.
 
 Pure: the coordinator (``coordinator.py``) gives the classic group as its coordinator holds it, writes the
 result in place of the classic group (``ConsumerGroupRecord.converts``) and starts the members' sessions.
@@ -66,13 +65,6 @@ def from_classic(
         raise _refused(name, "the group size exceeds the consumer group maximum size.")
     if group.protocol is None:
         raise _refused(name, "its first rebalance has not chosen a protocol yet (raftlog's refusal).")
-    static = sorted(m.instance_id for m in group.members.values() if m.instance_id is not None)
-    if static:
-        raise _refused(
-            name,
-            f"member(s) with group.instance.id {', '.join(static)}: raftlog takes a classic member into a "
-            "consumer protocol group only without one (raftlog's refusal).",
-        )
     members = {m.member_id: _member(group, m) for m in group.members.values()}
     topics = sorted({t for m in members.values() for t in m.subscribed})
     return ConsumerGroup(

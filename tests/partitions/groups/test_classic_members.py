@@ -154,11 +154,11 @@ def test_joins_refused_as_kafka_refuses_them() -> None:
     shared_none = classic_join("d", protocols=(("cooperative-sticky", subscription(1, ["t"])),))
     refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, shared_none, count, "x")
     refused(GroupCode.inconsistent_group_protocol, classic_members.join, group, classic_join("m"), count, "x")
-    static = refused(
-        GroupCode.inconsistent_group_protocol, classic_members.join, group,
-        classic_join("d", instance_id="app-1"), count, "x",
+    unknown = refused(
+        GroupCode.unknown_member_id, classic_members.join, group, classic_join("d", instance_id="app-1"),
+        count, "x",
     )  # fmt: skip
-    assert "group instance id" in str(static)
+    assert "Instance id app-1 is unknown" in str(unknown)
     garbled = classic_join("d", protocols=(("range", b"\x00"),))
     with pytest.raises(MemberIdRequired):  # as Kafka: the member id first, the subscription read after
         classic_members.join(group, classic_join("", protocols=garbled.protocols), count, "e")
@@ -185,3 +185,27 @@ def test_a_classic_member_round_trips_in_the_groups_record_and_an_older_row_read
     assert decode(encode(command)) == command
     member = group.members["c"]
     assert ConsumerMember.from_row(member.to_row()[:15]).classic is None  # a row written before
+
+
+def test_a_classic_static_member_joins_at_once_and_a_restarted_instance_takes_its_place() -> None:
+    """KIP-345 in a consumer protocol group, as Kafka 4.4's ``getOrMaybeSubscribeStaticConsumerGroupMember``:
+    no MEMBER_ID_REQUIRED; without a member id, the instance's member (released or not) is replaced by the
+    new id and keeps its partitions; with another member id than its instance's, FENCED_INSTANCE_ID."""
+    group = modern(ConsumerGroup("g"), "m").group
+    first = classic_members.join(group, classic_join("", instance_id="app-1"), count, "s1")
+    assert first.member_id == "s1" and first.group.members["s1"].instance_id == "app-1"
+    group = modern(first.group, "m", 1, frozenset()).group  # m gives up what s1 is to get
+    group = classic_members.join(group, classic_join("s1", instance_id="app-1"), count, "unused").group
+    held = group.members["s1"].assigned
+    assert held, group
+    again = classic_members.join(
+        group, classic_join("", owned=sorted(held), instance_id="app-1"), count, "s2"
+    )
+    assert again.left is not None and again.left.member_id == "s1"
+    assert "s1" not in again.group.members and again.group.members["s2"].instance_id == "app-1"
+    assert again.group.members["s2"].assigned == held  # its partitions, under the new id
+    fenced = refused(
+        GroupCode.fenced_instance_id, classic_members.join, again.group,
+        classic_join("s1", instance_id="app-1"), count, "x",
+    )  # fmt: skip
+    assert "is not the member s2" in str(fenced)

@@ -79,13 +79,12 @@ def test_each_member_keeps_its_partitions_at_the_classic_generation() -> None:
             ),
             "an unsupported custom assignor is in use",
         ),
-        (_group(_member("x", [0], instance_id="i-1")), "group.instance.id i-1"),
         (_group(_member("x", [0]), _member("y", [1])), "exceeds the consumer group maximum size"),
     ],
 )
 def test_a_group_kafka_would_not_convert_is_refused_with_its_reason(group: ClassicGroup, reason: str) -> None:
     """As Kafka's ``validateOnlineUpgrade`` and ``convertToConsumerGroup`` refuse, and raftlog's own
-    refusals (a static member, a first rebalance under way)."""
+    refusal (a first rebalance under way)."""
     with pytest.raises(NotUpgradable) as refused:
         from_classic(group, {"t": 4}.get, members_max=1)
     assert isinstance(refused.value, NotConsumerGroup)  # GROUP_ID_NOT_FOUND at the Kafka door
@@ -96,3 +95,8 @@ def test_a_group_kafka_would_not_convert_is_refused_with_its_reason(group: Class
 def test_the_migration_policy_may_refuse_the_upgrade() -> None:
     with pytest.raises(NotUpgradable, match="because online upgrade is disabled"):
         from_classic(_group(_member("x", [0])), {"t": 4}.get, upgrade=False)
+
+
+def test_a_static_member_keeps_its_instance_id() -> None:
+    converted = from_classic(_group(_member("x", [0, 1], instance_id="app-1")), {"t": 4}.get)
+    assert converted.static_member("app-1") == converted.members["x"]
