@@ -204,7 +204,7 @@ APIS: dict[int, Api] = {
     for api in (
         Api(0, "Produce", 3, 13, produce, "WRITE topic; a transactional producer's: WRITE transactional id"),
         Api(1, "Fetch", 4, 18, fetch, "READ topic"),
-        Api(2, "ListOffsets", 1, 10, list_offsets, "DESCRIBE topic"),
+        Api(2, "ListOffsets", 1, 11, list_offsets, "DESCRIBE topic"),
         Api(3, "Metadata", 0, 13, metadata,
             "DESCRIBE topic (others left out of all topics); CREATE cluster or CREATE topic to create one"),
         Api(8, "OffsetCommit", 2, 10, offset_commit, "READ group, READ topic"),

@@ -1,8 +1,9 @@
 """ListOffsets: a partition's earliest offset (-2), its latest (-1: the high watermark; v2+ with isolation
 level READ_COMMITTED the last stable offset, below which every transaction has ended), the first record
 with the largest timestamp (-3, v7+), the earliest local offset (-4, v8+: the earliest, every record
-being on the broker's disk), the latest tiered one (-5, v9+: -1, nothing being tiered, as Kafka answers
-without tiered storage) or the first
+being on the broker's disk), the latest tiered one (-5, v9+) and the earliest pending upload to tiered
+storage (-6, v11+, KIP-1023), both -1 with leader epoch -1, nothing being tiered, as Kafka 4.4 answers
+without tiered storage, or the first
 record at or after a timestamp (offset and timestamp -1 when there is none), on the partition's leader,
 each with its leader epoch (v4+: the epoch of the batch holding the offset; for the latest, the leader's
 current epoch, as Kafka answers), after checking the ``current_leader_epoch`` the client sent against the
@@ -32,8 +33,12 @@ LATEST = -1
 MAX_TIMESTAMP = -3  # v7 on (KIP-734): the record with the largest timestamp
 EARLIEST_LOCAL = -4  # v8 on (KIP-405): the log start on this broker's disk; raftlog keeps all of it there
 LATEST_TIERED = -5  # v9 on: the last offset in tiered storage; raftlog tiers nothing, so -1 as Kafka answers
+EARLIEST_PENDING_UPLOAD = -6  # v11 on (KIP-1023): none without tiered storage, -1 as Kafka 4.4's UnifiedLog
 # the first version a special timestamp may be asked at (Kafka's ReplicaManager: UNSUPPORTED_VERSION below)
-SPECIAL_SINCE = {EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+SPECIAL_SINCE = {
+    EARLIEST: 0, LATEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}  # fmt: skip
 READ_COMMITTED = 1
 NO_OFFSET = -1
 NO_EPOCH = -1
@@ -62,7 +67,7 @@ async def list_offsets(door: Door, request: wire.Request) -> Any:
                 check_leader_epoch(f"{topic}-{partition}", current_epoch, offsets.leader_epoch)
                 if timestamp in (EARLIEST, EARLIEST_LOCAL):
                     offset, epoch = offsets.log_start_offset, offsets.log_start_epoch
-                elif timestamp == LATEST_TIERED:
+                elif timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
                     offset, epoch = NO_OFFSET, NO_EPOCH
                 elif timestamp == LATEST:
                     offset, epoch = offsets.high_watermark, offsets.leader_epoch

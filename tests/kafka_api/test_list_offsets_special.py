@@ -1,4 +1,5 @@
-"""ListOffsets' special timestamps of Kafka 4 (-3 max timestamp, -4 earliest local, -5 latest tiered) at
+"""ListOffsets' special timestamps of Kafka 4 (-3 max timestamp, -4 earliest local, -5 latest tiered, -6
+earliest pending upload) at
 the door, against a stand-in data service (no processes), and each refused below the version that brought
 it, as Kafka's ReplicaManager refuses it. Against Apache Kafka itself: ``kafka-get-offsets`` in
 ``tests/kafka_reference/test_differential_tools.py``."""
@@ -54,10 +55,11 @@ async def test_the_special_timestamps_of_kafka_4() -> None:
     assert await _asked(10, -3) == (ErrorCode.none, 5, 7000, 4)  # the record with the largest timestamp
     assert await _asked(10, -4) == (ErrorCode.none, 2, -1, 3)  # every record is local: the earliest
     assert await _asked(10, -5) == (ErrorCode.none, -1, -1, -1)  # nothing tiered, as Kafka answers it
+    assert await _asked(11, -6) == (ErrorCode.none, -1, -1, -1)  # nothing pending upload, as Kafka 4.4
 
 
-@pytest.mark.parametrize(("timestamp", "since"), [(-3, 7), (-4, 8), (-5, 9)])
+@pytest.mark.parametrize(("timestamp", "since"), [(-3, 7), (-4, 8), (-5, 9), (-6, 11)])
 async def test_a_special_timestamp_below_its_version_is_unsupported(timestamp: int, since: int) -> None:
     assert (await _asked(since - 1, timestamp))[0] == ErrorCode.unsupported_version
     assert (await _asked(since, timestamp))[0] == ErrorCode.none
-    assert (await _asked(10, -6))[0] == ErrorCode.invalid_request
+    assert (await _asked(11, -7))[0] == ErrorCode.invalid_request
