@@ -94,7 +94,13 @@ from kafka_api.group_apis import (
 )
 from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
-from kafka_api.node_state_apis import describe_log_dirs, describe_quorum, remove_raft_voter, unregister_broker
+from kafka_api.node_state_apis import (
+    add_raft_voter,
+    describe_log_dirs,
+    describe_quorum,
+    remove_raft_voter,
+    unregister_broker,
+)
 from kafka_api.offset_for_leader_epoch import offset_for_leader_epoch
 from kafka_api.produce import produce
 from kafka_api.producer_ids import init_producer_id
@@ -276,6 +282,7 @@ APIS: dict[int, Api] = {
         Api(35, "DescribeLogDirs", 1, 5, describe_log_dirs, "DESCRIBE cluster"),
         Api(55, "DescribeQuorum", 0, 2, describe_quorum, "DESCRIBE cluster"),
         Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),
+        Api(80, "AddRaftVoter", 0, 1, add_raft_voter, "ALTER cluster"),
         Api(81, "RemoveRaftVoter", 0, 0, remove_raft_voter, "ALTER cluster"),
         Api(75, "DescribeTopicPartitions", 0, 0, describe_topic_partitions,
             "DESCRIBE topic (others left out of all topics)"),

@@ -22,20 +22,28 @@ a leader asked to leave hands over first), with the answers of Kafka 4.4's ``Kaf
 directory id ``INVALID_REQUEST``; a voter that is not one (wrong directory id, a learner) or the last one
 ``VOTER_NOT_FOUND``; while another change is under way ``REQUEST_TIMED_OUT``.
 
-ACLs as Kafka's: DESCRIBE on the cluster for DescribeQuorum, ALTER for RemoveRaftVoter
+AddRaftVoter (``kafka-metadata-quorum --command-config DATA_DIR/kafka/controller.properties add-controller``,
+the files each node writes for it: ``controller_files.py``) adds the node named by its broker id and
+directory id as ``raftlog controller add`` does (a learner, then a voter once caught up) and answers once it
+is a voter, within the request's timeout (at most ``ADD_VOTER_WAIT_S_MAX``); one that did not catch up by
+then is taken out again, REQUEST_TIMED_OUT, as Kafka 4.4's ``AddVoterHandler`` aborts it. Its other answers
+are Kafka's: a voter's id DUPLICATE_VOTER, a change under way REQUEST_TIMED_OUT, no directory id
+INVALID_REQUEST, another cluster's id INCONSISTENT_CLUSTER_ID.
+
+ACLs as Kafka's: DESCRIBE on the cluster for DescribeQuorum, ALTER for AddRaftVoter and RemoveRaftVoter
 (CLUSTER_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-import base64
-import functools
-import hashlib
+import asyncio
+import time
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.controller_files import directory_id, kafka_uuid
 from kafka_api.door import Door
 from kafka_api.errors import Caught, code_of
 from partitions.controller.members import ControllerMembers
@@ -44,6 +52,8 @@ from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
 
 METADATA_TOPIC = "__cluster_metadata"  # the name Kafka's tools ask DescribeQuorum about
+ADD_VOTER_WAIT_S_MAX = 120.0  # the longest an AddRaftVoter waits for its learner to become a voter
+ADD_VOTER_POLL_S = 0.2  # how often it looks
 UNKNOWN_TIME = -1
 CLUSTER = ResourceType.CLUSTER
 
@@ -166,24 +176,6 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
     )
 
 
-@functools.lru_cache(maxsize=1024)
-def directory_id(cluster_id: str, node: str) -> uuid.UUID:
-    """A node's directory id (what Kafka keeps in a log directory's ``meta.properties`` and names a
-    controller by beside its id): the same on every node and across restarts, derived from the cluster id
-    and the node id as topic ids are (``topics.kafka_topic_id``): never Kafka's reserved ids (a version 4
-    UUID is none of them), never one whose base64 form begins with "-", which Kafka's tools would take
-    for an option."""
-    digest = bytearray(hashlib.sha256(f"{cluster_id}/directory/{node}".encode()).digest()[:16])
-    digest[0] &= 0x7F
-    return uuid.UUID(bytes=bytes(digest), version=4)
-
-
-def kafka_uuid(value: uuid.UUID | None) -> str:
-    """A UUID as Kafka's ``Uuid.toString`` writes it (URL-safe base64, no padding)."""
-    raw = (value or uuid.UUID(int=0)).bytes
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
 # -- RemoveRaftVoter --------------------------------------------------------------------------------
 
 
@@ -230,6 +222,77 @@ async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
     if caught.failed:
         return answer(caught.code, caught.message)
     return answer(ErrorCode.none)
+
+
+# -- AddRaftVoter -----------------------------------------------------------------------------------
+
+
+async def add_raft_voter(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    body = request.body
+
+    def answer(code: ErrorCode, message: str | None = None) -> Any:
+        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message)
+
+    if not door.allows(AclOperation.ALTER, CLUSTER):
+        refused = door.refusal(AclOperation.ALTER, CLUSTER)
+        return answer(code_of(refused), str(refused))
+    if body.cluster_id is not None and body.cluster_id != door.cluster_id:
+        return answer(
+            ErrorCode.inconsistent_cluster_id,
+            f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
+        )
+    wanted = body.voter_directory_id
+    if body.voter_id < 0 or wanted is None or wanted.int == 0:
+        return answer(ErrorCode.invalid_request, "Add voter request didn't include a valid voter")
+    key = _replica_key(body.voter_id, wanted)
+    with Caught() as caught:  # no controller leader reached: the request's answer
+        members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
+    if caught.failed:
+        return answer(caught.code, caught.message)
+    if members.learners or members.pending is not None:  # Kafka's AddVoterHandler asks this first
+        busy = f"{members.learners[0]} is joining" if members.learners else members.pending
+        return answer(
+            ErrorCode.request_timed_out,
+            f"Request timed out waiting for leader to handle previous voter change request ({busy})",
+        )
+    if body.voter_id in {broker_id(voter) for voter in members.voters}:
+        voters = ", ".join(
+            _replica_key(broker_id(v), directory_id(door.cluster_id, v)) for v in members.voters
+        )
+        return answer(
+            ErrorCode.duplicate_voter,
+            f"The voter id for {key} is already part of the set of voters [{voters}].",
+        )
+    nodes = [
+        n.node_id
+        for n in door.node.metadata.nodes()
+        if n.state != "left" and broker_id(n.node_id) == body.voter_id
+        and directory_id(door.cluster_id, n.node_id) == wanted
+    ]  # fmt: skip
+    if not nodes:  # Kafka's leader finds no such replica among the observers fetching from it
+        return answer(
+            ErrorCode.request_timed_out,
+            f"Aborted add voter operation for {key}: no node of the cluster has that id and directory id "
+            "(DATA_DIR/kafka/controller.properties and meta.properties name a node as Kafka does)",
+        )
+    (node,) = nodes
+    with Caught() as caught:
+        await door.node.cluster.admin.call(AdminService.add_controller_voter, node)
+    if caught.failed:
+        return answer(caught.code, caught.message)
+    deadline = time.monotonic() + min(max(body.timeout.total_seconds(), 0.0), ADD_VOTER_WAIT_S_MAX)
+    while time.monotonic() < deadline:  # a learner first: a voter once it holds the leader's log
+        await asyncio.sleep(ADD_VOTER_POLL_S)
+        with Caught() as caught:
+            members = await door.node.cluster.admin.call(AdminService.controller_members)
+        if not caught.failed and node in members.voters:
+            return answer(ErrorCode.none)
+    with Caught():  # as Kafka's leader aborts an add whose voter did not catch up: the learner removed
+        await door.node.cluster.admin.call(AdminService.remove_controller_voter, node)
+    return answer(
+        ErrorCode.request_timed_out, f"Aborted add voter operation for {key} since it is lagging behind"
+    )
 
 
 def _replica_key(voter_id: int, directory: uuid.UUID) -> str:

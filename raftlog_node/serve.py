@@ -125,9 +125,13 @@ async def _open_kafka(
     """Open the Kafka listener once the node's metadata caught up with the controller's, as a Kafka broker
     opens its listeners (``partitions/metadata/catch_up.py``): no client is told of topics from an old
     view."""
+    from kafka_api import controller_files
+
     config, topics, require_auth = settings.node, settings.topics, settings.require_auth
     await node.frontend.wait_caught_up()
     await kafka_server.start(kafka.host, kafka.port, ssl)
+    advertised = config.kafka_address or f"{kafka.host}:{kafka.port}"
+    controller_files.write(config.data_dir, config.node_id, kafka_server.door.cluster_id, advertised)
     if not is_loopback(kafka.host) and not require_auth:
         log.warning(
             "the Kafka listener on %s requires no authentication (--allow-unauthenticated): anyone "

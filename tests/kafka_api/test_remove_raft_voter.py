@@ -14,7 +14,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest
 from kio.static.primitive import i32
 
-from kafka_api.node_state_apis import directory_id, kafka_uuid, remove_raft_voter
+from kafka_api.controller_files import directory_id, kafka_uuid
+from kafka_api.node_state_apis import remove_raft_voter
 from partitions.controller.members import ControllerMembers
 from partitions.errors import ClusterAuthorizationFailed
 from partitions.metadata.service import AdminService
