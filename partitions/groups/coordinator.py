@@ -500,11 +500,12 @@ class GroupCoordinator:
 
     # -- sessions --------------------------------------------------------------------------------------
 
-    async def expire_due(self) -> list[Key]:
-        """Propose the eviction of members whose session timed out in a partition led here."""
+    async def expire_due(self, led: Sequence[tuple[int, _Session, str, Group]] | None = None) -> list[Key]:
+        """Propose the eviction of members whose session timed out in a partition led here (``led``: every
+        group led here, as the sweep read them; None: read here)."""
         expired: list[Key] = []
         now = self._monotonic()
-        for partition, session, name, group in self._led_groups():
+        for partition, session, name, group in self._led_groups() if led is None else led:
             if not group.members:  # empty: forgotten once it stayed so for the retention
                 holders = Holders.of(group, self.live(name), functools.partial(len, group.share_members))
                 if held_by(holders, None) is not None:  # Kafka's or a share group's members hold it
@@ -564,11 +565,12 @@ class GroupCoordinator:
 
     async def _sweep(self, interval_s: float) -> None:
         while True:
-            try:
-                await self.expire_due()
-                await self.consumer.expire_due()
-                await self.streams.expire_due()
-                await self.share.expire_due()
+            try:  # every group led here read once, each protocol sweeping its own
+                led = list(self._led_groups())
+                await self.expire_due(led)
+                await self.consumer.expire_due([(n, s.term) for _, s, n, g in led if g.consumer is not None])
+                await self.streams.expire_due([(n, s.term) for _, s, n, g in led if g.streams is not None])
+                await self.share.expire_due([(n, s.term) for _, s, n, g in led if g.share_members])
             except RaftlogError as exc:  # lost leadership mid-way, no quorum: the next sweep retries
                 log.info("group session sweep: %s", exc)
             await asyncio.sleep(interval_s)

@@ -149,10 +149,12 @@ class EpochCoordinator(ABC, Generic[G, M]):
         if epoch != member.epoch:
             raise StaleMemberEpoch(name, member.member_id, epoch, member.epoch)
 
-    async def expire_due(self) -> list[tuple[str, str]]:
-        """Fence every member whose session, or whose rebalance timeout while revoking, passed."""
+    async def expire_due(self, led: Iterable[tuple[str, int]] | None = None) -> list[tuple[str, str]]:
+        """Fence every member whose session, or whose rebalance timeout while revoking, passed, in the
+        groups of this protocol ``led`` here ((name, term): the node's one sweep reads them for every
+        protocol at once; None: read here)."""
         return await self._timers.expire(
-            [(name, term) for name, term, _ in self._led()],
+            [(name, term) for name, term, _ in self._led()] if led is None else list(led),
             lambda name: self._current(name, joining=False),
             lambda state: cast(Iterable[M], state.members.values()),  # G's members are M's
             self.session_ms,

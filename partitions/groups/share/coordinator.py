@@ -306,10 +306,14 @@ class ShareGroupCoordinator:
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch
 
-    async def expire_due(self) -> list[tuple[str, str]]:
+    async def expire_due(self, led: Iterable[tuple[str, int]] | None = None) -> list[tuple[str, str]]:
         """Remove every member whose session passed (in groups still led here); the members of a group
-        recorded with members but not held here yet (led here in a new term) start their sessions."""
-        for name, term, _ in list(self._records.led_share_groups()):
+        recorded with members but not held here yet (led here in a new term) start their sessions.
+        ``led``: (name, term) of the share groups with members led here, as the node's one sweep read them
+        (None: read here)."""
+        if led is None:
+            led = [(name, term) for name, term, _ in self._records.led_share_groups()]
+        for name, term in list(led):
             held = self._groups.get(name)
             if held is None or held.term != term:
                 with contextlib.suppress(NotCoordinator, NotConsumerGroup):

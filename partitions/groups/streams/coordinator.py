@@ -112,13 +112,13 @@ class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
             await self._stepped(name, term, state, answer.group, answer.member_id, answer.left, session_ms)
             return answer
 
-    async def expire_due(self) -> list[tuple[str, str]]:
+    async def expire_due(self, led: Iterable[tuple[str, int]] | None = None) -> list[tuple[str, str]]:
         """The sweep: members' sessions (``EpochCoordinator``), and the delays that ended forgotten (a
         group deleted meanwhile leaves none behind)."""
         now = self._clock()
         for name in [n for n, (_, ends) in self._delays.items() if now >= ends]:
             del self._delays[name]
-        return await super().expire_due()
+        return await super().expire_due(led)
 
     def _delayed(self, name: str, term: int, state: StreamsGroup) -> bool:
         """Whether the group's initial rebalance delay runs: one starts when a member joins the group
