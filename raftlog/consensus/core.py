@@ -269,6 +269,12 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         # sets it, so that one group's fsync no longer holds up the ticks of every other group it drives.
         self.sync_runner = None
         self.sync_runner_min_bytes = 0  # smaller syncs run in the tick: a hand-off costs more than they wait
+        # Set by a Driver: a tick leaves its journal's sync (and what waits on it: the acknowledgements it
+        # makes true, the commit it allows) to ``finish_sync``, which the driver calls once every core of
+        # the round has ticked. The round's sends and answers then all leave before its fsyncs, instead of
+        # a core's waiting for the fsyncs of the cores ticked before it (``Driver``, "two phases").
+        self.defer_sync = False
+        self._sync_deferred_at: float | None = None  # the deferred tick's ``now``; None: none deferred
         _handoff.journal = self._journal
         _handoff.poller = poller
         try:
@@ -495,6 +501,39 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         if not self._external_poll:
             self._ticking = False  # what this poll delivers is handled by the next tick
             poll_transport(self._poller, time_to_wait, self.node_id)
+        if self.defer_sync:
+            self._sync_deferred_at = now
+            return
+        self._after_tick(now)
+
+    @property
+    def sync_deferred(self) -> bool:
+        """A tick left its sync to :meth:`finish_sync` (``defer_sync``)."""
+        return self._sync_deferred_at is not None
+
+    @property
+    def acknowledges(self) -> bool:
+        """Acknowledgements wait for this replica's sync: a leader elsewhere waits for them."""
+        return bool(self._held_replies)
+
+    def finish_sync(self) -> None:
+        """The end of a tick that deferred it (``defer_sync``), on the tick thread: the journal's sync, the
+        acknowledgements it makes true, the commit it allows. Errors stop the core as a tick's do."""
+        now = self._sync_deferred_at
+        if now is None:
+            return
+        self._sync_deferred_at = None
+        self._ticking = True
+        try:
+            self._after_tick(now)
+        except BaseException as error:
+            self._stopped_error = error
+            raise
+        finally:
+            self._ticking = False
+
+    def _after_tick(self, now: float) -> None:
+        """A tick's end: its group commit and what it releases."""
         self._sync_and_release_replies()
         if self._SyncObj__raftState == LEADER:
             # What this tick's sync made durable may commit already (a group of one voter hears no

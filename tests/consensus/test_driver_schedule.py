@@ -18,7 +18,8 @@ from raftlog.consensus.liveness import Liveness
 
 class FakeCore:
     """What the driver uses of a RaftCore: doTick, needs_tick, next_timer, on_activity, serving, urgent,
-    ticked_first, _poller, liveness and read_stall_s."""
+    ticked_first, _poller, liveness, read_stall_s, defer_sync, sync_deferred, acknowledges and
+    finish_sync."""
 
     def __init__(self, driver: Driver, name: str, timer_in_s: float = 3600.0, routine: bool = True) -> None:
         self._poller = driver.poller
@@ -35,12 +36,26 @@ class FakeCore:
         self.serving = True  # a leader, or a follower connected to its leader (False: electing)
         self.urgent = False  # a write waits on its next tick (RaftCore.urgent)
         self.ticked_first = False  # the controller's replica: the head of every round it is ready in
+        self.defer_sync = False  # set by the driver (RaftCore.defer_sync)
+        self.sync_deferred = False  # its last tick left a sync for finish_sync
+        self.syncs = False  # this fake's ticks leave a sync (a journal append) when deferring
+        self.acknowledges = False  # acknowledgements wait for that sync (a follower's append)
+        self.log: list[str] | None = None  # where the ticks and syncs of the fakes of a test go, in order
 
     def doTick(self, time_to_wait: float) -> None:
         self.ticks.append(time.monotonic())
         if self.pending_work:
             self.pending_work -= 1
+        self.sync_deferred = self.defer_sync and self.syncs
+        if self.log is not None:
+            self.log.append(f"tick {self.node_id}")
         self.ticked.set()
+
+    def finish_sync(self) -> None:
+        assert self.sync_deferred, f"{self.node_id}: finish_sync without a deferred sync"
+        self.sync_deferred = False
+        if self.log is not None:
+            self.log.append(f"sync {self.node_id}")
 
     def needs_tick(self) -> bool:
         return self.pending_work > 0
@@ -433,3 +448,28 @@ def test_writes_never_starve_the_serving_or_the_electing_cores_each_gets_a_third
     assert order.spent == pytest.approx([0.03, 0.03, 0.03])
     left = order.left()
     assert len(left) == 810 and [c.name[0] for c in left[:6]] == ["w", "s", "e", "w", "s", "e"]
+
+
+def test_a_round_ticks_every_ready_core_before_their_syncs_and_a_followers_sync_goes_first() -> None:
+    """Two groups ready in one round, each appending to its journal: neither's sends and answers wait for
+    the other's fsync (the syncs run after every tick of the round), and the follower's sync, which a
+    leader on another node waits for, runs before the leader's own."""
+    driver = Driver(name="two-phase-test", idle_tick_ms=60_000, poll_max_ms=1000)
+    log: list[str] = []
+    leader, follower = FakeCore(driver, "leader"), FakeCore(driver, "follower")
+    for core in (leader, follower):
+        core.syncs, core.log = True, log
+    follower.acknowledges = True
+    driver.add(leader)  # type: ignore[arg-type]  # a stand-in for RaftCore
+    driver.add(follower)  # type: ignore[arg-type]
+    assert leader.defer_sync and follower.defer_sync, "the driver did not ask its cores to defer syncs"
+    driver.start()
+    try:
+        assert leader.ticked.wait(5) and follower.ticked.wait(5)
+        deadline = time.monotonic() + 5
+        while len(log) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        driver.stop()
+    assert sorted(log[:2]) == ["tick follower", "tick leader"], f"a sync ran between the round's ticks: {log}"
+    assert log[2:4] == ["sync follower", "sync leader"], f"syncs not after the ticks, follower first: {log}"
