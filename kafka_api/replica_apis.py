@@ -191,6 +191,14 @@ async def elect_leaders(door: Door, request: wire.Request) -> Any:
         if replicas is None:
             return ErrorCode.unknown_topic_or_partition, f"No such partition as {topic}-{partition}"
         decision = decide(election, replicas, metadata.known_leader(topic, partition), alive, unfit)
+        if decision.outcome is Outcome.TRANSFER:
+            # this node's view of the leader may be a moment behind (a transfer just done, learned from
+            # the leader's gossip): its leader's own answer decides, as Kafka's controller decides on its
+            # own current view, so a partition already led by its target is ELECTION_NOT_NEEDED
+            with Caught() as caught:
+                state = await door.node.cluster.admin.call(AdminService.partition_state, topic, partition)
+            if not caught.failed and state.leader is not None:
+                decision = decide(election, replicas, state.leader, alive, unfit)
         if decision.outcome is Outcome.NOT_NEEDED:
             return ErrorCode.election_not_needed, None
         if decision.outcome is Outcome.PREFERRED_NOT_AVAILABLE:

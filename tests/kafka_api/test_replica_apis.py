@@ -23,15 +23,23 @@ from partitions.metadata.service import AdminService, MoveState, NodeInfo
 class Admin:
     """The cluster-wide admin calls a handler makes, recorded; ``move_state`` and refusals given."""
 
-    def __init__(self, states: dict[tuple[str, int], MoveState], refusals: dict[str, Exception]) -> None:
+    def __init__(
+        self,
+        states: dict[tuple[str, int], MoveState],
+        refusals: dict[str, Exception],
+        leaders: dict[int, str | None] | None = None,
+    ) -> None:
         self.states = states
         self.refusals = refusals
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.leaders = leaders or {}  # each partition's leader as its leader answers (None: unknown)
 
     async def call(self, method: Any, *args: Any) -> Any:
         name = method.__name__
         if name == AdminService.move_state.__name__:
             return self.states[(args[0], args[1])]
+        if name == AdminService.partition_state.__name__:
+            return SimpleNamespace(leader=self.leaders.get(args[1]))
         self.calls.append((name, args))
         if name in self.refusals:
             raise self.refusals[name]
@@ -167,6 +175,16 @@ async def test_a_preferred_election_transfers_leadership_to_the_first_replica() 
     assert admin.calls == [("transfer_leadership", ("t", 0, "n1", 30_000))]
     every = await elect_leaders(door(Admin({}, {}), leaders={0: "n1", 1: "n2"}), _elect(0, None))
     assert [r.partition_result for r in every.replica_election_results] == [()]  # none needed: left out
+
+
+async def test_the_partitions_leader_decides_when_this_nodes_view_is_behind() -> None:
+    """This node still sees n3 lead partition 0 (a transfer a moment ago it has not heard of); its leader
+    answers n1, the preferred replica: ELECTION_NOT_NEEDED, as Kafka's controller answers, nothing moved."""
+    admin = Admin({}, {}, leaders={0: "n1"})
+    answer = await elect_leaders(door(admin, leaders={0: "n3", 1: "n2"}), _elect(0, (0, 1)))
+    (result,) = answer.replica_election_results
+    assert [p.error_code for p in result.partition_result] == [ErrorCode.election_not_needed] * 2
+    assert admin.calls == []
 
 
 async def test_an_unclean_election_never_elects_without_a_majority() -> None:
