@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -179,7 +180,13 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
 # -- RemoveRaftVoter --------------------------------------------------------------------------------
 
 
-async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
+async def _voter_change(
+    door: Door, request: wire.Request, verb: str
+) -> tuple[Callable[..., Any], ControllerMembers | None, Any]:
+    """What AddRaftVoter and RemoveRaftVoter check first, as Kafka 4.4's ``KafkaRaftClient`` and its
+    Add/RemoveVoterHandler do: ALTER on the cluster, the cluster id, a voter id and directory id, the
+    controller's members as its leader has them, and no other voter change under way. The answer builder,
+    then the members and None, or None and the refusal's answer."""
     cls = wire.response_class(request.api_key, request.api_version)
     body = request.body
 
@@ -188,25 +195,46 @@ async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
 
     if not door.allows(AclOperation.ALTER, CLUSTER):
         refused = door.refusal(AclOperation.ALTER, CLUSTER)
-        return answer(code_of(refused), str(refused))
+        return answer, None, answer(code_of(refused), str(refused))
     if body.cluster_id is not None and body.cluster_id != door.cluster_id:
-        return answer(
-            ErrorCode.inconsistent_cluster_id,
-            f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
+        return (
+            answer,
+            None,
+            answer(
+                ErrorCode.inconsistent_cluster_id,
+                f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
+            ),
         )
     wanted = body.voter_directory_id
     if body.voter_id < 0 or wanted is None or wanted.int == 0:
-        return answer(ErrorCode.invalid_request, "Remove voter request didn't include a valid voter")
+        return (
+            answer,
+            None,
+            answer(ErrorCode.invalid_request, f"{verb} voter request didn't include a valid voter"),
+        )
     with Caught() as caught:  # no controller leader reached: the request's answer
         members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
     if caught.failed:
-        return answer(caught.code, caught.message)
-    if members.learners or members.pending is not None:  # Kafka's RemoveVoterHandler asks this first
+        return answer, None, answer(caught.code, caught.message)
+    if members.learners or members.pending is not None:  # Kafka's handlers ask this first
         busy = f"{members.learners[0]} is joining" if members.learners else members.pending
-        return answer(
-            ErrorCode.request_timed_out,
-            f"Request timed out waiting for leader to handle previous voter change request ({busy})",
+        return (
+            answer,
+            None,
+            answer(
+                ErrorCode.request_timed_out,
+                f"Request timed out waiting for leader to handle previous voter change request ({busy})",
+            ),
         )
+    return answer, members, None
+
+
+async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
+    answer, members, refused = await _voter_change(door, request, "Remove")
+    if members is None:
+        return refused
+    body = request.body
+    wanted = body.voter_directory_id
     keys = {directory_id(door.cluster_id, node): node for node in members.voters}
     node = keys.get(wanted)
     if node is None or broker_id(node) != body.voter_id or len(members.voters) < 2:
@@ -228,34 +256,12 @@ async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
 
 
 async def add_raft_voter(door: Door, request: wire.Request) -> Any:
-    cls = wire.response_class(request.api_key, request.api_version)
+    answer, members, refused = await _voter_change(door, request, "Add")
+    if members is None:
+        return refused
     body = request.body
-
-    def answer(code: ErrorCode, message: str | None = None) -> Any:
-        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message)
-
-    if not door.allows(AclOperation.ALTER, CLUSTER):
-        refused = door.refusal(AclOperation.ALTER, CLUSTER)
-        return answer(code_of(refused), str(refused))
-    if body.cluster_id is not None and body.cluster_id != door.cluster_id:
-        return answer(
-            ErrorCode.inconsistent_cluster_id,
-            f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
-        )
     wanted = body.voter_directory_id
-    if body.voter_id < 0 or wanted is None or wanted.int == 0:
-        return answer(ErrorCode.invalid_request, "Add voter request didn't include a valid voter")
     key = _replica_key(body.voter_id, wanted)
-    with Caught() as caught:  # no controller leader reached: the request's answer
-        members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
-    if caught.failed:
-        return answer(caught.code, caught.message)
-    if members.learners or members.pending is not None:  # Kafka's AddVoterHandler asks this first
-        busy = f"{members.learners[0]} is joining" if members.learners else members.pending
-        return answer(
-            ErrorCode.request_timed_out,
-            f"Request timed out waiting for leader to handle previous voter change request ({busy})",
-        )
     if body.voter_id in {broker_id(voter) for voter in members.voters}:
         voters = ", ".join(
             _replica_key(broker_id(v), directory_id(door.cluster_id, v)) for v in members.voters
