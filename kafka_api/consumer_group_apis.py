@@ -91,7 +91,7 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
         server_assignor=body.server_assignor,
         owned=owned,
         client_id=request.client_id or "",
-        client_host=f"/{door.session.host}" if door.session.host else "",
+        client_host=door.session.member_host,
         subscribed_regex=getattr(body, "subscribed_topic_regex", None),
     )
     with Caught(heartbeat_code) as caught:  # every error is the heartbeat's answer

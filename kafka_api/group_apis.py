@@ -147,7 +147,7 @@ async def join_group(door: Door, request: wire.Request) -> Any:
             wire.millis(body.session_timeout),
             wire.millis(getattr(body, "rebalance_timeout", body.session_timeout)),
             client_id=request.client_id or "",
-            client_host=door.session.host,
+            client_host=door.session.member_host,
             instance_id=getattr(body, "group_instance_id", None),
             require_known_id=request.api_version >= 4,
         )

@@ -157,6 +157,12 @@ class Session:
     host: str = ""  # the client's address as the node sees it (``partitions.security.acls.client_host``)
 
     @property
+    def member_host(self) -> str:
+        """The client's address as Kafka names a group member's host (``InetAddress.toString()``:
+        ``/127.0.0.1``), for every group protocol alike; empty when the node did not see one."""
+        return f"/{self.host}" if self.host else ""
+
+    @property
     def token_authenticated(self) -> bool:
         """Whether it logged in with a token (a delegation token, or an API token in a password's place):
         such a connection may not make or renew tokens (Kafka's ``allowTokenRequests``)."""

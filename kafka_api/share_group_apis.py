@@ -83,7 +83,7 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
         subscribed = None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names)
         answer = await share.heartbeat(
             body.group_id, body.member_id, int(body.member_epoch), subscribed, body.rack_id,
-            request.client_id or "", f"/{door.session.host}" if door.session.host else "",
+            request.client_id or "", door.session.member_host,
         )  # fmt: skip
     if caught.failed:  # a failed write of the group's record: a coordinator's code
         return heartbeat_answer(cls, caught.code, caught.message or "")

@@ -161,7 +161,7 @@ async def streams_group_heartbeat(door: Door, request: wire.Request) -> Any:
         client_tags=None if tags is None else tuple((kv.key, kv.value) for kv in tags),
         shutdown_application=bool(body.shutdown_application),
         client_id=request.client_id or "",
-        client_host=f"/{door.session.host}" if door.session.host else "",
+        client_host=door.session.member_host,
         regexes=body.topology is not None and any(s.source_topic_regex for s in body.topology.subtopologies),
     )
     with Caught(heartbeat_code) as caught:  # every error is the heartbeat's answer

@@ -153,7 +153,7 @@ def test_a_kafka_group_is_one_group_of_both_doors_across_a_restart(kafka_cluster
     )  # fmt: skip
     described = _get(cluster, "/v1/consumer-groups/kafka-readers")
     (member,) = described["members"]
-    assert (member["client_id"], member["client_host"]) == ("reader-1", "127.0.0.1")
+    assert (member["client_id"], member["client_host"]) == ("reader-1", "/127.0.0.1")
     assert sorted(r["partition"] for r in member["partitions"]) == [0, 1, 2]
     assert sum(r["committed_offset"] for r in member["partitions"]) == 30 and described["lag"] == 0
     shown = _cli(cluster, "group", "describe", "kafka-readers")
@@ -163,7 +163,7 @@ def test_a_kafka_group_is_one_group_of_both_doors_across_a_restart(kafka_cluster
     running = _describe(admin, "kafka-readers")
     (kafka_member,) = running.members
     assert running.state is ConsumerGroupState.STABLE and running.partition_assignor == "range"
-    assert (kafka_member.client_id, kafka_member.host) == ("reader-1", "127.0.0.1")
+    assert (kafka_member.client_id, kafka_member.host) == ("reader-1", "/127.0.0.1")
     assert sorted(tp.partition for tp in kafka_member.assignment.topic_partitions) == [0, 1, 2]
 
     # while it runs: no reset (its next commit would undo it), no HTTP member, no delete

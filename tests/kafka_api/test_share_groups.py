@@ -28,6 +28,7 @@ from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from kafka_api import wire
 from kafka_api.apis import APIS
+from kafka_api.security import Session
 from kafka_api.share_group_apis import share_group_heartbeat
 from partitions.errors import UnknownTopic
 from partitions.groups.share.coordinator import ShareGroupCoordinator
@@ -456,7 +457,7 @@ def test_a_share_group_heartbeat_past_the_bound_of_share_groups_is_refused_namin
         cluster_id="c",
         coordinator_of=lambda *_: "n1",
         node=SimpleNamespace(node_id="n1", metadata=_NoTopics()),
-        session=SimpleNamespace(host="127.0.0.1"),
+        session=Session(host="127.0.0.1"),
         coordinator=SimpleNamespace(share=share, ensure_topic=_nothing),
     )
 
