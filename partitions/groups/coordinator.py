@@ -38,22 +38,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import FeatureNotFinalized, UnknownTopic
-from partitions.features import (
-    CLASSIC_GROUP_METADATA,
-    CONSUMER_GROUP,
-    SCHEMA_CONSUMERS,
-    SHARE_GROUPS,
-    STREAMS_GROUPS,
-    Features,
-    Format,
-)
+from partitions.features import SCHEMA_CONSUMERS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.coordinator import ClassicGroups
-from partitions.groups.classic.members import ClassicGroup, GroupCode, GroupRefusal
 from partitions.groups.classic_calls import ClassicCalls
 from partitions.groups.consumer.coordinator import ConsumerGroupCoordinator
-from partitions.groups.consumer.group import ConsumerGroup
-from partitions.groups.consumer.to_classic import Downgraded
 from partitions.groups.defaults import (
     CONSUMER_SESSION_TIMEOUT_MS_DEFAULT,
     INITIAL_DELAY_MS_DEFAULT,
@@ -62,28 +51,21 @@ from partitions.groups.defaults import (
     SHARE_GROUPS_MAX_DEFAULT,
 )
 from partitions.groups.errors import (
-    ConsumerProtocolNotFinalized,
-    GroupError,
     GroupFull,
     InvalidConsumerConfig,
     PartitionNotAssigned,
-    ShareGroupsNotFinalized,
     StaleGeneration,
-    StreamsGroupsNotFinalized,
     UnknownConsumerInstance,
     UnknownGroup,
 )
 from partitions.groups.group_commands import (
-    ClassicGroupMetadata,
     Committed,
-    ConsumerGroupRecord,
     Expire,
     Forget,
     GroupCommand,
     Join,
     Leave,
     Refresh,
-    StreamsGroupRecord,
     Subscribe,
 )
 from partitions.groups.group_model import (
@@ -91,7 +73,6 @@ from partitions.groups.group_model import (
     EMPTY_GROUP_RETENTION_MS,
     GROUP_MEMBERS_MAX,
     SCHEMA_FORMATS,
-    ClassicMember,
     ConsumerInstance,
     Group,
     InstanceConfig,
@@ -99,15 +80,14 @@ from partitions.groups.group_model import (
 )
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by
 from partitions.groups.live import LiveGroup
-from partitions.groups.share.coordinator import ShareGroup, ShareGroupCoordinator
+from partitions.groups.share.coordinator import ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.groups.streams.coordinator import StreamsGroupCoordinator
-from partitions.groups.streams.group import StreamsGroup
+from partitions.groups.table_access import ClassicTable, ConsumerTable
 from partitions.internal_topic import TableLog
 from partitions.names import check_group_name, check_instance_name
 from raftlog.consensus.errors import ConsensusError
 from raftlog.errors import RaftlogError, check
-from raftlog.storage.errors import RecordTooLarge
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.partitioner import partition_for_key
 
@@ -223,9 +203,9 @@ class GroupCoordinator:
         self._log = group_log
         # every topic there is, an object replaced whole when they change (regex subscriptions match them)
         self.topics = topics
-        self._features = features
+        self.features = features
         self._monotonic = monotonic
-        self._wall = wall
+        self.wall = wall  # stamps the commands proposed
         self._rng = rng or random.Random()
         self._sessions: dict[int, _Session] = {}
         self._read_ids = itertools.count(1)
@@ -233,19 +213,19 @@ class GroupCoordinator:
         self._full_unlogged = 0  # joins refused since
         # the consumer group protocol's groups (KIP-848), kept in the same table
         self.consumer = ConsumerGroupCoordinator(
-            _ConsumerTable(self),
+            ConsumerTable(self),
             monotonic,
             session_timeout_ms=consumer_session_timeout_ms,
             regex_budget_ms=consumer_regex_budget_ms,
             migration_policy=consumer_migration_policy,
         )
         # streams groups (KIP-1071), kept in the same table
-        self.streams = StreamsGroupCoordinator(_ConsumerTable(self), monotonic)
+        self.streams = StreamsGroupCoordinator(ConsumerTable(self), monotonic)
         # share groups' membership (KIP-932): the coordinator's soft state (``share.coordinator``)
-        self.share = ShareGroupCoordinator(_ConsumerTable(self), monotonic, groups_max=share_groups_max)
+        self.share = ShareGroupCoordinator(ConsumerTable(self), monotonic, groups_max=share_groups_max)
         # Kafka's classic groups, whose members live in memory between writes of their metadata (the
         # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)
-        self.classic = ClassicGroups(_ClassicTable(self), initial_delay_ms=classic_initial_delay_ms)
+        self.classic = ClassicGroups(ClassicTable(self), initial_delay_ms=classic_initial_delay_ms)
         # the classic protocol's calls, to the classic groups or, as classic members, a consumer group's
         self.classic_calls = ClassicCalls(self.classic, self.consumer)
 
@@ -265,7 +245,7 @@ class GroupCoordinator:
         NotLeader, naming where to go, unless this node coordinates it now."""
         await self._log.ensure_topic()
         if led is not None:
-            self._read(led)
+            self.read(led)
 
     def coordinator_partition(self, group: str) -> int:
         return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
@@ -284,7 +264,9 @@ class GroupCoordinator:
             self._sessions[partition] = session
         return session
 
-    def _read(self, group: str) -> tuple[int, GroupTable, _Session]:
+    def read(self, group: str) -> tuple[int, GroupTable, _Session]:
+        """The group's coordinator partition, its table and soft state (NotLeader unless this node leads
+        it; UnknownConsumerInstance while there is no coordinator topic)."""
         try:
             partition = self.coordinator_partition(group)
         except UnknownTopic:
@@ -295,7 +277,7 @@ class GroupCoordinator:
     def _instance(self, group: str, instance_id: str) -> tuple[int, InstanceView, _Session]:
         """The member, with its session touched (any instance call is a heartbeat)."""
         try:
-            partition, table, session = self._read(group)
+            partition, table, session = self.read(group)
         except UnknownConsumerInstance:
             raise UnknownConsumerInstance(group, instance_id) from None
         current = table.groups.get(group)
@@ -305,7 +287,9 @@ class GroupCoordinator:
         session.last_seen_ms[(group, instance_id)] = self._monotonic()
         return partition, InstanceView(current, member), session
 
-    async def _propose(self, partition: int, command: GroupCommand) -> Group | None:
+    async def propose(self, partition: int, command: GroupCommand) -> Group | None:
+        """The command proposed to the partition and applied: the group as it leaves it (None: gone); a
+        refusal raised."""
         result = await self._log.propose(partition, command)
         if isinstance(result, Exception):
             raise result
@@ -324,20 +308,20 @@ class GroupCoordinator:
         if name is not None:
             check_instance_name(name, "name")
         instance_id = name if name is not None else f"rest-consumer-{self._rng.getrandbits(64):016x}"
-        member = ConsumerInstance.created(instance_id, config, self._wall(), client_host)
+        member = ConsumerInstance.created(instance_id, config, self.wall(), client_host)
         gate = SCHEMA_CONSUMERS  # a node of 0.1.0 could not apply the Join of such an instance
-        if member.format in SCHEMA_FORMATS and self._features is not None and not self._features.allows(gate):
+        if member.format in SCHEMA_FORMATS and self.features is not None and not self.features.allows(gate):
             what = f"a consumer instance of format {member.format}"
             raise FeatureNotFinalized(what, gate.feature, gate.level)
         await self.ensure_topic()
-        partition, table, session = self._read(group)
+        partition, table, session = self.read(group)
         current = table.groups.get(group)
         self.check_type(group, GroupType.HTTP)  # one group, one protocol
         try:
             if current is not None and len(current.members) >= GROUP_MEMBERS_MAX:
                 raise GroupFull(group, GROUP_MEMBERS_MAX)
             # counted again when applied: joins proposed together all passed the check above
-            await self._propose(partition, Join(group, member, config.assignor, GROUP_MEMBERS_MAX))
+            await self.propose(partition, Join(group, member, config.assignor, GROUP_MEMBERS_MAX))
         except GroupFull as full:
             self._log_full(full)
             raise
@@ -357,7 +341,7 @@ class GroupCoordinator:
 
     async def delete_instance(self, group: str, instance_id: str) -> None:
         partition, _, session = self._instance(group, instance_id)
-        left = await self._propose(partition, Leave(group, instance_id, self._wall()))
+        left = await self.propose(partition, Leave(group, instance_id, self.wall()))
         session.forget((group, instance_id), left)
 
     async def subscribe(self, group: str, instance_id: str, topics: Sequence[str]) -> Group | None:
@@ -368,14 +352,14 @@ class GroupCoordinator:
         if wanted == view.member.topics:
             return view.group
         counts = {t: self._log.partition_count(t) for t in wanted}
-        return await self._propose(partition, Subscribe(group, instance_id, wanted, counts, self._wall()))
+        return await self.propose(partition, Subscribe(group, instance_id, wanted, counts, self.wall()))
 
     async def heartbeat(self, group: str, instance_id: str) -> InstanceView:
         """Touch the member's session; reassign first if a subscribed topic appeared, vanished or grew."""
         partition, view, _ = self._instance(group, instance_id)
         counts = {t: self._log.partition_count(t) for t in view.group.topics()}
         if counts != dict(view.group.partition_counts):
-            await self._propose(partition, Refresh(group, counts, self._wall()))
+            await self.propose(partition, Refresh(group, counts, self.wall()))
             partition, view, _ = self._instance(group, instance_id)
         return view
 
@@ -443,12 +427,12 @@ class GroupCoordinator:
     def note_committed(self, group: str, tp: TopicPartition, offset: int) -> None:
         """Remember a committed offset seen here, for lag (soft state; ignored when not led here)."""
         with contextlib.suppress(RaftlogError):
-            _, _, session = self._read(group)
+            _, _, session = self.read(group)
             session.committed[(group, tp)] = offset
 
     def note_end_offset(self, group: str, tp: TopicPartition, offset: int) -> None:
         with contextlib.suppress(RaftlogError):
-            _, _, session = self._read(group)
+            _, _, session = self.read(group)
             session.end_offsets[(group, tp)] = offset
 
     # -- what either door records ----------------------------------------------------------------------
@@ -458,10 +442,10 @@ class GroupCoordinator:
         and its offsets found once its members are gone."""
         check_group_name(group)
         await self.ensure_topic()
-        partition, table, _ = self._read(group)
+        partition, table, _ = self.read(group)
         current = table.groups.get(group)
         if current is None or not set(topics) <= set(current.committed_topics):
-            await self._propose(partition, Committed(group, tuple(sorted(set(topics))), self._wall()))
+            await self.propose(partition, Committed(group, tuple(sorted(set(topics))), self.wall()))
 
     def recorded(self, group: str) -> Recorded | None:
         """The group as the table holds it and the term this node leads its partition in; None when
@@ -472,6 +456,14 @@ class GroupCoordinator:
         except RaftlogError:
             return None
         return Recorded(term, table.groups.get(group))
+
+    def leader_term(self, group: str) -> int | None:
+        """The term this node leads the group's partition in, whether or not it may read its table this
+        moment; None when it does not lead it."""
+        try:
+            return self._log.leader_term(self.coordinator_partition(group))
+        except RaftlogError:
+            return None
 
     def check_type(self, group: str, asking: GroupType | None) -> None:
         """Refused (``group_types.refusal``) when a protocol other than ``asking`` holds the group (``asking``
@@ -494,8 +486,8 @@ class GroupCoordinator:
 
     async def forget(self, group: str) -> None:
         """Delete the group (empty: ``check_empty``); its offsets are the caller's to delete first."""
-        partition, _, _ = self._read(group)
-        await self._propose(partition, Forget(group))
+        partition, _, _ = self.read(group)
+        await self.propose(partition, Forget(group))
         self.classic.forget(group)
 
     # -- sessions --------------------------------------------------------------------------------------
@@ -505,16 +497,16 @@ class GroupCoordinator:
         group led here, as the sweep read them; None: read here)."""
         expired: list[Key] = []
         now = self._monotonic()
-        for partition, session, name, group in self._led_groups() if led is None else led:
+        for partition, session, name, group in self.led_groups() if led is None else led:
             if not group.members:  # empty: forgotten once it stayed so for the retention
                 holders = Holders.of(group, self.live(name), functools.partial(len, group.share_members))
                 if held_by(holders, None) is not None:  # Kafka's or a share group's members hold it
                     continue
-                if self._wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
+                if self.wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
                     log.info(
                         "group %s: empty for %d days; forgotten", name, EMPTY_GROUP_RETENTION_MS // 86_400_000
                     )
-                    await self._propose(partition, Expire(name, (), self._wall()))
+                    await self.propose(partition, Expire(name, (), self.wall()))
                 continue
             due = []
             for instance_id, member in group.members.items():
@@ -525,13 +517,13 @@ class GroupCoordinator:
             if not due:
                 continue
             log.info("group %s: session of %s timed out; rebalancing", name, ", ".join(sorted(due)))
-            left = await self._propose(partition, Expire(name, tuple(due), self._wall()))
+            left = await self.propose(partition, Expire(name, tuple(due), self.wall()))
             for instance_id in due:
                 session.forget((name, instance_id), left)
                 expired.append((name, instance_id))
         return expired
 
-    def _led_groups(self) -> Iterator[tuple[int, _Session, str, Group]]:
+    def led_groups(self) -> Iterator[tuple[int, _Session, str, Group]]:
         """Every group of every coordinator partition led here, with the partition's soft state. Each
         table's groups are copied at once: the driver thread applies to it meanwhile."""
         for partition in self._log.led_partitions():
@@ -566,7 +558,7 @@ class GroupCoordinator:
     async def _sweep(self, interval_s: float) -> None:
         while True:
             try:  # every group led here read once, each protocol sweeping its own
-                led = list(self._led_groups())
+                led = list(self.led_groups())
                 await self.expire_due(led)
                 await self.consumer.expire_due([(n, s.term) for _, s, n, g in led if g.consumer is not None])
                 await self.streams.expire_due([(n, s.term) for _, s, n, g in led if g.streams is not None])
@@ -580,7 +572,7 @@ class GroupCoordinator:
     def describe(self, group: str) -> tuple[Group, dict[str, dict[TopicPartition, int]]]:
         """The group as committed and its members' positions (soft state). Raises UnknownGroup."""
         try:
-            _, table, session = self._read(group)
+            _, table, session = self.read(group)
         except UnknownConsumerInstance:
             raise UnknownGroup(group) from None
         current = table.groups.get(group)
@@ -613,7 +605,7 @@ class GroupCoordinator:
         member: lag (from the end and committed offsets seen lately), labelled by group, topic and
         partition."""
         values: dict[str, float] = {}
-        for _, session, name, group in self._led_groups():
+        for _, session, name, group in self.led_groups():
             if not _label_safe(name):
                 continue
             kafka = self.live(name)  # a group of Kafka clients: its members and generation live there
@@ -636,190 +628,5 @@ class GroupCoordinator:
         return values
 
 
-class _ConsumerTable:
-    """The group table as the consumer group protocol's coordinator uses it (``ConsumerRecords``)."""
-
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self._groups = groups
-
-    def recorded_group(self, group: str) -> tuple[int, Group | None] | None:
-        recorded = self._groups.recorded(group)
-        return None if recorded is None else (recorded.term, recorded.group)
-
-    def leader_term(self, group: str) -> int | None:
-        return _leader_term(self._groups, group)
-
-    def live(self, group: str) -> LiveGroup | None:
-        return self._groups.live(group)
-
-    def partition_count(self, topic: str) -> int:
-        return self._groups.partition_count(topic)
-
-    def topics(self) -> Collection[str]:
-        return self._groups.topics()
-
-    def led_share_groups(self) -> list[tuple[str, int, Group]]:
-        return [
-            (name, session.term, group)
-            for _, session, name, group in self._groups._led_groups()
-            if group.share_members
-        ]
-
-    def led_consumer_groups(self) -> list[tuple[str, int, ConsumerGroup]]:
-        return [
-            (name, session.term, group.consumer)
-            for _, session, name, group in self._groups._led_groups()
-            if group.consumer is not None
-        ]
-
-    def led_streams_groups(self) -> list[tuple[str, int, StreamsGroup]]:
-        return [
-            (name, session.term, group.streams)
-            for _, session, name, group in self._groups._led_groups()
-            if group.streams is not None
-        ]
-
-    async def record_streams(self, group: str, state: StreamsGroup) -> None:
-        """Written whole before the member is answered; refused (StreamsGroupsNotFinalized) while the
-        cluster's feature level predates kind 12."""
-        await self._write(
-            group,
-            STREAMS_GROUPS,
-            StreamsGroupsNotFinalized(group),
-            lambda now_ms: StreamsGroupRecord(group, state, now_ms),
-        )
-
-    def share_groups(self, group: str) -> int:
-        _, table, _ = self._groups._read(group)
-        return table.share_groups()
-
-    async def record_share(self, group: ShareGroup, groups_max: int) -> None:
-        """Refused (ShareGroupsNotFinalized) while the cluster's feature level predates kind 11."""
-        await self._write(
-            group.name,
-            SHARE_GROUPS,
-            ShareGroupsNotFinalized(group.name),
-            lambda now_ms: group.record(now_ms, groups_max),
-        )
-
-    async def record_consumer(self, group: str, state: ConsumerGroup, converts: int | None = None) -> None:
-        """Written whole before the member is answered; refused (ConsumerProtocolNotFinalized) while the
-        cluster's feature level predates kind 10. ``converts``: it replaces the classic group the table
-        held at that generation (``ConsumerGroupRecord.converts``)."""
-        await self._write(
-            group,
-            CONSUMER_GROUP,
-            ConsumerProtocolNotFinalized(group),
-            lambda now_ms: ConsumerGroupRecord(group, state, now_ms, converts),
-        )
-
-    def classic_to_convert(self, group: str) -> tuple[int, int, ClassicGroup] | None:
-        """When classic members hold the group against a consumer protocol member: the term its partition
-        is led here in, the generation the table holds (0: no record) and the classic group as its
-        coordinator runs it (or as the table holds it, when it runs none here now); None otherwise."""
-        recorded = self._groups.recorded(group)
-        if recorded is None:
-            return None
-        held = held_by(Holders.of(recorded.group, self.live(group)), GroupType.CONSUMER)
-        if held is None or held[0] is not GroupType.CLASSIC:
-            return None
-        classic = self._groups.classic.view(group)
-        if classic is None or not classic.members:
-            return None
-        return recorded.term, (0 if recorded.group is None else recorded.group.generation), classic
-
-    async def record_downgrade(self, group: str, classic: Downgraded, converts: int) -> None:
-        """The classic group a consumer protocol group at epoch ``converts`` becomes (Kafka's online
-        downgrade), written in its place collecting joins, as a classic coordinator writes a group that
-        lost members: the classic coordinator loads it from here."""
-        command = ClassicGroupMetadata(
-            group, "consumer", classic.protocol, classic.generation, classic.leader, classic.members,
-            self._groups._wall(), rebalancing=True, converts=converts,
-        )  # fmt: skip
-        partition, _, _ = self._groups._read(group)
-        await self._groups._propose(partition, command)
-
-    def drop_classic(self, group: str) -> None:
-        """The classic coordinator lets the group go (it became a consumer protocol group): a member
-        waiting on its join or sync is answered REBALANCE_IN_PROGRESS and joins again."""
-        refusal = GroupRefusal(
-            GroupCode.rebalance_in_progress, f"group {group!r} became a consumer protocol group: join again"
-        )
-        self._groups.classic.drop(group, refusal)
-
-    async def _write(
-        self, group: str, needs: Format, refusal: GroupError, record: Callable[[int], GroupCommand]
-    ) -> None:
-        """``record`` (given the leader's wall clock, ms) proposed to the group's partition; ``refusal``
-        raised instead while the cluster's feature level predates ``needs``."""
-        gate = self._groups._features
-        if gate is not None and not gate.allows(needs):
-            raise refusal
-        partition, _, _ = self._groups._read(group)
-        await self._groups._propose(partition, record(self._groups._wall()))
-
-
 def _label_safe(value: str) -> bool:
     return not any(c in value for c in '"\\\n')
-
-
-def _leader_term(groups: GroupCoordinator, group: str) -> int | None:
-    """The term this node leads the group's partition in, whether or not it may read its table this
-    moment; None when it does not lead it."""
-    try:
-        return groups._log.leader_term(groups.coordinator_partition(group))
-    except RaftlogError:
-        return None
-
-
-class _ClassicTable:
-    """The group table as Kafka's classic groups use it (``ClassicGroups``' ``GroupRecords``): their
-    metadata written and read back, and whether this node still leads a group's partition."""
-
-    def __init__(self, groups: GroupCoordinator) -> None:
-        self._groups = groups
-
-    def recorded(self, group: str) -> Recorded | None:
-        return self._groups.recorded(group)
-
-    def leader_term(self, group: str) -> int | None:
-        return _leader_term(self._groups, group)
-
-    def check_type(self, group: str, asking: GroupType) -> None:
-        self._groups.check_type(group, asking)
-
-    def recorded_classic(self) -> list[tuple[str, int]]:
-        """Every group of Kafka clients with members recorded in a partition led here, with the term
-        it is led in: what a coordinator taking over loads."""
-        return [
-            (name, session.term)
-            for _, session, name, group in self._groups._led_groups()
-            if group.classic_members
-        ]
-
-    async def record_classic(
-        self,
-        group: str,
-        protocol_type: str,
-        protocol: str,
-        generation: int,
-        leader: str | None,
-        members: Sequence[ClassicMember],
-        rebalancing: bool = False,
-    ) -> None:
-        """A group of Kafka clients completed a rebalance (or emptied), or lost members and collects
-        joins again (``rebalancing``): its metadata, members and assignments outlive its coordinator.
-        RecordTooLarge past the table's bounds; NotLeader, no quorum... when not written. Not written
-        while the cluster's feature level predates kind 9 (release 0.1.0 cannot read it): a coordinator
-        failover then loses the members, as in 0.1.0."""
-        groups = self._groups
-        if groups._features is not None and not groups._features.allows(CLASSIC_GROUP_METADATA):
-            return
-        partition, _, _ = groups._read(group)
-        command = ClassicGroupMetadata(
-            group, protocol_type, protocol, generation, leader, tuple(members), groups._wall(), rebalancing
-        )
-        excess = command.excess()
-        if excess is not None:
-            raise RecordTooLarge(*excess)
-        await groups._propose(partition, command)

@@ -45,7 +45,7 @@ class Table:
         self.term: int | None = 1
         self.classic: set[str] = set()
         # classic groups with members a consumer protocol member may convert, with the generation the
-        # conversion reads from the table (the real table's: ``coordinator._ConsumerTable``)
+        # conversion reads from the table (the real table's: ``table_access.ConsumerTable``)
         self.convertible: dict[str, ClassicGroup] = {}
         self.stale: dict[str, int] = {}  # a generation the next conversion reads instead of the table's
         self.dropped: list[str] = []
