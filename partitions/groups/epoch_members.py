@@ -10,6 +10,8 @@ share, as Kafka's ``GroupMetadataManager`` applies it to both (``getOrMaybeCreat
   another member id than the instance's is FencedInstanceId.
 - An epoch above the member's is FencedMemberEpoch; one below it too, unless it is the member's previous
   epoch and what the heartbeat says it owns is within what it was assigned (a response lost on the way).
+- The member a heartbeat comes from is put in the group's members (``put_member``); a static member that
+  took another's place takes over its target assignment too.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class EpochMember(Protocol):
 
 
 M = TypeVar("M", bound=EpochMember)
+T = TypeVar("T")  # a member's target assignment: partitions, tasks
 
 
 def static_member(members: Mapping[str, M], instance_id: str) -> M | None:
@@ -93,6 +96,20 @@ def member_of(
         raise FencedInstanceId(group, instance_id, member_id)
     check_epoch(group, static, epoch, owned_within(static))
     return static, None
+
+
+def put_member(
+    members: Mapping[str, M], target: Mapping[str, T], member: M, replaced: M | None, empty: T
+) -> tuple[dict[str, M], dict[str, T]]:
+    """The group's members and target assignment with ``member`` put in; ``replaced``: the static member
+    whose place it took (``member_of``), gone, its target (``empty`` without) now ``member``'s."""
+    members = dict(members)
+    target = dict(target)
+    if replaced is not None:
+        del members[replaced.member_id]
+        target[member.member_id] = target.pop(replaced.member_id, empty)
+    members[member.member_id] = member
+    return members, target
 
 
 def leaving(group: str, members: Mapping[str, M], member_id: str, instance_id: str | None) -> M:

@@ -49,6 +49,7 @@ from partitions.groups.epoch_members import (
     STATIC_LEAVE_EPOCH,
     leaving,
     member_of,
+    put_member,
     static_member,
 )
 from partitions.groups.errors import GroupFull, InvalidGroupRequest, UnsupportedAssignor
@@ -335,11 +336,6 @@ def heartbeat(
         client_id=hb.client_id,
         client_host=hb.client_host,
     )
-    members = dict(group.members)
-    target = dict(group.target)
-    if replaced is not None:
-        del members[replaced.member_id]
-        target[updated.member_id] = target.pop(replaced.member_id, EMPTY)
     joined = member.member_id not in group.members and replaced is None
     bump = updated.subscribed != member.subscribed or updated.regex != member.regex or joined
     if updated.regex is None:
@@ -350,7 +346,7 @@ def heartbeat(
     if regex_topics != member.regex_topics:  # topics come and go, and so do the ACLs that show them
         updated = replace(updated, regex_topics=tuple(regex_topics))
         bump = True
-    members[updated.member_id] = updated
+    members, target = put_member(group.members, group.target, updated, replaced, EMPTY)
     topics = sorted({t for m in members.values() for t in m.topics()})
     counts = {t: int(partition_counts.get(t, 0)) for t in topics}
     counts = {t: c for t, c in counts.items() if c > 0}

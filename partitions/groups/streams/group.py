@@ -31,7 +31,14 @@ from typing import Any
 
 import msgpack
 
-from partitions.groups.epoch_members import JOIN_EPOCH, STATIC_LEAVE_EPOCH, leaving, member_of, static_member
+from partitions.groups.epoch_members import (
+    JOIN_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    leaving,
+    member_of,
+    put_member,
+    static_member,
+)
 from partitions.groups.errors import GroupFull, InvalidGroupRequest
 from partitions.groups.streams.assignor import MemberSpec, assign
 from partitions.groups.streams.reconcile import (
@@ -406,12 +413,7 @@ def heartbeat(
         _check_tasks(configured, hb.owned)
     if validated != group.validated_epoch or standby_replicas != group.standby_replicas:
         bump = True
-    members = dict(group.members)
-    target = dict(group.target)
-    if replaced is not None:
-        del members[replaced.member_id]
-        target[updated.member_id] = target.pop(replaced.member_id, EMPTY)
-    members[updated.member_id] = updated
+    members, target = put_member(group.members, group.target, updated, replaced, EMPTY)
     next_group = replace(
         group,
         group_epoch=group.group_epoch + (1 if bump else 0),
