@@ -96,6 +96,7 @@ from kafka_api.list_offsets import list_offsets
 from kafka_api.metadata import metadata
 from kafka_api.node_state_apis import (
     add_raft_voter,
+    alter_replica_log_dirs,
     describe_log_dirs,
     describe_quorum,
     remove_raft_voter,
@@ -279,6 +280,7 @@ APIS: dict[int, Api] = {
         Api(45, "AlterPartitionReassignments", 0, 1, alter_partition_reassignments, "ALTER cluster"),
         Api(46, "ListPartitionReassignments", 0, 0, list_partition_reassignments, "DESCRIBE cluster"),
         Api(43, "ElectLeaders", 0, 2, elect_leaders, "ALTER cluster"),
+        Api(34, "AlterReplicaLogDirs", 1, 2, alter_replica_log_dirs, "ALTER cluster"),
         Api(35, "DescribeLogDirs", 1, 5, describe_log_dirs, "DESCRIBE cluster"),
         Api(55, "DescribeQuorum", 0, 2, describe_quorum, "DESCRIBE cluster"),
         Api(64, "UnregisterBroker", 0, 0, unregister_broker, "ALTER cluster"),

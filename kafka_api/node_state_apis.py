@@ -1,11 +1,19 @@
 """What a node holds and who holds the cluster's metadata, over Kafka: DescribeLogDirs
-(``kafka-log-dirs --describe``, and ``kafka-reassign-partitions --generate``'s look at the brokers) and
-DescribeQuorum (``kafka-metadata-quorum describe``).
+(``kafka-log-dirs --describe``, and ``kafka-reassign-partitions --generate``'s look at the brokers),
+AlterReplicaLogDirs (``kafka-reassign-partitions`` with ``log_dirs``) and DescribeQuorum
+(``kafka-metadata-quorum describe``).
 
 DescribeLogDirs answers for the node asked (Kafka's admin client asks every broker): its one log
 directory (``DATA_DIR/logs``), the volume's total and usable bytes (v4, KIP-827), and each replica it
 holds with its size on disk and its lag (``partitions.replicas.log_dirs``); no replica is ever a "future"
 one (raftlog moves no replica between directories of a node).
+
+AlterReplicaLogDirs answers as a Kafka broker with that one log directory answers it
+(``partitions.replicas.log_dirs.move_within``, each partition on its own): a replica asked into the
+directory it is in is moved already (NONE), another path LOG_DIR_NOT_FOUND, a partition this node holds no
+replica of REPLICA_NOT_AVAILABLE, one the node does not know UNKNOWN_TOPIC_OR_PARTITION; without ALTER on
+the cluster, CLUSTER_AUTHORIZATION_FAILED for every partition. A partition named twice takes the last
+path named for it, as Kafka's request reads it.
 
 DescribeQuorum describes raftlog's controller group as Kafka's ``__cluster_metadata`` partition 0: its
 leader, term (the leader epoch), commit index (the high watermark), voters and the learners joining it
@@ -48,8 +56,10 @@ from kafka_api.controller_files import directory_id, kafka_uuid
 from kafka_api.door import Door
 from kafka_api.errors import Caught, code_of
 from partitions.controller.members import ControllerMembers
+from partitions.errors import UnknownTopic
 from partitions.metadata.service import AdminService
 from partitions.names import broker_id
+from partitions.replicas.log_dirs import DirMove, move_within
 from partitions.security.acls import AclOperation, ResourceType
 
 METADATA_TOPIC = "__cluster_metadata"  # the name Kafka's tools ask DescribeQuorum about
@@ -101,6 +111,49 @@ async def describe_log_dirs(door: Door, request: wire.Request) -> Any:
         usable_bytes=held.usable_bytes,
     )
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=ErrorCode.none, results=(result,))
+
+
+# -- AlterReplicaLogDirs ---------------------------------------------------------------------------
+
+MOVE_CODES = {
+    DirMove.IN_PLACE: ErrorCode.none,
+    DirMove.NO_SUCH_DIR: ErrorCode.log_dir_not_found,
+    DirMove.NOT_HERE: ErrorCode.replica_not_available,
+    DirMove.NO_SUCH_PARTITION: ErrorCode.unknown_topic_or_partition,
+}
+
+
+async def alter_replica_log_dirs(door: Door, request: wire.Request) -> Any:
+    cls = wire.response_class(request.api_key, request.api_version)
+    topic_cls = wire.sibling(cls, "AlterReplicaLogDirTopicResult")
+    partition_cls = wire.sibling(cls, "AlterReplicaLogDirPartitionResult")
+    asked: dict[tuple[str, int], str] = {}  # a partition named twice: the last path, as Kafka reads it
+    for log_dir in request.body.dirs:
+        for topic in log_dir.topics:
+            asked.update(((topic.name, int(p)), log_dir.path) for p in topic.partitions)
+    allowed = door.allows(AclOperation.ALTER, CLUSTER)
+    refused = None if allowed else code_of(door.refusal(AclOperation.ALTER, CLUSTER))
+    held = door.node.metadata.log_dir() if allowed else None
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), path in asked.items():
+        code = refused
+        if held is not None:
+            code = MOVE_CODES[move_within(held, topic, partition, path, _exists(door, topic, partition))]
+        by_topic.setdefault(topic, []).append(
+            wire.build(partition_cls, partition_index=partition, error_code=code)
+        )
+    results = tuple(
+        wire.build(topic_cls, topic_name=name, partitions=tuple(parts)) for name, parts in by_topic.items()
+    )
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, results=results)
+
+
+def _exists(door: Door, topic: str, partition: int) -> bool:
+    """The partition as this node's metadata has it (Kafka's broker asks its metadata cache)."""
+    try:
+        return 0 <= partition < door.node.metadata.topic(topic).partitions
+    except UnknownTopic:
+        return False
 
 
 # -- DescribeQuorum ---------------------------------------------------------------------------------
