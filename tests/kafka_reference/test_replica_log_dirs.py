@@ -73,7 +73,8 @@ def test_a_replica_asked_into_its_broker_s_directory_is_there_and_the_rest_refus
     bootstrap = servers[system]
     topic = f"logdirs-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, len(PLACED), replica_assignment=list(PLACED.values()))])[topic].result(60)
+    placed = NewTopic(topic, len(PLACED), replica_assignment=list(PLACED.values()))
+    admin.create_topics([placed])[topic].result(60)
     brokers = {b.id: f"{b.host}:{b.port}" for b in admin.list_topics(timeout=30).brokers.values()}
     tools = KafkaTools(tmp_path)
     try:
