@@ -73,6 +73,11 @@ PRODUCER_OWNERS = Format(
     RAFTLOG_VERSION,
     2,
 )
+EXPIRE_UNCOMMITTED = Format(
+    "group table Expire's fifth field: an empty group that never committed an offset forgotten early",
+    RAFTLOG_VERSION,
+    2,
+)
 SHARE_GROUPS = Format(
     "partition command ShareCommand kind 11: a share group's records (KIP-932)", RAFTLOG_VERSION, 2
 )

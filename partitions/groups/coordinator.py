@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partitions.errors import FeatureNotFinalized, UnknownTopic
-from partitions.features import SCHEMA_CONSUMERS, Features
+from partitions.features import EXPIRE_UNCOMMITTED, SCHEMA_CONSUMERS, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.classic.coordinator import ClassicGroups
 from partitions.groups.classic_calls import ClassicCalls
@@ -71,8 +71,10 @@ from partitions.groups.group_commands import (
 from partitions.groups.group_model import (
     DEFAULT_INSTANCE,
     EMPTY_GROUP_RETENTION_MS,
+    EMPTY_UNCOMMITTED_RETENTION_MS,
     GROUP_MEMBERS_MAX,
     SCHEMA_FORMATS,
+    SHARE_PROTOCOL_TYPE,
     ConsumerInstance,
     Group,
     InstanceConfig,
@@ -502,11 +504,20 @@ class GroupCoordinator:
                 holders = Holders.of(group, self.live(name), functools.partial(len, group.share_members))
                 if held_by(holders, None) is not None:  # Kafka's or a share group's members hold it
                     continue
-                if self.wall() - group.changed_ms >= EMPTY_GROUP_RETENTION_MS:
+                empty_for = self.wall() - group.changed_ms
+                if empty_for >= EMPTY_GROUP_RETENTION_MS:
                     log.info(
                         "group %s: empty for %d days; forgotten", name, EMPTY_GROUP_RETENTION_MS // 86_400_000
                     )
                     await self.propose(partition, Expire(name, (), self.wall()))
+                elif empty_for >= EMPTY_UNCOMMITTED_RETENTION_MS and self._forgets_uncommitted(group):
+                    log.info(
+                        "group %s: empty for %d s without a committed offset; forgotten",
+                        name,
+                        empty_for // 1000,
+                    )
+                    await self.propose(partition, Expire(name, (), self.wall(), uncommitted=True))
+                    self.classic.forget(name)  # an empty classic group it held in memory
                 continue
             due = []
             for instance_id, member in group.members.items():
@@ -522,6 +533,14 @@ class GroupCoordinator:
                 session.forget((name, instance_id), left)
                 expired.append((name, instance_id))
         return expired
+
+    def _forgets_uncommitted(self, group: Group) -> bool:
+        """An empty group that never committed an offset is forgotten early (Kafka's cleanup of a group
+        without offsets), once the cluster's feature level lets the table read the Expire that says so;
+        a share group never so (Kafka never expires one)."""
+        if group.committed_topics or group.protocol_type == SHARE_PROTOCOL_TYPE:
+            return False
+        return self.features is None or self.features.allows(EXPIRE_UNCOMMITTED)
 
     def led_groups(self) -> Iterator[tuple[int, _Session, str, Group]]:
         """Every group of every coordinator partition led here, with the partition's soft state. Each

@@ -66,6 +66,9 @@ class Expire:
     group: str
     instance_ids: tuple[str, ...]  # members whose session the leader saw time out
     now_ms: int
+    # an empty group is forgotten after EMPTY_UNCOMMITTED_RETENTION_MS if it never committed an offset
+    # (a fifth field, written only from raftlog.version 2: features.EXPIRE_UNCOMMITTED)
+    uncommitted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +220,8 @@ def encode(command: GroupCommand) -> bytes:
         ]  # fmt: skip
     elif isinstance(command, Expire):
         fields = [_EXPIRE, command.group, list(command.instance_ids), command.now_ms]
+        if command.uncommitted:
+            fields.append(True)
     elif isinstance(command, Refresh):
         fields = [_REFRESH, command.group, dict(command.partition_counts), command.now_ms]
     elif isinstance(command, Committed):
@@ -272,8 +277,8 @@ def decode(data: bytes) -> GroupCommand:
             _, group, instance_id, topics, counts, now_ms = fields
             return Subscribe(group, instance_id, tuple(topics), dict(counts), int(now_ms))
         if kind == _EXPIRE:
-            _, group, instance_ids, now_ms = fields
-            return Expire(group, tuple(instance_ids), int(now_ms))
+            _, group, instance_ids, now_ms = fields[:4]
+            return Expire(group, tuple(instance_ids), int(now_ms), len(fields) > 4 and fields[4] is True)
         if kind == _REFRESH:
             _, group, counts, now_ms = fields
             return Refresh(group, dict(counts), int(now_ms))

@@ -25,6 +25,10 @@ FETCH_MIN_BYTES_MAX = 10_000_000  # Confluent's bound of fetch.min.bytes
 REQUEST_TIMEOUT_MS_MAX = 60_000  # the longest a records read waits
 AUTO_COMMIT_INTERVAL_MS_MAX = 3_600_000
 EMPTY_GROUP_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes: 7 days
+# an empty group that never committed an offset is forgotten once it stayed empty this long: Kafka's
+# cleanup, every offsets.retention.check.interval.ms (10 min), deletes an empty group without offsets
+# (GroupCoordinatorShard.cleanupGroupMetadata), so a console consumer's group does not stay a week
+EMPTY_UNCOMMITTED_RETENTION_MS = 10 * 60 * 1000
 GROUP_MEMBERS_MAX = 1_000  # Kafka's group.max.size: a Join past it is refused when applied
 # What a classic group's metadata may make the table hold: at most ``GROUP_MEMBERS_MAX`` members, each
 # member's subscription and assignment at most 1 MiB, all of them together at most 8 MiB. Kafka bounds a

@@ -10,8 +10,10 @@ Every membership or subscription change bumps the group's generation (Kafka's ru
 A group whose last member left stays, empty (Kafka's Empty state: its generation bumped, no assignment,
 the partition counts of the topics it read kept so that describe and reset still know them), and is
 forgotten once it stayed empty for ``EMPTY_GROUP_RETENTION_MS`` (Kafka's ``offsets.retention.minutes``:
-7 days), through an ``Expire`` the coordinator proposes. Its committed offsets live with the data
-partitions either way.
+7 days), through an ``Expire`` the coordinator proposes; one that never committed an offset once it
+stayed empty for ``EMPTY_UNCOMMITTED_RETENTION_MS`` (10 minutes), as Kafka's cleanup deletes an empty group
+without offsets at its next run (a share group only after the retention). Its committed offsets live with
+the data partitions either way.
 
 One table, both front doors. A group's members join either over HTTP (consumer instances: the table
 holds them, their subscriptions and assignments) or over the Kafka protocol (classic groups: the
@@ -67,6 +69,7 @@ from partitions.groups.group_model import (
     CLASSIC_METADATA_VERSION,
     DEFAULT_READS,
     EMPTY_GROUP_RETENTION_MS,
+    EMPTY_UNCOMMITTED_RETENTION_MS,
     GROUP_MEMBERS_MAX,
     SHARE_PROTOCOL_TYPE,
     STREAMS_PROTOCOL_TYPE,
@@ -176,7 +179,7 @@ class GroupTable:
                 and not existing.classic_members
                 and not _consumer_members(existing)
                 and not _streams_members(existing)
-                and command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
+                and _forgotten(existing, command)
             )
             return self._store(command.group, None) if due else GroupChanged(command.group, existing)
         members = dict(existing.members)
@@ -193,7 +196,7 @@ class GroupTable:
             counts.update({t: int(c) for t, c in command.partition_counts.items()})
         elif isinstance(command, Expire):
             if not members:  # an empty group is forgotten once it stayed empty for the retention
-                due = command.now_ms - existing.changed_ms >= EMPTY_GROUP_RETENTION_MS
+                due = _forgotten(existing, command)
                 return self._store(command.group, None) if due else GroupChanged(command.group, existing)
             removed = tuple(sorted(i for i in set(command.instance_ids) if i in members))
             if not removed:
@@ -388,6 +391,22 @@ class GroupTable:
                 streams,
             )
         return cls(MappingProxyType(groups))
+
+
+def _forgotten(existing: Group, command: Expire) -> bool:
+    """Whether an Expire forgets ``existing``, a group without members: once it stayed empty for
+    ``EMPTY_GROUP_RETENTION_MS``; one that never committed an offset (``uncommitted``, Kafka's cleanup of
+    a group without offsets) after ``EMPTY_UNCOMMITTED_RETENTION_MS``, but a share group, which Kafka never
+    expires so."""
+    empty_for = command.now_ms - existing.changed_ms
+    if empty_for >= EMPTY_GROUP_RETENTION_MS:
+        return True
+    return (
+        command.uncommitted
+        and not existing.committed_topics
+        and existing.protocol_type != SHARE_PROTOCOL_TYPE
+        and empty_for >= EMPTY_UNCOMMITTED_RETENTION_MS
+    )
 
 
 def _consumer_members(group: Group | None) -> int:

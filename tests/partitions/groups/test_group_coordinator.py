@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
+from partitions.features import RAFTLOG_VERSION, Features
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.coordinator import GROUP_FULL_LOG_INTERVAL_MS, READ_GRACE_MS, GroupCoordinator
 from partitions.groups.errors import (
@@ -24,11 +25,13 @@ from partitions.groups.errors import (
     UnknownGroup,
 )
 from partitions.groups.group_commands import (
+    Committed,
     Expire,
     GroupCommand,
     Join,
     Leave,
     Refresh,
+    ShareGroupRecord,
     Subscribe,
     decode,
     encode,
@@ -36,6 +39,7 @@ from partitions.groups.group_commands import (
 from partitions.groups.group_model import (
     DEFAULT_READS,
     EMPTY_GROUP_RETENTION_MS,
+    EMPTY_UNCOMMITTED_RETENTION_MS,
     ConsumerInstance,
     InstanceConfig,
     ReadConfig,
@@ -219,6 +223,7 @@ async def test_a_group_whose_last_member_left_stays_empty_for_the_retention(
 ) -> None:
     await coordinator.create_instance("g", "a")
     await coordinator.subscribe("g", "a", ["t"])
+    await coordinator.record_commit("g", ["t"])  # it committed an offset: kept for the whole retention
     await coordinator.delete_instance("g", "a")
     empty, positions = coordinator.describe("g")
     assert (empty.members, empty.partition_counts, positions) == ({}, {"t": 4}, {})
@@ -228,6 +233,67 @@ async def test_a_group_whose_last_member_left_stays_empty_for_the_retention(
     await coordinator.expire_due()  # empty for the whole retention: forgotten
     with pytest.raises(UnknownGroup):
         coordinator.describe("g")
+
+
+async def test_an_empty_group_that_never_committed_is_forgotten_after_ten_minutes_as_kafka_cleans_it_up(
+    coordinator: GroupCoordinator, clock: Clock
+) -> None:
+    """Kafka's cleanup (every offsets.retention.check.interval.ms, 10 minutes) deletes an empty group
+    without offsets: a console consumer's group does not stay listed for the week a group with offsets
+    stays."""
+    await coordinator.create_instance("g", "a")
+    await coordinator.subscribe("g", "a", ["t"])
+    await coordinator.delete_instance("g", "a")
+    clock.ms += EMPTY_UNCOMMITTED_RETENTION_MS - 1
+    await coordinator.expire_due()
+    assert coordinator.describe("g")[0].members == {}  # kept: not empty for 10 minutes yet
+    clock.ms += 1
+    await coordinator.expire_due()
+    with pytest.raises(UnknownGroup):
+        coordinator.describe("g")
+
+
+async def test_the_early_forgetting_waits_for_the_feature_level_whose_expire_every_node_reads(
+    log: MemoryLog, clock: Clock
+) -> None:
+    finalized = {RAFTLOG_VERSION: 1}  # a node of the release before reads no Expire with a fifth field
+    coordinator = GroupCoordinator(log, monotonic=clock, wall=clock, features=Features(lambda: finalized))
+    await coordinator.create_instance("g", "a")
+    await coordinator.delete_instance("g", "a")
+    clock.ms += EMPTY_UNCOMMITTED_RETENTION_MS
+    await coordinator.expire_due()
+    assert coordinator.describe("g")[0].members == {}  # kept, as the release before keeps it
+    finalized[RAFTLOG_VERSION] = 2
+    await coordinator.expire_due()
+    with pytest.raises(UnknownGroup):
+        coordinator.describe("g")
+
+
+def test_an_expire_forgets_early_a_group_without_commits_empty_long_enough_but_no_share_group() -> None:
+    table = GroupTable()
+    table.apply(encode(Join("g", member("a"), "range")))
+    table.apply(encode(Leave("g", "a", 100)))
+    early = 100 + EMPTY_UNCOMMITTED_RETENTION_MS
+    table.apply(encode(Expire("g", (), early - 1, uncommitted=True)))
+    assert "g" in table.groups  # empty for less than 10 minutes
+    table.apply(encode(Expire("g", (), early)))
+    assert "g" in table.groups  # an Expire of the release before: the retention only
+    table.apply(encode(Expire("g", (), early, uncommitted=True)))
+    assert "g" not in table.groups
+    table.apply(encode(Committed("c", ("t",), 100)))  # a group that committed: the retention only
+    table.apply(encode(Expire("c", (), early, uncommitted=True)))
+    assert "c" in table.groups
+    table.apply(encode(Expire("c", (), 100 + EMPTY_GROUP_RETENTION_MS, uncommitted=True)))
+    assert "c" not in table.groups
+    table.apply(encode(ShareGroupRecord("s", 3, 100)))  # Kafka never expires a share group so
+    table.apply(encode(Expire("s", (), early, uncommitted=True)))
+    assert "s" in table.groups
+
+
+def test_an_expire_s_fifth_field_is_written_only_when_it_says_something() -> None:
+    plain, early = Expire("g", ("a",), 5), Expire("g", (), 5, uncommitted=True)
+    assert len(msgpack.unpackb(encode(plain), raw=False)) == 4  # the release before's bytes
+    assert decode(encode(plain)) == plain and decode(encode(early)) == early
 
 
 async def test_bad_settings_are_refused_before_anything_is_replicated(
