@@ -16,6 +16,7 @@ DESCRIBE on the group for a describe, as Kafka's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -38,6 +39,7 @@ from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import (
     InvalidGroupRequest,
+    UnknownGroup,
 )
 from partitions.groups.share.partition import REJECT, RENEW
 from partitions.names import broker_id
@@ -111,11 +113,16 @@ async def share_group_describe(door: Door, request: wire.Request) -> Any:
             refusal = str(door.refusal(DESCRIBE, GROUP, name))
             groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
             continue
+        group = None
         with Caught() as caught:  # every error is the group's answer
             coordinating(door, name)
-            group = door.coordinator.share.describe(name)
+            with contextlib.suppress(UnknownGroup):  # answered below in Kafka's words
+                group = door.coordinator.share.describe(name)
         if caught.failed:
             groups.append(described(name, caught.code, caught.message))
+            continue
+        if group is None:
+            groups.append(described(name, ErrorCode.group_id_not_found, _not_a_share_group(door, name)))
             continue
         members = tuple(
             wire.build(
@@ -140,6 +147,16 @@ async def share_group_describe(door: Door, request: wire.Request) -> Any:
             )
         )
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
+
+
+def _not_a_share_group(door: Door, name: str) -> str:
+    """Kafka 4.4's words for a group ShareGroupDescribe finds no share group of: a group of another
+    protocol (as the group table or the classic coordinator hold it), or none."""
+    recorded = door.coordinator.recorded(name)
+    other = (recorded is not None and recorded.group is not None) or door.coordinator.classic.live(
+        name
+    ) is not None
+    return f"Group {name} is not a share group." if other else f"Group {name} not found."
 
 
 # -- ShareFetch, ShareAcknowledge ------------------------------------------------------------------------

@@ -29,8 +29,10 @@ from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kafka_api import wire
 from kafka_api.apis import APIS
 from kafka_api.security import Session
-from kafka_api.share_group_apis import share_group_heartbeat
+from kafka_api.share_group_apis import share_group_describe, share_group_heartbeat
 from partitions.errors import UnknownTopic
+from partitions.groups.group_commands import KafkaGeneration, encode
+from partitions.groups.group_model import Recorded
 from partitions.groups.share.coordinator import ShareGroupCoordinator
 from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_cli.cli import main
@@ -476,6 +478,44 @@ def test_a_share_group_heartbeat_past_the_bound_of_share_groups_is_refused_namin
         and "--group-share-max-groups" in refused.error_message
     )
     assert join("first").error_code == ErrorCode.none  # a group there is still takes members
+
+
+def test_share_group_describe_of_no_share_group_answers_in_kafka_s_words() -> None:
+    """ShareGroupDescribe of a name no group has, and of a group of another protocol: GROUP_ID_NOT_FOUND
+    with Kafka 4.4's words ("Group ... not found.", "Group ... is not a share group."), which
+    ``kafka-share-groups --describe`` prints; a share group there is described."""
+    table = ShareTable({"t": 1})
+    table.table.apply(encode(KafkaGeneration("classic", "consumer", "range", 1, 5)))
+    share = ShareGroupCoordinator(table, lambda: 0)
+    door = SimpleNamespace(
+        allows=lambda *_: True,
+        cluster_id="c",
+        coordinator_of=lambda *_: "n1",
+        node=SimpleNamespace(node_id="n1", metadata=_NoTopics()),
+        session=Session(host="127.0.0.1"),
+        coordinator=SimpleNamespace(
+            share=share,
+            ensure_topic=_nothing,
+            recorded=lambda name: Recorded(1, table.table.groups.get(name)),
+            classic=SimpleNamespace(live=lambda name: None),
+        ),
+    )
+    heartbeat = SimpleNamespace(
+        group_id="shared",
+        member_id=uuid.uuid4().hex,
+        member_epoch=0,
+        rack_id=None,
+        subscribed_topic_names=("t",),
+    )
+    assert asyncio.run(share_group_heartbeat(door, wire.Request(76, 1, 1, "test", heartbeat))).error_code == 0  # type: ignore[arg-type]
+    body = SimpleNamespace(group_ids=("missing", "classic", "shared"), include_authorized_operations=False)
+    answer = asyncio.run(share_group_describe(door, wire.Request(77, 1, 2, "test", body)))  # type: ignore[arg-type]
+    found = {g.group_id: (g.error_code, g.error_message) for g in answer.groups}
+    assert found == {
+        "missing": (ErrorCode.group_id_not_found, "Group missing not found."),
+        "classic": (ErrorCode.group_id_not_found, "Group classic is not a share group."),
+        "shared": (ErrorCode.none, None),
+    }
 
 
 async def _nothing() -> None:
