@@ -423,16 +423,20 @@ def leave(group: ConsumerGroup, hb: Heartbeat) -> Answer:
 
 def fence(group: ConsumerGroup, member_id: str) -> ConsumerGroup:
     """The member is removed (it left, or its session or rebalance timeout passed): the group epoch is
-    bumped, so the next heartbeat computes a target without it; its partitions are free at once."""
+    bumped, so the next heartbeat computes a target without it; its partitions are free at once. The
+    last member gone, the (empty) target is at the new epoch, as Kafka writes its target assignment
+    metadata then (``consumerGroupFenceMembers``)."""
     if member_id not in group.members:
         return group
     members = {k: m for k, m in group.members.items() if k != member_id}
     target = {k: t for k, t in group.target.items() if k != member_id}
     topics = {t for m in members.values() for t in m.topics()}
     counts = {t: c for t, c in group.partition_counts.items() if t in topics}
+    epoch = group.group_epoch + 1
     return replace(
         group,
-        group_epoch=group.group_epoch + 1,
+        group_epoch=epoch,
+        assignment_epoch=group.assignment_epoch if members else epoch,
         members=MappingProxyType(members),
         target=MappingProxyType(target),
         partition_counts=MappingProxyType(counts),

@@ -550,14 +550,17 @@ def leave(group: StreamsGroup, hb: StreamsHeartbeat) -> StreamsAnswer:
 def fence(group: StreamsGroup, member_id: str) -> StreamsGroup:
     """The member is removed (it left, or its session or rebalance timeout passed): the group epoch is
     bumped, so the next heartbeat computes a target without it; its tasks are free at once. The last
-    member gone, a shutdown asked for is forgotten (as Kafka clears it on Empty)."""
+    member gone, a shutdown asked for is forgotten (as Kafka clears it on Empty) and the (empty) target
+    is at the new epoch, as Kafka writes its target assignment metadata then (``streamsGroupFenceMember``)."""
     if member_id not in group.members:
         return group
     members = {k: m for k, m in group.members.items() if k != member_id}
     target = {k: t for k, t in group.target.items() if k != member_id}
+    epoch = group.group_epoch + 1
     return replace(
         group,
-        group_epoch=group.group_epoch + 1,
+        group_epoch=epoch,
+        assignment_epoch=group.assignment_epoch if members else epoch,
         members=MappingProxyType(members),
         target=MappingProxyType(target),
         shutdown_by=group.shutdown_by if members else None,

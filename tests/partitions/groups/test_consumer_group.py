@@ -198,6 +198,16 @@ def test_fenced_member_leaves_the_target() -> None:
     g = join(join(ConsumerGroup("g"), "a").group, "b").group
     gone = fence(g, "b")
     assert "b" not in gone.members and "b" not in gone.target and gone.group_epoch == g.group_epoch + 1
+    assert gone.assignment_epoch == g.assignment_epoch  # a target to compute for "a" at the next beat
+    empty = fence(gone, "a")
+    # the last member gone: the empty target at the new epoch, as Kafka 4.4 writes it
+    assert (empty.state, empty.group_epoch, empty.assignment_epoch) == (
+        "Empty",
+        gone.group_epoch + 1,
+        gone.group_epoch + 1,
+    )
+    again = join(empty, "c")  # a member joining the empty group gets a target at a later epoch
+    assert again.group.group_epoch == again.group.assignment_epoch == empty.group_epoch + 1
 
 
 def test_row_round_trip() -> None:

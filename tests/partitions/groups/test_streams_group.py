@@ -38,7 +38,7 @@ from partitions.groups.group_model import Group
 from partitions.groups.live import LiveGroup
 from partitions.groups.state import GroupTable
 from partitions.groups.streams.coordinator import StreamsGroupCoordinator
-from partitions.groups.streams.group import StreamsGroup, StreamsHeartbeat, heartbeat
+from partitions.groups.streams.group import StreamsGroup, StreamsHeartbeat, fence, heartbeat
 from partitions.groups.streams.reconcile import EMPTY, Tasks
 from partitions.groups.streams.topology import (
     ASSIGNMENT_DELAYED,
@@ -150,6 +150,14 @@ def test_a_topology_or_member_past_what_a_group_may_hold_is_refused_and_nothing_
             ),
             _counts({}),
         )
+
+
+def test_the_last_member_fenced_leaves_the_empty_target_at_the_new_epoch() -> None:
+    """As Kafka 4.4's ``streamsGroupFenceMember`` writes the target assignment metadata when the last
+    member goes: an empty group's epochs are equal (``kafka-streams-groups --describe --state``)."""
+    joined = heartbeat(StreamsGroup("app"), _join("a", "p1"), _counts({"lines": 1})).group
+    empty = fence(joined, "a")
+    assert not empty.members and empty.group_epoch == empty.assignment_epoch == joined.group_epoch + 1
 
 
 def test_internal_topics_missing_are_named_to_create_and_tasks_come_once_they_exist() -> None:
