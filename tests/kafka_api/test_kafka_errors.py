@@ -109,6 +109,7 @@ def test_a_consumer_group_heartbeat_whose_write_a_new_leader_discarded_is_not_co
 
     from kafka_api import wire
     from kafka_api.consumer_group_apis import consumer_group_heartbeat
+    from kafka_api.security import Session
     from raftlog.consensus.errors import ProposalDiscarded
 
     async def discarded(group: str, heartbeat: object, viewer: object) -> object:
@@ -122,7 +123,7 @@ def test_a_consumer_group_heartbeat_whose_write_a_new_leader_discarded_is_not_co
         allows=lambda *_: True,
         coordinator_of=lambda *_: "n1",
         node=SimpleNamespace(node_id="n1"),
-        session=SimpleNamespace(host="127.0.0.1"),
+        session=Session(host="127.0.0.1"),
         security=SimpleNamespace(enforce_acls=False),
         coordinator=SimpleNamespace(consumer=consumer, ensure_topic=nothing),
     )
