@@ -190,11 +190,13 @@ async def elect_leaders(door: Door, request: wire.Request) -> Any:
             replicas = None
         if replicas is None:
             return ErrorCode.unknown_topic_or_partition, f"No such partition as {topic}-{partition}"
-        decision = decide(election, replicas, metadata.known_leader(topic, partition), alive, unfit)
-        if decision.outcome is Outcome.TRANSFER:
+        known = metadata.known_leader(topic, partition)
+        decision = decide(election, replicas, known, alive, unfit)
+        if known is None or decision.outcome is Outcome.TRANSFER:
             # this node's view of the leader may be a moment behind (a transfer just done, learned from
-            # the leader's gossip): its leader's own answer decides, as Kafka's controller decides on its
-            # own current view, so a partition already led by its target is ELECTION_NOT_NEEDED
+            # the leader's gossip), or have none yet: its leader's own answer decides, as Kafka's
+            # controller decides on its own current view, so a partition already led by its target is
+            # ELECTION_NOT_NEEDED, and one with a leader is never refused as having none
             with Caught() as caught:
                 state = await door.node.cluster.admin.call(AdminService.partition_state, topic, partition)
             if not caught.failed and state.leader is not None:

@@ -187,6 +187,24 @@ async def test_the_partitions_leader_decides_when_this_nodes_view_is_behind() ->
     assert admin.calls == []
 
 
+async def test_the_partitions_leader_decides_when_this_node_knows_no_leader_yet() -> None:
+    """This node has not learned the leader a transfer a moment ago gave partition 0 (the whole run's
+    second preferred election found none and refused it, where Kafka answers ELECTION_NOT_NEEDED): its
+    leader's answer, n1, decides. With no leader anywhere, the refusals stand."""
+    admin = Admin({}, {}, leaders={0: "n1", 1: "n2"})
+    unknown = {0: None, 1: None}
+    preferred = await elect_leaders(door(admin, leaders=unknown), _elect(0, (0, 1)))
+    (result,) = preferred.replica_election_results
+    assert [p.error_code for p in result.partition_result] == [ErrorCode.election_not_needed] * 2
+    unclean = await elect_leaders(door(admin, leaders=unknown), _elect(1, (0, 1)))
+    (result,) = unclean.replica_election_results
+    assert [p.error_code for p in result.partition_result] == [ErrorCode.election_not_needed] * 2
+    leaderless = await elect_leaders(door(Admin({}, {}), leaders=unknown), _elect(0, (0,)))
+    (result,) = leaderless.replica_election_results
+    assert [p.error_code for p in result.partition_result] == [ErrorCode.preferred_leader_not_available]
+    assert admin.calls == []
+
+
 async def test_an_unclean_election_never_elects_without_a_majority() -> None:
     admin = Admin({}, {})
     answer = await elect_leaders(door(admin, leaders={0: None, 1: "n2"}), _elect(1, (0, 1)))
