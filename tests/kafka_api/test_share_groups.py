@@ -453,15 +453,7 @@ def test_a_share_group_heartbeat_past_the_bound_of_share_groups_is_refused_namin
     """The Kafka door's answer to a join creating one share group past ``--group-share-max-groups``:
     GROUP_MAX_SIZE_REACHED (the code Kafka's share consumer fails on with the message), the message
     naming the bound (the rule's own tests: ``tests/partitions/groups/test_share_coordinator.py``)."""
-    share = ShareGroupCoordinator(ShareTable({"t": 1}), lambda: 0, groups_max=1)
-    door = SimpleNamespace(
-        allows=lambda *_: True,
-        cluster_id="c",
-        coordinator_of=lambda *_: "n1",
-        node=SimpleNamespace(node_id="n1", metadata=_NoTopics()),
-        session=Session(host="127.0.0.1"),
-        coordinator=SimpleNamespace(share=share, ensure_topic=_nothing),
-    )
+    door = _share_door(ShareGroupCoordinator(ShareTable({"t": 1}), lambda: 0, groups_max=1))
 
     def join(group: str) -> Any:
         body = SimpleNamespace(
@@ -486,19 +478,10 @@ def test_share_group_describe_of_no_share_group_answers_in_kafka_s_words() -> No
     ``kafka-share-groups --describe`` prints; a share group there is described."""
     table = ShareTable({"t": 1})
     table.table.apply(encode(KafkaGeneration("classic", "consumer", "range", 1, 5)))
-    share = ShareGroupCoordinator(table, lambda: 0)
-    door = SimpleNamespace(
-        allows=lambda *_: True,
-        cluster_id="c",
-        coordinator_of=lambda *_: "n1",
-        node=SimpleNamespace(node_id="n1", metadata=_NoTopics()),
-        session=Session(host="127.0.0.1"),
-        coordinator=SimpleNamespace(
-            share=share,
-            ensure_topic=_nothing,
-            recorded=lambda name: Recorded(1, table.table.groups.get(name)),
-            classic=SimpleNamespace(live=lambda name: None),
-        ),
+    door = _share_door(
+        ShareGroupCoordinator(table, lambda: 0),
+        recorded=lambda name: Recorded(1, table.table.groups.get(name)),
+        classic=SimpleNamespace(live=lambda name: None),
     )
     heartbeat = SimpleNamespace(
         group_id="shared",
@@ -516,6 +499,19 @@ def test_share_group_describe_of_no_share_group_answers_in_kafka_s_words() -> No
         "classic": (ErrorCode.group_id_not_found, "Group classic is not a share group."),
         "shared": (ErrorCode.none, None),
     }
+
+
+def _share_door(share: ShareGroupCoordinator, **coordinator: Any) -> Any:
+    """The Kafka door as the share group handlers use it, over ``share`` and what else of the node's
+    group coordinator a test gives (``coordinator``)."""
+    return SimpleNamespace(
+        allows=lambda *_: True,
+        cluster_id="c",
+        coordinator_of=lambda *_: "n1",
+        node=SimpleNamespace(node_id="n1", metadata=_NoTopics()),
+        session=Session(host="127.0.0.1"),
+        coordinator=SimpleNamespace(share=share, ensure_topic=_nothing, **coordinator),
+    )
 
 
 async def _nothing() -> None:
