@@ -121,13 +121,13 @@ class InternalTopicLog(Generic[Table]):
         """The term this node leads the partition in, whether or not it may serve reads this moment
         (NotLeader, NoLeader or UnknownTopic when it does not lead it): a leader whose read lease lapsed
         or whose Raft thread stood still is still the one that wrote everything of its term."""
-        return self._leader(self.TOPIC, partition).group.status().term
+        return self._leader(self.TOPIC, partition).group.leader_and_term()[1]
 
     def table(self, partition: int) -> tuple[Table, int]:
         """The partition's table on its leader here, once it may serve reads, and the term."""
         replica = self._ready_leader(self.TOPIC, partition)
         table: Table = getattr(replica.machine, self.TABLE)
-        return table, replica.group.status().term
+        return table, replica.group.leader_and_term()[1]
 
     async def _propose_entry(self, partition: int, entry: bytes) -> object:
         return await self._leader(self.TOPIC, partition).group.propose(entry, PROPOSE_TIMEOUT_MS)

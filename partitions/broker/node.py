@@ -734,7 +734,7 @@ class NodeView:
         term = node.frontend.term()
         if term is not None:  # an election of the controller raises it (Kafka's controller epoch)
             values["controller_term"] = term
-        led = [r for r in replicas if r.group.status().role is Role.LEADER]
+        led = [r for r in replicas if r.group.role_and_leader()[0] is Role.LEADER]
         values["partitions_led"] = len(led)
         for replica in led:  # bounded: the partitions of the cluster; topic names need no escaping
             labels = f'{{topic="{replica.topic.name}",partition="{replica.partition}"}}'

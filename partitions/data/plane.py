@@ -271,7 +271,7 @@ class DataPlane:
                 # before the view is read): before, a marker a former leader wrote may be missing here, the
                 # producer's ended transaction would look open, and the batch of its next one be bound
                 # below that one's ordinal and refused
-                current = replica.group.status().leader_ready
+                current = replica.group.leader_ready()
                 ended = commands.NO_TRANSACTION if pid is None else machine.transaction_ended(pid)
                 transaction = await self._transactional.verify(
                     replica.log.transactions if current else None, tid, header, topic, partition,
@@ -655,7 +655,7 @@ class DataPlane:
         starting at the high watermark until its first batch). The client's ``current_leader_epoch`` is
         checked against this node's replica first, as Kafka checks it before leadership."""
         replica = self.replica(topic, partition)
-        check_leader_epoch(replica.group.group_id, current_leader_epoch, replica.group.status().term)
+        check_leader_epoch(replica.group.group_id, current_leader_epoch, replica.group.leader_and_term()[1])
         replica = await self._reading_leader(topic, partition)
         term = replica.group.leader_term()
         machine = replica.machine

@@ -367,10 +367,10 @@ class MetadataFrontend:
         if self._group is None or self._catching_up is not None:
             follower = self._follower
             return None if follower is None or not follower.synced else follower.leader
-        status = self._group.status()
-        if status.role is Role.LEADER and not status.leader_ready:
+        role, leader = self._group.role_and_leader()  # asked several times a second: no whole status
+        if role is Role.LEADER and not self._group.leader_ready():
             return None
-        return status.leader
+        return leader
 
     def leads(self) -> bool:
         return self.controller() == self.node_id
@@ -388,7 +388,7 @@ class MetadataFrontend:
     def term(self) -> int | None:
         """The controller group's term as this node's replica knows it (None without one): an election of
         the controller raises it (Kafka's controller epoch)."""
-        return None if self._group is None else self._group.status().term
+        return None if self._group is None else self._group.leader_and_term()[1]
 
     # -- proposals (the changes themselves: topic_changes.py, security_records.py, controller_voters.py)
 
@@ -411,7 +411,7 @@ class MetadataFrontend:
                 raise NoControllerLeader(CONTROLLER_GROUP)
             raise NotLeader(CONTROLLER_GROUP, leader)
         if not self.leads():
-            raise NotLeader(CONTROLLER_GROUP, self._group.status().leader)
+            raise NotLeader(CONTROLLER_GROUP, self._group.role_and_leader()[1])
         return self._group
 
     async def propose(self, command: ControllerCommand, timeout_ms: int = ADMIN_TIMEOUT_MS) -> object:

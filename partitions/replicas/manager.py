@@ -312,7 +312,7 @@ class ReplicaManager:
         partition = replica.partition
 
         def peers() -> list[str]:  # its leader first: it holds every committed record
-            leader = replica.group.status().leader
+            leader = replica.group.role_and_leader()[1]
             others = [n for n in replica.topic.replicas[partition] if n != self.node_id]
             return sorted(others, key=lambda n: n != leader)
 

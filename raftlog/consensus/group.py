@@ -214,6 +214,11 @@ class ReplicaGroup:
         core = self._core
         return core.role, core.leader_id
 
+    def leader_ready(self) -> bool:
+        """Leader, and its term's first entry applied (``GroupStatus.leader_ready``), without a whole
+        :meth:`status`. Any thread, no locks."""
+        return self._core.leader_ready
+
     def leader_and_term(self) -> tuple[str | None, int]:
         """The leader this replica knows and its current term (Kafka's leader epoch, once a leader is
         known: a follower's term is its leader's), without a whole :meth:`status`. Any thread, no locks."""

@@ -125,6 +125,12 @@ class InstantGroup:
     def leader_term(self) -> int | None:
         return self._state.term if self._state.leader == self.node_id else None
 
+    def leader_ready(self) -> bool:
+        return self._state.leader == self.node_id
+
+    def leader_and_term(self) -> tuple[str | None, int]:
+        return self._state.leader, self._state.term
+
     def read_refusal(self) -> str | None:
         """No Raft here: the leader's reads always stand."""
         return None if self._state.leader == self.node_id else READ_NOT_LEADER

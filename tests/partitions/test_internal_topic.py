@@ -34,6 +34,9 @@ class Group:
     def status(self) -> Status:
         return Status(self.term)
 
+    def leader_and_term(self) -> tuple[str | None, int]:
+        return "n1", self.term
+
 
 @dataclass
 class Machine:

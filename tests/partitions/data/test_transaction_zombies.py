@@ -10,7 +10,6 @@ in it (KIP-890's verification); and the producer's next transaction at the same 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import pathlib
 import struct
 import threading
@@ -183,7 +182,6 @@ async def test_a_new_leader_not_caught_up_asks_the_coordinator_so_the_next_trans
     await coordinator(service.add_partitions, TID, pid, epoch, [PAY])  # once the commit's markers are in
     replica = leader.data.leader_replica(*PAY)
     assert replica.machine.transaction_ended(pid) >= 0  # the marker is applied: the view is put back
-    status = replica.group.status
     monkeypatch.setattr(replica.log.transactions, "is_open", lambda producer_id: producer_id == pid)
     ended = replica.machine.transaction_ended
     loop = threading.get_ident()  # the leader's checks read the view here; its Raft thread applies
@@ -192,7 +190,7 @@ async def test_a_new_leader_not_caught_up_asks_the_coordinator_so_the_next_trans
         return -1 if threading.get_ident() == loop else ended(producer_id)
 
     monkeypatch.setattr(replica.machine, "transaction_ended", view_before_the_marker)
-    monkeypatch.setattr(replica.group, "status", lambda: dataclasses.replace(status(), leader_ready=False))
+    monkeypatch.setattr(replica.group, "leader_ready", lambda: False)
     second = _transactional(producer, 1, b"second")
     await leader.data.produce_batch(*PAY, second, 5000, who, contiguous=True)
     monkeypatch.undo()

@@ -42,6 +42,15 @@ class SlowControllerGroup:
         index = self.machine.applied_index + 1
         return self.machine.apply(index, 1, command)
 
+    def role_and_leader(self) -> tuple[Role, str | None]:
+        return Role.LEADER, "n1"
+
+    def leader_ready(self) -> bool:
+        return True
+
+    def leader_and_term(self) -> tuple[str | None, int]:
+        return "n1", 1
+
     def status(self) -> GroupStatus:
         index = self.machine.applied_index
         return GroupStatus(
