@@ -54,7 +54,12 @@ PROGRESS_TIMEOUT_S = 90.0  # a kill -9's election is a few seconds; a loaded 2-c
 # A node restarted a moment ago may answer before it knows the topic again (a known gap of its own: it
 # should not serve until its metadata caught up, as Kafka's brokers do not); franz-go does not retry that
 # code for a commit, which fails visibly, nothing lost
-UNREACHED = ("unable to dial", "connection refused", "_TRANSPORT", "UNKNOWN_TOPIC_OR_PARTITION")
+# a node just killed, as each client words it (kafka-python 3.0: "111 ECONNREFUSED", or "socket
+# disconnected" for a request in flight when the node went)
+UNREACHED = (
+    "unable to dial", "connection refused", "ECONNREFUSED", "socket disconnected", "_TRANSPORT",
+    "UNKNOWN_TOPIC_OR_PARTITION",
+)  # fmt: skip
 STALL_S = 4.0  # how long a partition stays leaderless: past Router's 3 s, within GroupOffsets' 8 s
 
 
