@@ -316,9 +316,21 @@ class _DirectWriter:
     writing back the same page. Durability is still the journal's fdatasync (device cache and block
     allocation)."""
 
-    def __init__(self, path: str, size: int) -> None:
+    def __init__(self, path: str, size: int, tail: bytes | None = None) -> None:
+        """``tail``: the file's bytes from the block holding ``size`` up to it, as the writer closed before
+        left them (``kept_tail``), so that a reopening reads nothing back from the disk (a direct write
+        leaves no copy in the page cache: the read is a disk's round trip on every append of a group that
+        goes quiet between its records)."""
         self._fd = os.open(path, os.O_WRONLY | _O_DIRECT)
-        self.seek(path, size)
+        if tail is not None and len(tail) == size % DIRECT_BLOCK:
+            self._start, self._tail = size - len(tail), tail
+        else:
+            self.seek(path, size)
+
+    @property
+    def kept_tail(self) -> bytes:
+        """The bytes of the block the next write starts at, as written (see ``__init__``)."""
+        return self._tail
 
     def seek(self, path: str, size: int) -> None:
         """Continue writing at ``size`` (after opening, or after the file was truncated there)."""
@@ -360,13 +372,13 @@ class _DirectWriter:
         os.close(self._fd)
 
 
-def _direct_writer(path: str, size: int) -> _DirectWriter | None:
+def _direct_writer(path: str, size: int, tail: bytes | None = None) -> _DirectWriter | None:
     """A direct writer for the segment at ``path``, or None where the file system has no direct I/O
     (tmpfs before Linux 6.6, some overlay set-ups): the journal then writes through the page cache."""
     if not _O_DIRECT:
         return None
     try:
-        return _DirectWriter(path, size)
+        return _DirectWriter(path, size, tail)
     except OSError as error:
         if error.errno != errno.EINVAL:
             raise
@@ -394,6 +406,9 @@ class JournalSegment:
         self.direct = direct  # appended with direct I/O (the last segment, where the file system has it)
         self._fd: int | None = None
         self._writer: _DirectWriter | None = None
+        # the direct writer's last block as it closed it (``release``), for the next one to go on from:
+        # valid while ``size`` ends in it (only this segment's writer and ``truncated`` change the file)
+        self._kept_tail: bytes | None = None
 
     @property
     def fd(self) -> int:
@@ -413,18 +428,21 @@ class JournalSegment:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR)
         if self._writer is None and self.direct:
-            self._writer = _direct_writer(self.path, self.size)
+            self._writer = _direct_writer(self.path, self.size, self._kept_tail)
+            self._kept_tail = None
             self.direct = self._writer is not None
 
     def truncated(self, size: int) -> None:
         """The file was cut at ``size``: an open direct writer continues there."""
         self.size = size
+        self._kept_tail = None
         if self._writer is not None:
             self._writer.seek(self.path, size)
 
     def close_writer(self) -> None:
         """No more appends here (the journal rolled to a new segment)."""
         self.direct = False
+        self._kept_tail = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -435,5 +453,6 @@ class JournalSegment:
             os.close(self._fd)
             self._fd = None
         if self._writer is not None:
+            self._kept_tail = self._writer.kept_tail
             self._writer.close()
             self._writer = None

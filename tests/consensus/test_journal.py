@@ -108,10 +108,49 @@ def test_direct_io_writes_whole_blocks_and_reopens_after_the_padding(tmp_path: P
     assert entries_of(FileJournal(str(tmp_path), direct_io=False)) == expected
 
 
+def test_a_released_direct_writer_goes_on_without_reading_its_last_block_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group that goes quiet between its records releases its files after each (``release_handles``);
+    its next append continues from the last block as the closed writer left it, not from a read of that
+    block, which a direct write left out of the page cache (a disk round trip on every such append). A
+    truncation still reads the block the file now ends in."""
+    journal = FileJournal(str(tmp_path))
+    fill(journal, 1, 3, size=100)
+    assert journal._segments[-1].writer is not None, "this file system has no direct I/O"
+    journal.sync()
+    seek = journal_files._DirectWriter.seek
+    reads: list[int] = []
+
+    def counted(writer: journal_files._DirectWriter, path: str, size: int) -> None:
+        reads.append(size)
+        seek(writer, path, size)
+
+    monkeypatch.setattr(journal_files._DirectWriter, "seek", counted)
+    for index in range(4, 60):  # past a block boundary (4 KiB) with records of ~110 bytes
+        journal.release_handles()
+        fill(journal, index, 1, size=100)
+        journal.sync()
+    assert reads == [], "a reopened writer read its last block back"
+    journal.release_handles()
+    journal.deleteEntriesFrom(len(journal) - 3)  # cut while released: the kept block is no longer the end
+    fill(journal, len(journal) + 1, 2, size=100)
+    journal.sync()
+    assert len(reads) == 1
+    journal.release_handles()
+    fill(journal, len(journal) + 1, 2, size=100)
+    journal.sync()
+    expected = entries_of(journal)
+    assert [entry[1] for entry in expected] == list(range(1, 61))
+    journal.close()
+    assert entries_of(FileJournal(str(tmp_path))) == expected
+    assert entries_of(FileJournal(str(tmp_path), direct_io=False)) == expected
+
+
 def test_without_direct_io_on_the_file_system_the_journal_writes_through_the_page_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(path: str, size: int) -> None:
+    def refuse(path: str, size: int, tail: bytes | None) -> None:
         raise OSError(errno.EINVAL, "Invalid argument")
 
     monkeypatch.setattr(journal_files, "_DirectWriter", refuse)
@@ -370,6 +409,7 @@ def test_random_operations_match_a_list_model(tmp_path: Path, direct_io: bool, o
             durable = list(model)
         elif action < 0.9 and durable:
             journal.release_through(rng.choice(durable)[1])  # commands leave memory, read back below
+            journal.release_handles()  # files too (refused while a sync is pending or running)
         elif action < 0.93:
             if running is not None:
                 running.join()
