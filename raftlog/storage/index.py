@@ -59,7 +59,10 @@ class _EntryFile(FileHandle):
         self._dirty = True
 
     def floor(self, key: int) -> int:
-        """Index of the last entry whose first field is <= key, or -1."""
+        """Index of the last entry whose first field is <= key, or -1. A key at or past the last entry (a
+        read at the log's end, what a consumer keeping up asks) is answered from memory, without a read."""
+        if self.last is not None and self.last[0] <= key:
+            return self.count - 1
         low, high = 0, self.count - 1
         found = -1
         while low <= high:

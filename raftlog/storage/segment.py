@@ -269,6 +269,10 @@ class Segment(FileHandle):
             self.close_descriptor()
             raise
         self.end_offset = base_offset
+        # (base offset, byte position) of the last batch this process tracked: a read at the log's end,
+        # what a consumer keeping up asks, finds its batch here without the index or a walk of headers
+        # (None until a batch is tracked, and after a truncation)
+        self._last_batch: tuple[int, int] | None = None
         self.max_timestamp_ms: int | None = None
         self.first_append_ms: int | None = None  # wall clock of the first append since open (segment.ms)
         self._bytes_since_index = 0
@@ -376,6 +380,7 @@ class Segment(FileHandle):
     def _rebuild(self, verify: bool) -> tuple[int, ScanStop | None]:
         """Walk the whole file, re-adding index entries; returns (end of last good batch, why it stopped)."""
         self.end_offset = self.base_offset
+        self._last_batch = None
         self.max_timestamp_ms = None
         self._bytes_since_index = 0
         valid_end = 0
@@ -406,6 +411,7 @@ class Segment(FileHandle):
             self._bytes_since_index = 0
         self._bytes_since_index += header.size_bytes
         self.end_offset = header.end_offset
+        self._last_batch = header.base_offset, position
         if self.max_timestamp_ms is None or header.max_timestamp_ms > self.max_timestamp_ms:
             self.max_timestamp_ms = header.max_timestamp_ms
 
@@ -498,6 +504,9 @@ class Segment(FileHandle):
 
     def locate(self, offset: int) -> int | None:
         """Byte position of the batch holding ``offset`` (or the first one after it), None past the end."""
+        last = self._last_batch
+        if last is not None and last[0] <= offset < self.end_offset:
+            return last[1]
         _, position = self.index.lookup(offset)
         try:
             for batch_position, header in walk_headers(self.fd, position, self.size):
@@ -565,6 +574,7 @@ class Segment(FileHandle):
             raise StorageUnavailable(self.path, f"truncate to {size} failed: {exc}") from exc
         self.size = size
         self._written_back = size
+        self._last_batch = None
 
     def _resume(self) -> None:
         """Recompute end offset, max timestamp and index spacing from the last index entry onward."""

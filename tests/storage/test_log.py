@@ -22,6 +22,7 @@ from raftlog.storage.errors import (
     RecordTooLarge,
     StorageUnavailable,
 )
+from raftlog.storage.index import OffsetIndex
 from raftlog.storage.leader_epochs import CHECKPOINT_FILE
 from raftlog.storage.log_cut import delete_oldest_segments
 from raftlog.storage.segment import Segment
@@ -89,6 +90,39 @@ def test_read_returns_at_least_one_record_whatever_the_budget(tmp_path):
             batch_end = next(end for base, end in bounds if base <= offset < end)
             # exactly the rest of the batch holding the offset: batches are never split, never exceeded
             assert page == everything[offset:batch_end]
+
+
+def test_a_read_at_the_end_of_the_log_needs_neither_the_index_nor_a_walk(tmp_path, monkeypatch):
+    """What a consumer keeping up asks: the batch the last append wrote is found in memory (its place is
+    known), and the read is one read of the data file; after a truncation the index and a walk find it
+    again, and the next append is found in memory again."""
+    log = open_log(tmp_path)
+    bounds = fill(log, 40)
+    everything = read_all(log)
+    looked_up: list[int] = []
+    lookup = OffsetIndex.lookup
+
+    def counted(index: OffsetIndex, offset: int) -> tuple[int, int]:
+        looked_up.append(offset)
+        return lookup(index, offset)
+
+    monkeypatch.setattr(OffsetIndex, "lookup", counted)
+    base, end = bounds[-1]
+    for offset in range(base, end):
+        assert log.read(offset, 1 << 20) == everything[offset:]
+    assert looked_up == []
+    log.truncate(bounds[-3][0])  # the last batch is gone: the index finds the new last one
+    looked_up.clear()
+    assert log.read(bounds[-4][0], 1 << 20) == everything[bounds[-4][0] : bounds[-3][0]]
+    assert looked_up != []
+    result = log.append(make_records(2, "again"))
+    looked_up.clear()
+    assert [r.offset for r in log.read(result.base_offset, 1 << 20)] == [
+        result.base_offset,
+        result.base_offset + 1,
+    ]
+    assert looked_up == []
+    log.close()
 
 
 def test_read_stays_within_the_byte_budget_after_the_first_batch(tmp_path):
