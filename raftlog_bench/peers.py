@@ -38,7 +38,6 @@ SETUP_HINT_PIP = "pip install -e '.[bench]'   (or: make bench-setup)"
 SETUP_HINT_APT = "scripts/bench_peers_setup.sh   (apt-get install -y rabbitmq-server; or: make bench-setup)"
 START_TIMEOUT_S = 60.0
 RABBIT_START_TIMEOUT_S = 180.0
-STREAM_REQUEST_S = 5.0  # a stream's creation or info asked of a new JetStream cluster, each time
 NO_SUITABLE_PEERS = 10005  # JetStream: "no suitable peers for placement" (a cluster not yet formed)
 STOP_TIMEOUT_S = 30.0
 NAMESPACE = "raftlogbench"
@@ -240,12 +239,9 @@ class NatsTarget:
 
         self.layout = layout
         self._payload = os.urandom(layout.record_bytes)
-        from nats.errors import TimeoutError as NatsTimeout
         from nats.js.errors import BadRequestError
 
-        # a short wait per request, asked again until the deadline: a JetStream cluster just up may leave a
-        # stream's creation unanswered (a second creation of the same stream answers it as it is)
-        js = self._connections[0].jetstream(timeout=STREAM_REQUEST_S)
+        js = self._streams[0]
         deadline = time.monotonic() + START_TIMEOUT_S
         for partition in range(layout.partitions):
             config = StreamConfig(
@@ -263,19 +259,9 @@ class NatsTarget:
                     if exc.err_code != NO_SUITABLE_PEERS or time.monotonic() > deadline:
                         raise
                     await asyncio.sleep(0.2)
-                except NatsTimeout:
-                    if time.monotonic() > deadline:
-                        raise
-                    print(f"nats: creating stream {config.name}: no answer in {STREAM_REQUEST_S:g} s, again",
-                          file=sys.stderr)  # fmt: skip
         for partition in range(layout.partitions):  # every replica current before the load starts
             while True:
-                try:
-                    info = await js.stream_info(self._stream(partition))
-                except NatsTimeout:
-                    if time.monotonic() > deadline:
-                        raise
-                    continue
+                info = await js.stream_info(self._stream(partition))
                 cluster = info.cluster
                 if (
                     cluster
