@@ -24,7 +24,7 @@ from raftlog_bench.peers import NatsCluster, NatsTarget, PeerMissing, RabbitClus
 from raftlog_bench.perf_phases import DRAIN_TIMEOUT_S, drive, quiet, slow_wait_probe
 from raftlog_bench.perf_raftlog_phases import idle_phase, restart_phase
 from raftlog_bench.perf_report import Report, Workload, phase_from_dict, workload_from_dict
-from raftlog_bench.targets import RaftlogTarget
+from raftlog_bench.targets import Layout, RaftlogTarget
 from raftlog_client.local_cluster import LocalCluster
 
 T = TypeVar("T")
@@ -132,11 +132,32 @@ def peer_cluster(parent: str, system: str, make: Callable[[str], PeerClusterT]) 
         shutil.rmtree(directory, ignore_errors=True)
 
 
+NATS_CREATE_ATTEMPTS = 3  # a phase's streams asked for again after nats-py's timeout (30 s each)
+
+
+class _PatientNatsTarget(NatsTarget):
+    """A JetStream cluster just up sometimes leaves a stream's creation unanswered (nats-py's timeout
+    after 30 s: two runs of five on 2026-11-30): the phase's streams are asked for again, as creating a
+    stream that exists with the same settings answers it as it is."""
+
+    async def create(self, layout: Layout) -> None:
+        from nats.errors import TimeoutError as NatsTimeout
+
+        for attempt in range(1, NATS_CREATE_ATTEMPTS + 1):
+            try:
+                await super().create(layout)
+                return
+            except NatsTimeout:
+                if attempt == NATS_CREATE_ATTEMPTS:
+                    raise
+                say(f"nats: no answer creating the streams of {layout.name}; asking again")
+
+
 def run_nats(workload: Workload, parent: str, report: Report) -> None:
     with peer_cluster(parent, "nats", NatsCluster) as cluster:
         say(f"nats: 3 JetStream nodes up: {', '.join(cluster.servers)}")
         report.phases += run_async(
-            drive(NatsTarget(cluster.servers), workload, cluster.pids, f"perf{os.getpid()}")
+            drive(_PatientNatsTarget(cluster.servers), workload, cluster.pids, f"perf{os.getpid()}")
         )
 
 
