@@ -137,7 +137,7 @@ NATS_CREATE_ATTEMPTS = 3  # a phase's streams asked for again after nats-py's ti
 
 class _PatientNatsTarget(NatsTarget):
     """A JetStream cluster just up sometimes leaves a stream's creation unanswered (nats-py's timeout
-    after 30 s: two runs of five on 2026-11-30): the phase's streams are asked for again, as creating a
+    after 30 s: two runs of seven on 2026-11-30): the phase's streams are asked for again, as creating a
     stream that exists with the same settings answers it as it is."""
 
     async def create(self, layout: Layout) -> None:
