@@ -6,7 +6,6 @@ sees)."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from raftlog_dev.hints import raftlog_command, up_text
 from raftlog_dev.layout import DevNode, busy_ports, interpreter_problem, node_argv
 from raftlog_dev.probe import probe
 from raftlog_dev.secure import DevSecurity, create_user, write_client_files, write_token
+from raftlog_node.launch import NodeProcess, launch
 from raftlog_node.tls import client_context
 
 READY_TIMEOUT_S = 60.0
@@ -38,23 +38,13 @@ REQUEST_READ_TIMEOUT_S = 5.0  # how long a control connection may take to send i
 LOG_TAIL_BYTES = 4096  # of a node's log, read to say why it exited
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _terminate_with_parent() -> None:
-    """In a node's process before it runs: SIGTERM when the supervisor dies, even by SIGKILL (Linux's
-    parent-death signal; elsewhere the supervisor's own signal handling is all there is)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def _say(text: str, error: bool = False) -> None:
     """Print, unless the terminal is gone (a hangup stops the cluster: its printing must not stop that)."""
     with contextlib.suppress(OSError):
         print(text, file=sys.stderr if error else sys.stdout, flush=True)
 
 
-def _wait_or_kill(node: DevNode, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+def _wait_or_kill(node: DevNode, process: NodeProcess, timeout_s: float) -> None:
     """Wait up to ``timeout_s`` for a node that was sent a signal to exit; SIGKILL it (and say so) if not."""
     try:
         process.wait(timeout_s)
@@ -64,7 +54,9 @@ def _wait_or_kill(node: DevNode, process: subprocess.Popen[bytes], timeout_s: fl
         process.wait()
 
 
-def _exit_text(code: int) -> str:
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
     if code < 0:
         try:
             return f"signal {signal.Signals(-code).name}"
@@ -80,7 +72,7 @@ class _Child:
     node: DevNode
     argv: list[str]
     log_path: str
-    process: subprocess.Popen[bytes] | None = None
+    process: NodeProcess | None = None
     log_offset: int = 0  # where the current process's lines begin in its log
     state: str = "stopped"  # running | stopped (asked to) | exited (on its own)
     exit_code: int | None = None
@@ -226,14 +218,16 @@ class Supervisor:
             # the node writes and rotates its log itself (raftlog serve --log-file); a release before
             # that option logs to the file as its stderr, unrotated
             own_log = [] if child.other_code else ["--log-file", child.log_path]
-            child.process = subprocess.Popen(
+            # this checkout's node is forked by a fork server where the environment names one (the test
+            # suite's); another interpreter's is exec'd
+            child.process = launch(
                 [*child.argv, *own_log],
                 env=env,
                 cwd=cwd,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_terminate_with_parent,
+                die_with_launcher=True,
             )
         child.state, child.exit_code = "running", None
         self.write_description()

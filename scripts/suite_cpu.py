@@ -32,6 +32,7 @@ BURN_MAX_S = 3 * 3600.0  # a burner ends by itself after this, were it left behi
 TICKS = os.sysconf("SC_CLK_TCK")
 PR_SET_CHILD_SUBREAPER = 36
 KINDS = (  # (kind, a word of its command line), first match wins
+    ("node fork server", "raftlog_node.forkserver"),  # the test workers' (tests/node_forks.py)
     ("node", "raftlog_node"),
     ("raftlog dev", "raftlog_cli dev"),
     ("raftlog command", "raftlog_cli"),

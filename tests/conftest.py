@@ -5,15 +5,19 @@ two workers' clusters never pick the same port between the check and the bind.
 The files run dearest first (``file_costs.py``; with ``--dist loadfile --no-loadscope-reorder`` the workers
 take them in that order, so all end together on short files; the folders whose tests share a costly
 session fixture go to one worker whole), and ``--files-under SECONDS`` keeps only
-the files that cost less (``make unit-fast``)."""
+the files that cost less (``make unit-fast``).
+
+Each worker runs a node fork server (``node_forks.py``), so its nodes start without importing the node."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import cpu_costs
 import file_costs  # tests/ is on the path: pytest puts a conftest's folder there
+import node_forks
 import pytest
 from cpu_costs import pytest_runtest_logfinish, pytest_sessionfinish, pytest_sessionstart  # noqa: F401  (hooks)
 from hang_report import pytest_runtest_protocol  # noqa: F401  (a hook: what a hung test awaits)
@@ -25,6 +29,14 @@ _worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under pytes
 if _worker.startswith("gw"):  # each worker its own part of the ports (of $RAFTLOG_FREE_PORTS, when given)
     _index, _count = int(_worker[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     os.environ[layout.PORTS_ENV] = layout.worker_ports(_index, _count, layout.port_range())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def node_fork_server() -> Iterator[None]:
+    """The worker's node fork server (``node_forks.py``), for every node its tests start."""
+    node_forks.start()
+    yield
+    node_forks.stop()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -21,6 +21,7 @@ from serve_args import args_for, token_file
 from waiting import wait_for
 
 from raftlog_dev import layout
+from raftlog_node.launch import launch
 from raftlog_node.options import ServeConfigError
 from raftlog_node.settings import node_config
 
@@ -38,7 +39,7 @@ def node_processes(root: pathlib.Path, *serve_args: str) -> Iterator[list[str]]:
     for node in nodes:
         argv = [*layout.node_argv(node, nodes, str(root), str(secret)), *serve_args]
         log = open(root / f"{node.node_id}.log", "wb")  # noqa: SIM115 - closed with the process
-        processes.append((subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+        processes.append((launch(argv, stdout=log, stderr=subprocess.STDOUT), log))
     urls = [node.http for node in nodes]
     try:
         wait_for(lambda: all(_ready(url) for url in urls), f"every node ready; see {root}/n*.log")

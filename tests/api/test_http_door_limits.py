@@ -25,6 +25,7 @@ import pytest
 from waiting import wait_for
 
 from raftlog_dev import layout
+from raftlog_node.launch import launch
 
 TOKEN = "admin-token-for-the-http-door-test"
 METRICS_TOKEN = "metrics-token-for-the-http-door-test"
@@ -62,7 +63,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
     ]  # fmt: skip
     log_path = root / "n1.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(
+        process = launch(
             argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAFTLOG_ADMIN_TOKEN": TOKEN}
         )
         try:

@@ -26,6 +26,7 @@ from waiting import wait_for
 from api.app import ROUTES
 from raftlog_contract import LEADER_HEADER
 from raftlog_dev import layout
+from raftlog_node.launch import launch
 
 TOKEN = "admin-token-for-the-strangers-test"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
@@ -65,7 +66,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, pathli
         "--require-auth", "--enforce-acls", "--log-file", str(log_path),
     ]  # fmt: skip
     with open(out_path, "wb") as out:
-        process = subprocess.Popen(
+        process = launch(
             argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "RAFTLOG_ADMIN_TOKEN": TOKEN}
         )
         try:

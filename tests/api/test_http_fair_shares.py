@@ -22,6 +22,7 @@ import pytest
 from waiting import wait_for
 
 from raftlog_dev import layout
+from raftlog_node.launch import launch
 
 TOKEN = "admin-token-for-the-http-fair-shares-test"
 MiB = 1024 * 1024
@@ -53,7 +54,7 @@ def url(tmp_path: pathlib.Path) -> Iterator[str]:
     ]  # fmt: skip
     log_path = tmp_path / "n1.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(
+        process = launch(
             argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAFTLOG_ADMIN_TOKEN": TOKEN}
         )
     try:

@@ -31,6 +31,7 @@ from kafka_fixtures import RawKafka
 from kafka_api import wire
 from raftlog_dev import layout
 from raftlog_dev.certificates import dev_certificates
+from raftlog_node.launch import launch
 from raftlog_node.options import TOKEN_ENV
 from tests.waiting import wait_for
 
@@ -129,7 +130,7 @@ def one_node(
     log_path = root / "n1.log"
     with open(log_path, "wb") as log:  # the admin token from the environment: never in argv
         environment = {**os.environ, TOKEN_ENV: TOKEN}
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        process = launch(argv, stdout=log, stderr=subprocess.STDOUT, env=environment)
     ca = None if certificates is None else certificates.ca
     node = RunningNode(process, nodes[0].kafka, nodes[0].http, ca, log_path)
     try:

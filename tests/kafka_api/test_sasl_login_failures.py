@@ -20,6 +20,7 @@ from waiting import wait_for
 
 from kafka_api import wire
 from raftlog_dev import layout
+from raftlog_node.launch import launch
 
 TOKEN = "admin-token-for-the-sasl-guessing-test"
 FAILURES_MAX = 5
@@ -42,7 +43,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[layout.DevN
     ]  # fmt: skip
     log_path = root / "n1.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(
+        process = launch(
             argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAFTLOG_ADMIN_TOKEN": TOKEN}
         )
         try:

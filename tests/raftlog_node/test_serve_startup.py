@@ -26,6 +26,7 @@ from waiting import wait_for
 from raftlog_contract import ADMIN_TOPICS_PATH, READY_PATH, partition_path
 from raftlog_dev import layout
 from raftlog_dev.certificates import dev_certificates
+from raftlog_node.launch import launch
 from raftlog_node.options import SECRET_ENV, TOKEN_ENV, ServeConfigError
 from raftlog_node.settings import node_config
 
@@ -127,7 +128,7 @@ def node_process(root: pathlib.Path, *serve_args: str) -> Iterator[tuple[subproc
     node = layout.plan(1, layout.free_base_port(1))[0]
     argv = [*layout.node_argv(node, [node], str(root), str(secret)), *serve_args]
     with open(root / "n1.out", "wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=ENV)
+        process = launch(argv, stdout=out, stderr=subprocess.STDOUT, env=ENV)
     try:
         wait_for(
             lambda: _ready(node.http) or process.poll() is not None, f"ready; see {root}/n1.out", READY_S

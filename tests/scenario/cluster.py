@@ -11,6 +11,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from raftlog_dev.layout import DevNode, free_base_port, node_argv, plan
+from raftlog_node.launch import NodeProcess, launch
 
 
 @dataclass
@@ -18,7 +19,7 @@ class ProcessCluster:
     root: str
     nodes: list[DevNode]
     argv: dict[str, list[str]] = field(default_factory=dict)
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    processes: dict[str, NodeProcess] = field(default_factory=dict)
 
     @classmethod
     def create(cls, root: str, count: int = 3, joining: int = 0) -> ProcessCluster:
@@ -47,7 +48,7 @@ class ProcessCluster:
     def start(self, node_id: str) -> None:
         os.makedirs(os.path.join(self.root, node_id), exist_ok=True)
         with open(os.path.join(self.root, node_id, "node.log"), "ab") as log:
-            self.processes[node_id] = subprocess.Popen(
+            self.processes[node_id] = launch(  # forked by the worker's fork server (tests/node_forks.py)
                 self.argv[node_id], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
 

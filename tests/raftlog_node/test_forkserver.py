@@ -1,0 +1,196 @@
+"""A node forked by the fork server (``raftlog_node/forkserver.py``, the test suite's way of starting nodes)
+is the node an exec makes: the same command line in ``/proc``, the same answers and exit codes, its output
+in the file it was given, its own session, its exit reported; a launcher that dies takes a
+``die_with_launcher`` node with it; a server that cannot serve a launch makes ``launch`` exec instead."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from waiting import wait_for
+
+from raftlog_contract import READY_PATH
+from raftlog_dev import layout
+from raftlog_node import forkserver, launch
+
+READY_S = 60.0
+ANSWER_S = 30.0
+
+
+@pytest.fixture
+def server(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[subprocess.Popen[bytes]]:
+    """A fork server of its own, named by the environment as the suite's is."""
+    path = str(tmp_path / "forks.sock")
+    with open(tmp_path / "forkserver.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "raftlog_node.forkserver", path, "--room", forkserver.room()],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    monkeypatch.setenv(launch.SOCKET_ENV, path)
+    wait_for(lambda: os.path.exists(path) or process.poll() is not None, "the fork server's socket", ANSWER_S)
+    yield process
+    process.terminate()
+    process.wait(ANSWER_S)
+
+
+def _node_argv(root: pathlib.Path, *extra: str) -> tuple[list[str], str]:
+    secret = root / "cluster.secret"
+    secret.write_text("a-cluster-secret-of-enough-bytes\n")
+    secret.chmod(0o600)
+    node = layout.plan(1, layout.free_base_port(1))[0]
+    return [*layout.node_argv(node, [node], str(root), str(secret)), *extra], node.http
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + READY_PATH, timeout=5) as answer:
+            return bool(answer.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _command_line(pid: int) -> list[str]:
+    return [arg for arg in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if arg]
+
+
+@contextlib.contextmanager
+def _running(process: launch.NodeProcess) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(ANSWER_S)
+
+
+def test_a_forked_node_is_the_node_an_exec_makes(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    argv, url = _node_argv(tmp_path)
+    with open(tmp_path / "n1.out", "wb") as out:
+        node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    assert isinstance(node, launch.ForkedNode), "the fork server started it"
+    with _running(node):
+        wait_for(lambda: _ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+        assert node.poll() is None, (tmp_path / "n1.out").read_text()
+        assert _command_line(node.pid) == argv  # ps, and whoever finds a node by its command line
+        assert os.getsid(node.pid) == node.pid  # its own session, as start_new_session asked
+        assert os.readlink(f"/proc/{node.pid}/fd/1") == str(tmp_path / "n1.out")
+        assert not {os.readlink(f"/proc/{node.pid}/fd/{fd}") for fd in (0, 1, 2)} & {"socket"}
+        with urllib.request.urlopen(url + READY_PATH, timeout=5) as answer:
+            assert json.loads(answer.read())["pid"] == node.pid  # the node answers as itself
+        node.terminate()
+        assert node.wait(ANSWER_S) == 0, (tmp_path / "n1.out").read_text()
+    assert "stopping" in (tmp_path / "n1.out").read_text()
+
+
+@pytest.mark.parametrize("bad", [["--http", "not-an-address"], ["--no-such-option"]])
+def test_a_refused_start_answers_as_an_exec_would(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, bad: list[str]
+) -> None:
+    argv, _ = _node_argv(tmp_path, *bad)
+    told = {}
+    for how in ("forked", "exec'd"):
+        if how == "exec'd":
+            monkeypatch.delenv(launch.SOCKET_ENV)
+        out_path = tmp_path / f"{how}.out"
+        with open(out_path, "wb") as out:
+            node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT)
+        assert isinstance(node, launch.ForkedNode) == (how == "forked")
+        with _running(node):
+            code = node.wait(ANSWER_S)
+        told[how] = (code, out_path.read_text().replace(str(tmp_path), "ROOT"))
+    assert told["forked"] == told["exec'd"]
+    assert told["forked"][0] == 2, told
+
+
+def test_a_node_dies_with_its_launcher(server: subprocess.Popen[bytes], tmp_path: pathlib.Path) -> None:
+    """A launcher (here a child Python) that is SIGKILLed: its node gets SIGTERM, as raftlog dev's nodes
+    get the parent-death signal when an exec'd node's supervisor dies."""
+    argv, url = _node_argv(tmp_path)
+    script = (
+        "import subprocess, sys; from raftlog_node import launch\n"
+        f"node = launch.launch({argv!r}, stdout=open({str(tmp_path / 'n1.out')!r}, 'wb'), "
+        "stderr=subprocess.STDOUT, start_new_session=True, die_with_launcher=True)\n"
+        "print(type(node).__name__, node.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert launcher.stdout is not None
+    kind, pid = launcher.stdout.readline().split()
+    assert kind == "ForkedNode"
+    try:
+        wait_for(lambda: _ready(url), f"ready; see {tmp_path}/n1.out", READY_S)
+        launcher.kill()
+        launcher.wait(ANSWER_S)
+        wait_for(
+            lambda: not pathlib.Path(f"/proc/{pid}").exists(), "the node gone with its launcher", ANSWER_S
+        )
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    assert "stopping" in (tmp_path / "n1.out").read_text(), "it was asked to stop (SIGTERM), not killed"
+
+
+def test_a_request_the_server_cannot_serve_is_refused_and_it_goes_on(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    path = os.environ[launch.SOCKET_ENV]
+    asks: list[dict[str, object]] = [
+        {"version": 99},
+        {"version": launch.PROTOCOL_VERSION, "argv": ["/bin/sh", "-c", "true"], "env": {}, "cwd": "/"},
+        {"version": launch.PROTOCOL_VERSION, "argv": [sys.executable, "-m", "raftlog_node"], "cwd": "/"},
+    ]
+    for ask in asks:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(ANSWER_S)
+            connection.connect(path)
+            launch.send_message(connection, ask, [0, 1, 2])
+            answer, fds = launch.receive_message(connection, fds_max=1)
+        assert answer is not None and "error" in answer and not fds, answer
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:  # bytes that are no message
+        connection.settimeout(ANSWER_S)
+        connection.connect(path)
+        connection.sendall(b"\xff\xff\xff\xffgarbage")
+        assert b"error" in connection.recv(4096)
+    argv, _ = _node_argv(tmp_path, "--no-such-option")
+    node = launch.launch(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert isinstance(node, launch.ForkedNode) and node.wait(ANSWER_S) == 2, "it still forks nodes"
+    assert server.poll() is None
+
+
+def test_without_a_server_a_node_is_execd(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(launch.SOCKET_ENV, str(tmp_path / "no-server.sock"))
+    argv, _ = _node_argv(tmp_path, "--no-such-option")
+    node = launch.launch(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert isinstance(node, subprocess.Popen) and node.wait(ANSWER_S) == 2
+
+
+def test_a_changed_source_file_makes_the_server_stale(tmp_path: pathlib.Path) -> None:
+    """What the server checks before each fork: the imports it holds are the files on disk."""
+    source = tmp_path / "module.py"
+    source.write_text("X = 1\n")
+    times = {str(source): source.stat().st_mtime_ns}
+    assert not forkserver._stale(times)
+    later = time.time_ns() + 1_000_000_000
+    os.utime(source, ns=(later, later))
+    assert forkserver._stale(times)
+    source.unlink()
+    assert forkserver._stale({str(source): later})
+    watched = forkserver._source_times()
+    assert any(path.endswith(os.path.join("raftlog_node", "forkserver.py")) for path in watched)
+    assert not any(os.sep + ".venv" + os.sep in path for path in watched)
