@@ -40,7 +40,9 @@ if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(syscon
 fi
 # Packages go in with uv (from PyPI, into .venv, at UV_VERSION): the same pinned versions as pip, in
 # about two fifths of the time (a fresh clone's first install: 26 s against pip's 64 s). pip stays the
-# fallback: where uv cannot be had or fails, pip installs what is asked.
+# fallback: where uv cannot be had or fails, pip installs what is asked. Their byte-code is compiled
+# here, as pip does: uv leaves it to the first import, and a fresh clone's six test workers each compiled
+# the same libraries at once (their start took 55 s instead of about 10).
 UV_VERSION=0.13.9
 python_install() {  # python_install PYTHON ARGS...: ``pip install ARGS`` into PYTHON's environment
     local python=$1
@@ -48,7 +50,7 @@ python_install() {  # python_install PYTHON ARGS...: ``pip install ARGS`` into P
     if [ "$(.venv/bin/uv --version 2>/dev/null)" != "uv $UV_VERSION" ]; then
         .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION" >&2 || true
     fi
-    if [ -x .venv/bin/uv ] && .venv/bin/uv pip install --python "$python" "$@" >&2; then
+    if [ -x .venv/bin/uv ] && .venv/bin/uv pip install --compile-bytecode --python "$python" "$@" >&2; then
         return 0
     fi
     [ -x .venv/bin/uv ] && echo "bootstrap: uv did not install it; pip does" >&2
