@@ -31,7 +31,7 @@ from raftlog_node.launch import PROTOCOL_VERSION, receive_message, send_message
 
 ROOM_BYTES = 16384  # of /proc/PID/cmdline kept for a node's argv (``--room``'s padding)
 _PR_SET_PDEATHSIG = 1
-REQUEST_TIMEOUT_S = 5.0  # for a launcher to send its whole request once connected
+REQUEST_TIMEOUT_S = 5.0  # for a launcher to send its whole request once connected (a slow one holds no more)
 
 
 class _BecomeNode(BaseException):
@@ -130,10 +130,9 @@ class Server:
     def _accept(self) -> bool:
         """One launch; False when this server must end (its code changed on disk)."""
         connection, _ = self.listener.accept()
-        connection.settimeout(REQUEST_TIMEOUT_S)
         fds: list[int] = []
         try:
-            request, fds = receive_message(connection, fds_max=3)
+            request, fds = receive_message(connection, fds_max=3, within_s=REQUEST_TIMEOUT_S)
             refusal = self._refusal(request, fds)
         except (OSError, ValueError) as e:
             refusal = f"unreadable request: {e}"

@@ -25,6 +25,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Protocol
 
@@ -34,6 +35,7 @@ HEADER = struct.Struct(">I")  # a message's length, then its JSON
 MESSAGE_BYTES_MAX = 1 << 20  # an argv and an environment fit many times over
 ANSWER_TIMEOUT_S = 60.0  # the server may still be importing the node when the first launch asks
 NODE_MODULE = "raftlog_node"
+UNKNOWN_EXIT = 0  # a node whose server ended before it: its status cannot be had (as Popen's, for ECHILD)
 
 
 class NodeProcess(Protocol):
@@ -64,25 +66,42 @@ def send_message(sock: socket.socket, message: dict[str, object], fds: Sequence[
         sock.sendall(data[sent:])
 
 
-def receive_message(sock: socket.socket, fds_max: int = 0) -> tuple[dict[str, object] | None, list[int]]:
-    """One message and the descriptors sent with it; (None, []) at the connection's end."""
-    data, fds, _flags, _address = socket.recv_fds(sock, 65536, fds_max) if fds_max else (
-        sock.recv(65536), [], 0, None)  # fmt: skip
+def receive_message(
+    sock: socket.socket, fds_max: int = 0, within_s: float | None = None
+) -> tuple[dict[str, object] | None, list[int]]:
+    """One message and the descriptors sent with it; (None, []) at the connection's end. ``within_s``: the
+    whole message within that many seconds (a sender that trickles bytes holds the reader no longer)."""
+    deadline = None if within_s is None else time.monotonic() + within_s
+
+    def more() -> bytes:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"a fork server message not whole within {within_s:g} s")
+            sock.settimeout(left)
+        return sock.recv(65536)
+
+    if fds_max:
+        if deadline is not None:
+            sock.settimeout(within_s)
+        data, fds, _flags, _address = socket.recv_fds(sock, 65536, fds_max)
+    else:
+        data, fds = more(), []
     if not data:
         return None, fds
     while len(data) < HEADER.size:
-        more = sock.recv(65536)
-        if not more:
+        chunk = more()
+        if not chunk:
             raise ConnectionError("the fork server's message ended in its header")
-        data += more
+        data += chunk
     (length,) = HEADER.unpack_from(data)
     if length > MESSAGE_BYTES_MAX:
         raise ConnectionError(f"a fork server message of {length} bytes (at most {MESSAGE_BYTES_MAX})")
     while len(data) < HEADER.size + length:
-        more = sock.recv(65536)
-        if not more:
+        chunk = more()
+        if not chunk:
             raise ConnectionError("the fork server's message ended early")
-        data += more
+        data += chunk
     message = json.loads(data[HEADER.size : HEADER.size + length])
     if not isinstance(message, dict):
         raise ConnectionError("a fork server message that is not an object")
@@ -96,7 +115,7 @@ class ForkedNode:
         self.args = list(args)
         self._pid = pid
         self._pidfd = pidfd
-        self._connection = connection
+        self._connection: socket.socket | None = connection
         self._returncode: int | None = None
 
     @property
@@ -130,16 +149,30 @@ class ForkedNode:
     def _collect(self, timeout: float | None) -> int | None:
         if self._returncode is not None:
             return self._returncode
+        if self._connection is None:  # the server is gone: the node's pidfd says when it ends
+            readable, _, _ = select.select([self._pidfd], [], [], timeout)
+            return self._ended(UNKNOWN_EXIT) if readable else None
         readable, _, _ = select.select([self._connection], [], [], timeout)
         if not readable:
             return None
-        message, _ = receive_message(self._connection)
-        if message is None or not isinstance(message.get("exit"), int):
-            raise ConnectionError(f"the fork server ended without node {self._pid}'s exit status")
-        self._returncode = int(message["exit"])  # type: ignore[call-overload]
+        try:
+            message, _ = receive_message(self._connection)
+        except (OSError, ValueError):
+            message = None
+        if message is not None and isinstance(message.get("exit"), int):
+            return self._ended(int(message["exit"]))  # type: ignore[call-overload]
+        # the server ended before its node (it was killed): the node goes on, or went, without it
         self._connection.close()
+        self._connection = None
+        return self._collect(0.0)
+
+    def _ended(self, code: int) -> int:
+        self._returncode = code
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
         os.close(self._pidfd)
-        return self._returncode
+        return code
 
 
 def launch(

@@ -194,3 +194,51 @@ def test_a_changed_source_file_makes_the_server_stale(tmp_path: pathlib.Path) ->
     watched = forkserver._source_times()
     assert any(path.endswith(os.path.join("raftlog_node", "forkserver.py")) for path in watched)
     assert not any(os.sep + ".venv" + os.sep in path for path in watched)
+
+
+def test_a_request_trickled_in_holds_the_server_no_longer_than_its_bound(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    """A launcher that sends a byte at a time is answered with an error once REQUEST_TIMEOUT_S has passed
+    since it connected, however long it goes on sending; the server then forks the next node."""
+    path = os.environ[launch.SOCKET_ENV]
+    claimed = 1000
+    sent = 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(path)
+        connection.sendall(launch.HEADER.pack(claimed))
+        started = time.monotonic()
+        connection.settimeout(0.5)  # the pace of the trickle: a byte each half second, until answered
+        answer = b""
+        while not answer and sent < claimed and time.monotonic() - started < ANSWER_S:
+            connection.sendall(b" ")
+            sent += 1
+            with contextlib.suppress(TimeoutError):
+                answer = connection.recv(4096)
+    assert b"error" in answer, answer
+    assert sent < claimed, "the server waited for the whole trickle"
+    argv, _ = _node_argv(tmp_path, "--no-such-option")
+    node = launch.launch(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert isinstance(node, launch.ForkedNode) and node.wait(ANSWER_S) == 2
+
+
+def test_a_node_outlives_a_killed_server_and_its_handle_still_follows_it(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    """The server killed (not the launcher): a node launched without die_with_launcher goes on serving, its
+    handle says it runs instead of failing, and signals and waits go through the node's pidfd."""
+    argv, url = _node_argv(tmp_path)
+    with open(tmp_path / "n1.out", "wb") as out:
+        node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    assert isinstance(node, launch.ForkedNode)
+    with _running(node):
+        wait_for(lambda: _ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+        server.kill()
+        server.wait(ANSWER_S)
+        assert node.poll() is None and _ready(url)
+        node.terminate()
+        assert node.wait(ANSWER_S) == launch.UNKNOWN_EXIT
+    assert (
+        not os.path.exists(f"/proc/{node.pid}")
+        or "zombie" in pathlib.Path(f"/proc/{node.pid}/status").read_text()
+    )
