@@ -150,10 +150,10 @@ class ForkedNode:
         if self._returncode is not None:
             return self._returncode
         if self._connection is None:  # the server is gone: the node's pidfd says when it ends
-            readable, _, _ = select.select([self._pidfd], [], [], timeout)
-            return self._ended(UNKNOWN_EXIT) if readable else None
-        readable, _, _ = select.select([self._connection], [], [], timeout)
-        if not readable:
+            ended, _, _ = select.select([self._pidfd], [], [], timeout)
+            return self._ended(UNKNOWN_EXIT) if ended else None
+        answered, _, _ = select.select([self._connection], [], [], timeout)
+        if not answered:
             return None
         try:
             message, _ = receive_message(self._connection)
