@@ -43,11 +43,14 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # Python workers past the 10 s Spark gives them to connect. Loaded with four CPU-bound processes: see
 # docs/testing.md. Loaded six-worker runs took up to 5.6 GiB more than the idle machine at their peak: a machine
 # with less than 10 GiB available runs two (WORKERS=N chooses).
+# On a fresh clone tests/warm_rewrites.py first writes pytest's rewritten byte-code of every test module
+# once (10 s), which the six workers would otherwise each write at once (11 CPU s a worker).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
 WORKERS ?= $(shell awk '/MemAvailable/ {print ($$2 >= 10 * 1024 * 1024) ? 6 : 2}' \
 	/proc/meminfo 2>/dev/null || echo 2)
 unit: bootstrap
+	$(TEST_ENV) .venv/bin/python tests/warm_rewrites.py
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # The quick tier while working: only the files that cost under FAST_FILE_S seconds each in the last whole
@@ -55,6 +58,7 @@ unit: bootstrap
 # workers: these files keep the cores busy themselves, and every worker collects every file first.
 FAST_FILE_S ?= 10
 unit-fast: bootstrap
+	$(TEST_ENV) .venv/bin/python tests/warm_rewrites.py
 	$(TEST_ENV) .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --files-under $(FAST_FILE_S)
 
 test: lint typecheck unit
