@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import pytest
 from waiting import wait_for
 
+from raftlog_client.probe import ready
 from raftlog_contract import READY_PATH
 from raftlog_dev import layout
 from raftlog_node import forkserver, launch
@@ -53,14 +54,6 @@ def _node_argv(root: pathlib.Path, *extra: str) -> tuple[list[str], str]:
     return [*layout.node_argv(node, [node], str(root), str(secret)), *extra], node.http
 
 
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + READY_PATH, timeout=5) as answer:
-            return bool(answer.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def _command_line(pid: int) -> list[str]:
     return [arg for arg in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if arg]
 
@@ -83,7 +76,7 @@ def test_a_forked_node_is_the_node_an_exec_makes(
         node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     assert isinstance(node, launch.ForkedNode), "the fork server started it"
     with _running(node):
-        wait_for(lambda: _ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+        wait_for(lambda: ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
         assert node.poll() is None, (tmp_path / "n1.out").read_text()
         assert _command_line(node.pid) == argv  # ps, and whoever finds a node by its command line
         assert os.getsid(node.pid) == node.pid  # its own session, as start_new_session asked
@@ -134,7 +127,7 @@ def test_a_node_dies_with_its_launcher(server: subprocess.Popen[bytes], tmp_path
     kind, pid = launcher.stdout.readline().split()
     assert kind == "ForkedNode"
     try:
-        wait_for(lambda: _ready(url), f"ready; see {tmp_path}/n1.out", READY_S)
+        wait_for(lambda: ready(url), f"ready; see {tmp_path}/n1.out", READY_S)
         launcher.kill()
         launcher.wait(ANSWER_S)
         wait_for(
@@ -232,10 +225,10 @@ def test_a_node_outlives_a_killed_server_and_its_handle_still_follows_it(
         node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     assert isinstance(node, launch.ForkedNode)
     with _running(node):
-        wait_for(lambda: _ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+        wait_for(lambda: ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
         server.kill()
         server.wait(ANSWER_S)
-        assert node.poll() is None and _ready(url)
+        assert node.poll() is None and ready(url)
         node.terminate()
         assert node.wait(ANSWER_S) == launch.UNKNOWN_EXIT
     assert (
