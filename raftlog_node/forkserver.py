@@ -27,10 +27,9 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from raftlog_node.launch import PROTOCOL_VERSION, receive_message, send_message
+from raftlog_node.launch import PROTOCOL_VERSION, receive_message, send_message, terminate_with_parent
 
 ROOM_BYTES = 16384  # of /proc/PID/cmdline kept for a node's argv (``--room``'s padding)
-_PR_SET_PDEATHSIG = 1
 REQUEST_TIMEOUT_S = 5.0  # for a launcher to send its whole request once connected (a slow one holds no more)
 
 
@@ -46,10 +45,6 @@ class _BecomeNode(BaseException):
 class _Launched:
     connection: socket.socket | None
     die_with_launcher: bool
-
-
-def _prctl_pdeathsig(sig: int) -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
 
 
 def _argument_area() -> tuple[int, int]:
@@ -205,7 +200,7 @@ class Server:
             os.closerange(3, os.sysconf("SC_OPEN_MAX"))
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             if request.get("die_with_launcher"):
-                _prctl_pdeathsig(signal.SIGTERM)
+                terminate_with_parent()
                 if os.getppid() != self.pid:
                     os._exit(1)
             os.chdir(str(request["cwd"]))
@@ -252,7 +247,7 @@ def main() -> None:
     parser.add_argument("socket", help="the Unix socket to listen on (created; must not exist)")
     parser.add_argument("--room", default="", help="padding: the room a node's command line is written in")
     args = parser.parse_args()
-    _prctl_pdeathsig(signal.SIGTERM)
+    terminate_with_parent()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(args.socket)
     listener.listen(64)

@@ -157,7 +157,7 @@ class ForkedNode:
             return None
         try:
             message, _ = receive_message(self._connection)
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # a connection the server left broken: as if it ended, below
             message = None
         if message is not None and isinstance(message.get("exit"), int):
             return self._ended(int(message["exit"]))  # type: ignore[call-overload]
@@ -195,20 +195,27 @@ def launch(
     return subprocess.Popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
         env=None if env is None else dict(env), start_new_session=start_new_session,
-        preexec_fn=_terminate_with_parent if die_with_launcher else None,
+        preexec_fn=terminate_with_parent if die_with_launcher else None,
     )  # fmt: skip
 
 
 _PR_SET_PDEATHSIG = 1
 
 
-def _terminate_with_parent() -> None:
-    """In an exec'd node before it runs: SIGTERM when its launcher dies, even by SIGKILL (Linux's
-    parent-death signal)."""
+def terminate_with_parent() -> None:
+    """SIGTERM to this process when its parent dies, even by SIGKILL (Linux's parent-death signal): an
+    exec'd node's before it runs, a forked node's and the fork server's own."""
     if sys.platform.startswith("linux"):
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _not_forked(path: str, why: str) -> None:
+    """Said on the launcher's stderr, once per launch: a suite that silently stopped forking would only
+    be slower, and nobody would know why."""
+    print(f"raftlog_node.launch: the fork server at {path} did not fork this node ({why}); exec'ing it",
+          file=sys.stderr, flush=True)  # fmt: skip
 
 
 def _descriptor(stream: int | IO[bytes] | None, default: int) -> int:
@@ -263,14 +270,17 @@ def _forked(
             }
             send_message(connection, request, fds)
             answer, passed = receive_message(connection, fds_max=1)
-        except OSError:
+        except (OSError, ValueError) as exc:  # no server there, or none that answers: exec'd instead
             connection.close()
+            _not_forked(path, f"{type(exc).__name__}: {exc}")
             return None
         if answer is None or not isinstance(answer.get("pid"), int) or len(passed) != 1:
             for fd in passed:
                 os.close(fd)
             connection.close()
-            return None  # a stale server (its code changed on disk) or one that could not fork
+            # a stale server (its code changed on disk), or one that could not fork
+            _not_forked(path, str(None if answer is None else answer.get("error")))
+            return None
         connection.settimeout(None)
         return ForkedNode(argv, int(answer["pid"]), passed[0], connection)  # type: ignore[call-overload]
     finally:
