@@ -44,12 +44,16 @@ fi
 # here, as pip does: uv leaves it to the first import, and a fresh clone's six test workers each compiled
 # the same libraries at once (their start took 55 s instead of about 10).
 UV_VERSION=0.13.9
+ensure_uv() {  # uv at UV_VERSION in .venv, when pip can have it
+    case "$(.venv/bin/uv --version 2>/dev/null)" in  # "uv 0.13.9 (x86_64-unknown-linux-gnu)"
+        "uv $UV_VERSION" | "uv $UV_VERSION "*) ;;
+        *) .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION" >&2 || true ;;
+    esac
+}
 python_install() {  # python_install PYTHON ARGS...: ``pip install ARGS`` into PYTHON's environment
     local python=$1
     shift
-    if [ "$(.venv/bin/uv --version 2>/dev/null)" != "uv $UV_VERSION" ]; then
-        .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION" >&2 || true
-    fi
+    ensure_uv
     if [ -x .venv/bin/uv ] && .venv/bin/uv pip install --compile-bytecode --python "$python" "$@" >&2; then
         return 0
     fi
@@ -57,7 +61,89 @@ python_install() {  # python_install PYTHON ARGS...: ``pip install ARGS`` into P
     "$python" -m pip install --quiet --upgrade pip
     "$python" -m pip install --progress-bar on "$@" >&2
 }
-# ... or the C source of the record reader changed, or its build is gone (pip or uv builds it in place)
+# quixstreams, the stream processor of tests/kafka_api/test_quixstreams.py: every release pins a
+# confluent-kafka older than the tests' own, so it gets a virtualenv of its own inside .venv, reinstalled
+# when its requirements or their pinned versions change; beside the main install (uv's cache takes both)
+install_quixstreams() {
+    local requirements=examples/quixstreams-requirements.txt constraints=examples/quixstreams-constraints.txt
+    local stamp
+    stamp=.venv/quixstreams/.installed-$(cat "$requirements" "$constraints" | sha256sum | cut -c1-16)
+    [ -f "$stamp" ] && return 0
+    echo "bootstrap: installing quixstreams into .venv/quixstreams (the first time: ~130 MB)" >&2
+    if [ -x .venv/bin/uv ]; then
+        .venv/bin/uv venv --quiet --allow-existing --seed --python "$PYTHON" .venv/quixstreams
+    else
+        "$PYTHON" -m venv .venv/quixstreams
+    fi
+    python_install .venv/quixstreams/bin/python -c "$constraints" -r "$requirements"
+    rm -f .venv/quixstreams/.installed-*
+    touch "$stamp"
+}
+# The test level's downloads run side by side where they share no lock, while this shell installs the
+# Python packages (a fresh clone's set-up took 96 s one step after another): Debian's packages first, one
+# at a time (apt-get holds one lock); then Maven's local repository in one chain (Kafka's and Avro's jars;
+# Spark's connector waits for pyspark below) and the Go client and npm suites of tests/registry/judges.py
+# in another. Each chain's messages come as it goes; a chain that fails fails the set-up, naming it.
+side_pids=()
+start_side() {  # start_side COMMAND...: COMMAND in the background, in a process group of its own
+    setsid "$@" &
+    side_pids+=("$!")
+}
+finish_side() {  # finish_side PID WHAT: waits for a chain; exits naming WHAT when it failed
+    local code=0
+    wait "$1" || code=$?
+    if [ "$code" -ne 0 ]; then
+        echo "bootstrap: $2 failed (exit $code)" >&2
+        exit 1
+    fi
+}
+stop_sides() {  # a set-up that stops early stops its chains and their children
+    local pid
+    for pid in "${side_pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_sides EXIT
+trap 'exit 130' INT TERM  # an interrupted set-up leaves through the EXIT trap too
+if [ "$LEVEL" = test ]; then
+    # Debian packages the tests use as users run them: kcat (the Kafka listener), zsh and fish (raftlog
+    # completion)
+    debian_tool bootstrap kcat
+    debian_tool bootstrap zsh
+    debian_tool bootstrap fish
+    # fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
+    debian_tool bootstrap fusermount3 fuse3
+    # The other faults' tools (tests/required_tools.py fails a test that lacks one, naming it): iproute2's
+    # ip and tc (network namespaces: partition, delay, loss) and e2fsprogs' mkfs.ext4 with mount (the
+    # disk-full fault's loop-mounted disks); root and the kernel give namespaces, /dev/fuse and loop devices
+    debian_tool bootstrap ip iproute2
+    debian_tool bootstrap tc iproute2
+    debian_tool bootstrap mkfs.ext4 e2fsprogs
+    debian_tool bootstrap mount mount
+    # Debian's Chromium: the web console's tests (tests/console) drive it headless through Playwright (the
+    # dev extra); Playwright's own browser download is never used
+    debian_tool bootstrap chromium
+    # what the chains run: Java 17 and Maven, npm and node
+    debian_tool bootstrap java openjdk-17-jre-headless
+    debian_tool bootstrap mvn maven
+    debian_tool bootstrap npm
+    # Apache Kafka, Kafka Connect and Kafka Streams from Maven Central: the peer the tests run beside
+    # raftlog, and the Connect worker and Streams application they run against both; then Apache Avro's
+    # Java library, against which the registry's Avro type is checked
+    start_side bash -c 'scripts/kafka/install.sh && scripts/avro/install.sh'
+    maven_chain=$!
+    # A Go toolchain for the Go clients (the machine's, or the module proxy's), then other authors'
+    # schema-registry suites the registry's tests run unchanged: Confluent's Go client from the Go module
+    # proxy, built; its JavaScript client and Jest from npm, into .peers
+    start_side bash -c 'scripts/go_toolchain.sh >/dev/null && .venv/bin/python tests/registry/judges.py install'
+    judges_chain=$!
+    ensure_uv
+    export PYTHON UV_VERSION
+    export -f install_quixstreams python_install ensure_uv
+    start_side bash -c 'set -euo pipefail; install_quixstreams'
+    quix_chain=$!
+fi
+# The Python packages: again only when pyproject.toml or the constraints changed since the last
+# successful install of this level, or the C source of the record reader changed, or its build is gone
+# (pip or uv builds it in place)
 sources=$(cat pyproject.toml scripts/python-constraints.txt raftlog/storage/_records.c | sha256sum | cut -c1-16)
 stamp=.venv/.installed-$LEVEL-$sources
 if [ ! -f "$stamp" ] || ! ls raftlog/storage/_records.*.so >/dev/null 2>&1; then
@@ -80,37 +166,13 @@ if [ ! -f "api/console/node_modules/.installed-$console_lock" ]; then
     touch "api/console/node_modules/.installed-$console_lock"
 fi
 [ "$LEVEL" = test ] || exit 0  # a node needs nothing more
-# Debian packages the tests use as users run them: kcat (the Kafka listener), zsh and fish (raftlog completion)
-debian_tool bootstrap kcat
-debian_tool bootstrap zsh
-debian_tool bootstrap fish
-# fusermount3 and libfuse 3 (Debian's fuse3): the fault harness's lazy file system (jepsen run --fs lazy)
-debian_tool bootstrap fusermount3 fuse3
-# The other faults' tools (tests/required_tools.py fails a test that lacks one, naming it): iproute2's ip
-# and tc (network namespaces: partition, delay, loss) and e2fsprogs' mkfs.ext4 with mount (the disk-full
-# fault's loop-mounted disks); root and the kernel give namespaces, /dev/fuse and loop devices
-debian_tool bootstrap ip iproute2
-debian_tool bootstrap tc iproute2
-debian_tool bootstrap mkfs.ext4 e2fsprogs
-debian_tool bootstrap mount mount
-# Debian's Chromium: the web console's tests (tests/console) drive it headless through Playwright (the dev
-# extra); Playwright's own browser download is never used
-debian_tool bootstrap chromium
-# Apache Kafka, Kafka Connect and Kafka Streams from Maven Central (Java 17 and Maven from Debian): the peer
-# the tests run beside raftlog, and the Connect worker and Streams application they run against both
-scripts/kafka/install.sh
-# Spark's own Kafka source and sink (spark-sql-kafka-0-10) from Maven Central, for spark.jars
+# Spark's own Kafka source and sink (spark-sql-kafka-0-10) from Maven Central, for spark.jars: its version
+# follows the pyspark just installed, and it shares Maven's repository with the first chain
+finish_side "$maven_chain" "installing Kafka's and Avro's jars (scripts/kafka/install.sh, scripts/avro/install.sh)"
 scripts/spark_kafka/install.sh .venv/bin/python
-# Apache Avro's Java library from Maven Central: the registry's Avro type is checked against it
-scripts/avro/install.sh
 # Spark's Python workers import pyspark from pyspark.zip, where Python writes no bytecode: compiled once here
 # (0.85 -> 0.4 CPU seconds a worker; a data source's workers must connect back to Spark within 10 s)
 .venv/bin/python scripts/spark_zip_bytecode.py
-# A Go toolchain for the Go client the differential tests build (the machine's, or the module proxy's)
-scripts/go_toolchain.sh >/dev/null
-# Other authors' schema-registry suites the registry's tests run unchanged (tests/registry/judges.py):
-# Confluent's Go client from the Go module proxy, built; its JavaScript client and Jest from npm, into .peers
-.venv/bin/python tests/registry/judges.py install
 # promtool (from Debian's prometheus package, unpacked into .venv/bin: no service installed or started):
 # the scrape config and alert rules of docs/metrics.md, and a node's /metrics page, are checked with it.
 if [ ! -x .venv/bin/promtool ]; then
@@ -120,22 +182,11 @@ if [ ! -x .venv/bin/promtool ]; then
     fi
     echo "bootstrap: fetching promtool (Debian's prometheus package, unpacked into .venv/bin)" >&2
     work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
     (cd "$work" && { apt-get download prometheus >/dev/null 2>&1 || {
         apt-get update -qq && apt-get download prometheus >/dev/null 2>&1; }; })
     dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked"
     install -m 0755 "$work/unpacked/usr/bin/promtool" .venv/bin/promtool
+    rm -rf "$work"
 fi
-# quixstreams, the stream processor of tests/kafka_api/test_quixstreams.py: every release pins a
-# confluent-kafka older than the tests' own, so it gets a virtualenv of its own inside .venv, reinstalled
-# when its requirements or their pinned versions change
-quix_requirements=examples/quixstreams-requirements.txt
-quix_constraints=examples/quixstreams-constraints.txt
-quix_stamp=.venv/quixstreams/.installed-$(cat "$quix_requirements" "$quix_constraints" | sha256sum | cut -c1-16)
-if [ ! -f "$quix_stamp" ]; then
-    echo "bootstrap: installing quixstreams into .venv/quixstreams (the first time: ~130 MB)" >&2
-    "$PYTHON" -m venv .venv/quixstreams
-    python_install .venv/quixstreams/bin/python -c "$quix_constraints" -r "$quix_requirements"
-    rm -f .venv/quixstreams/.installed-*
-    touch "$quix_stamp"
-fi
+finish_side "$quix_chain" "installing quixstreams into .venv/quixstreams"
+finish_side "$judges_chain" "installing the registry's judges (scripts/go_toolchain.sh, tests/registry/judges.py install)"
