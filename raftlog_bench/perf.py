@@ -82,7 +82,8 @@ from raftlog_bench.perf_systems import (
     run_raftlog,
     stop_on_signals,
 )
-from raftlog_bench.targets import COMPRESSIONS, FETCH_FORMATS, LEADERS_SETTLE_S, PRODUCE_FORMATS, ROUTES
+from raftlog_bench.raftlog_target import FETCH_FORMATS, LEADERS_SETTLE_S, PRODUCE_FORMATS, ROUTES
+from raftlog_bench.targets import COMPRESSIONS
 
 KiB = 1024
 MiB = 1024 * 1024

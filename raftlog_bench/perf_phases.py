@@ -19,9 +19,10 @@ from raftlog_bench.cluster import send_on_timetable, slot_time
 from raftlog_bench.cpu import CpuMeter, named_threads_cpu_s, wait_quiet
 from raftlog_bench.perf_e2e import Follows, e2e_phase
 from raftlog_bench.perf_report import SLOW_WAIT_S, PhaseResult, Workload
+from raftlog_bench.raftlog_target import RaftlogTarget
 from raftlog_bench.stats import size_label
 from raftlog_bench.tally import Tally, phase_result, showing
-from raftlog_bench.targets import Layout, RaftlogTarget, SendFailed, Target
+from raftlog_bench.targets import Layout, SendFailed, Target
 from raftlog_client.errors import ClientError
 from raftlog_contract import METRICS_PATH
 

@@ -16,8 +16,9 @@ from typing import Any
 from raftlog_bench.cpu import CpuMeter
 from raftlog_bench.perf_phases import ERROR_BACKOFF_S
 from raftlog_bench.perf_report import IdleResult, RestartResult, cpu_percentages
+from raftlog_bench.raftlog_target import RaftlogTarget
 from raftlog_bench.tally import Tally, showing
-from raftlog_bench.targets import Layout, RaftlogTarget, SendFailed
+from raftlog_bench.targets import Layout, SendFailed
 from raftlog_client.errors import ClientError
 from raftlog_client.local_cluster import LocalCluster, alive
 from raftlog_client.session import Session

@@ -11,8 +11,8 @@ from typing import Any
 from raftlog_bench.cluster_report import LatencySummary, errors_text
 from raftlog_bench.cpu import CpuUse
 from raftlog_bench.kafka_peer import KAFKA_VERSION
+from raftlog_bench.raftlog_target import LEADERS_SETTLE_S
 from raftlog_bench.stats import rate, size_label
-from raftlog_bench.targets import LEADERS_SETTLE_S
 
 GOAL_IDLE_PCT = 10.0
 GOAL_RESTART_S = 5.0

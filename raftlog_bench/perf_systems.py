@@ -24,7 +24,8 @@ from raftlog_bench.peers import NatsCluster, NatsTarget, PeerMissing, RabbitClus
 from raftlog_bench.perf_phases import DRAIN_TIMEOUT_S, drive, quiet, slow_wait_probe
 from raftlog_bench.perf_raftlog_phases import idle_phase, restart_phase
 from raftlog_bench.perf_report import Report, Workload, phase_from_dict, workload_from_dict
-from raftlog_bench.targets import Layout, RaftlogTarget
+from raftlog_bench.raftlog_target import RaftlogTarget
+from raftlog_bench.targets import Layout
 from raftlog_client.local_cluster import LocalCluster
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from raftlog_bench.cluster_http import Http
-from raftlog_bench.targets import RaftlogTarget
+from raftlog_bench.raftlog_target import RaftlogTarget
 from raftlog_dev.layout import free_port
 
 
