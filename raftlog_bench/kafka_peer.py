@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 
-from raftlog_bench.peers import PeerMissing, free_ports, stop_processes
+from raftlog_bench.processes import PeerMissing, free_ports, stop_processes
 from raftlog_bench.targets import Layout
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -63,7 +63,7 @@ from raftlog_bench.kafka_tools_output import (
     table,
 )
 from raftlog_bench.output import emit, say
-from raftlog_bench.peers import PeerMissing
+from raftlog_bench.processes import PeerMissing
 from raftlog_bench.targets import Layout
 
 DESCRIPTION = "Apache Kafka's perf tools (producer, consumer, end-to-end latency) against raftlog and Kafka"

@@ -70,7 +70,7 @@ from raftlog_bench.arguments import (
 )
 from raftlog_bench.cluster_http import parse_servers
 from raftlog_bench.output import emit, say
-from raftlog_bench.peers import PEERS, PeerMissing
+from raftlog_bench.peers import PEERS
 from raftlog_bench.perf_report import Report, Workload, format_report, goals
 from raftlog_bench.perf_systems import (
     install_event_loop,
@@ -82,6 +82,7 @@ from raftlog_bench.perf_systems import (
     run_raftlog,
     stop_on_signals,
 )
+from raftlog_bench.processes import PeerMissing
 from raftlog_bench.raftlog_target import FETCH_FORMATS, LEADERS_SETTLE_S, PRODUCE_FORMATS, ROUTES
 from raftlog_bench.targets import COMPRESSIONS
 

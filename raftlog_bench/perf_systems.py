@@ -20,10 +20,11 @@ from dataclasses import asdict
 from typing import Any, Protocol, TypeVar
 
 from raftlog_bench.output import say
-from raftlog_bench.peers import NatsCluster, NatsTarget, PeerMissing, RabbitCluster, RabbitTarget
+from raftlog_bench.peers import NatsCluster, NatsTarget, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_phases import DRAIN_TIMEOUT_S, drive, quiet, slow_wait_probe
 from raftlog_bench.perf_raftlog_phases import idle_phase, restart_phase
 from raftlog_bench.perf_report import Report, Workload, phase_from_dict, workload_from_dict
+from raftlog_bench.processes import PeerMissing
 from raftlog_bench.raftlog_target import RaftlogTarget
 from raftlog_bench.targets import Layout
 from raftlog_client.local_cluster import LocalCluster

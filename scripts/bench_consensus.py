@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from raftlog_bench.peers import free_ports
+from raftlog_bench.processes import free_ports
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from raftlog.consensus.hub import MuxHub
 from raftlog.consensus.transport import MuxTransport
 from raftlog_bench.counting import CountingMachine
-from raftlog_bench.peers import free_ports
+from raftlog_bench.processes import free_ports
 
 NODES = 3
 

@@ -18,7 +18,7 @@ import urllib.request
 from typing import Any
 
 from raftlog_bench.kafka_peer import connect_libs, log_config
-from raftlog_bench.peers import free_ports
+from raftlog_bench.processes import free_ports
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0

@@ -7,13 +7,13 @@ import socket
 
 import pytest
 
-from raftlog_bench import peers
+from raftlog_bench import processes
 from raftlog_dev import layout
 
 
 def test_the_range_and_its_variable_are_raftlog_devs() -> None:
-    assert peers.FREE_PORTS == layout.UNEPHEMERAL_PORTS
-    assert peers.FREE_PORTS_ENV == layout.PORTS_ENV
+    assert processes.FREE_PORTS == layout.UNEPHEMERAL_PORTS
+    assert processes.FREE_PORTS_ENV == layout.PORTS_ENV
 
 
 def test_ports_are_distinct_free_and_in_the_workers_part(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -22,21 +22,21 @@ def test_ports_are_distinct_free_and_in_the_workers_part(monkeypatch: pytest.Mon
     held = socket.socket()
     held.bind(("127.0.0.1", 0))
     low = int(held.getsockname()[1])
-    monkeypatch.setenv(peers.FREE_PORTS_ENV, f"{low}-{low + 50}")
+    monkeypatch.setenv(processes.FREE_PORTS_ENV, f"{low}-{low + 50}")
     try:
         for _ in range(20):
-            ports = peers.free_ports(9)
+            ports = processes.free_ports(9)
             assert len(set(ports)) == 9 and all(low < port < low + 50 for port in ports), ports
     finally:
         held.close()
 
 
 def test_without_the_variable_no_port_is_ephemeral(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(peers.FREE_PORTS_ENV, raising=False)
-    assert all(10_000 <= port < 32_000 for port in peers.free_ports(30))
+    monkeypatch.delenv(processes.FREE_PORTS_ENV, raising=False)
+    assert all(10_000 <= port < 32_000 for port in processes.free_ports(30))
 
 
 def test_a_range_too_small_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(peers.FREE_PORTS_ENV, "20000-20003")
+    monkeypatch.setenv(processes.FREE_PORTS_ENV, "20000-20003")
     with pytest.raises(RuntimeError, match="not 9 free ports in 20000-20002"):
-        peers.free_ports(9)
+        processes.free_ports(9)

@@ -27,7 +27,7 @@ from raftlog_bench import perf, perf_phases, perf_report, perf_systems
 from raftlog_bench.arguments import standalone_parser
 from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuMeter, CpuUse
-from raftlog_bench.peers import PeerMissing, nats_config, rabbit_node_config
+from raftlog_bench.peers import nats_config, rabbit_node_config
 from raftlog_bench.perf import parse_peers
 from raftlog_bench.perf_report import (
     IdleResult,
@@ -41,6 +41,7 @@ from raftlog_bench.perf_report import (
     phase_ratios,
     ratio,
 )
+from raftlog_bench.processes import PeerMissing
 from raftlog_bench.tally import Tally, progress_line
 from raftlog_bench.targets import Layout
 
