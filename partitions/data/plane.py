@@ -69,11 +69,11 @@ from raftlog.consensus.interface import READ_NOT_READY, READ_STANDING_STILL, REA
 from raftlog.errors import InvariantViolation, check
 from raftlog.histogram import Histogram
 from raftlog.storage.batch import (
-    BatchFormatError,
     BatchHeader,
     Record,
     TimestampType,
     check_producer_batch,
+    claimed_record_count,
     decode_header,
     decode_records,
     is_compressed,
@@ -108,15 +108,6 @@ INLINE_CHECK_BYTES_MAX = 128 * 1024
 INLINE_CHECK_RECORDS_MAX = 1_500
 INLINE_DECODE_BYTES_MAX = 64 * 1024  # a compacted topic's batch decoded to Records on the loop up to this
 INFLATED_REFUSAL_LOG_INTERVAL_S = 60.0  # at most one log line this often for batches refused as bombs
-
-
-def _claimed_records(batch: bytes) -> int:
-    """How many records a producer's batch says it holds, from its header alone (0 for a malformed one:
-    the check on the event loop refuses it at once)."""
-    try:
-        return decode_header(batch).record_count
-    except BatchFormatError:
-        return 0
 
 
 class DataPlane:
@@ -341,7 +332,7 @@ class DataPlane:
         if (
             not is_compressed(batch)
             and len(batch) <= INLINE_CHECK_BYTES_MAX
-            and _claimed_records(batch) <= INLINE_CHECK_RECORDS_MAX
+            and claimed_record_count(batch) <= INLINE_CHECK_RECORDS_MAX
         ):
             return check_producer_batch(batch, latest_ms, bound)
         try:

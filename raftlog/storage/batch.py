@@ -62,6 +62,8 @@ _CRC_START = 21  # the CRC covers bytes [21, end)
 _ATTRIBUTES_AT = 21
 _MAX_TIMESTAMP_AT = 35
 _PRODUCER_ID_AT = 43
+_RECORD_COUNT_AT = 57
+_RECORD_COUNT = struct.Struct(">i")
 MIN_LENGTH = HEADER_SIZE - _LENGTH_END
 MAX_OFFSET = 2**63 - 1
 EPOCH_MAX = 2**31 - 1
@@ -538,6 +540,15 @@ def is_compressed(batch: bytes | memoryview) -> bool:
     """Whether the attributes of the batch at the start of ``batch`` name a codec, read without checking
     anything else (False when the bytes are too short to hold them)."""
     return len(batch) > _ATTRIBUTES_AT + 1 and batch[_ATTRIBUTES_AT + 1] & _COMPRESSION_MASK != 0
+
+
+def claimed_record_count(batch: bytes | memoryview) -> int:
+    """How many records the header at the start of ``batch`` says it holds, read without checking anything
+    else (0 when the bytes are too short to hold a header): what a caller sizes work by before the batch is
+    checked, which refuses it if the header lies."""
+    if len(batch) < HEADER_SIZE:
+        return 0
+    return int(_RECORD_COUNT.unpack_from(batch, _RECORD_COUNT_AT)[0])
 
 
 def crc_ok(batch: bytes | memoryview, header: BatchHeader) -> bool:

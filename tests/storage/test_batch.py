@@ -17,6 +17,7 @@ from raftlog.storage.batch import (
     BatchFormatError,
     Compression,
     TimestampType,
+    claimed_record_count,
     crc_ok,
     crc_ok_at,
     decode_header,
@@ -66,6 +67,18 @@ def test_encode_decode_round_trip(records, base_offset, term, now_ms, producer, 
     assert header.compression is codec and header.timestamp_type is TimestampType.CREATE_TIME
     assert header.first_timestamp_ms == expected[0].timestamp_ms
     assert header.max_timestamp_ms == max(r.timestamp_ms for r in expected)
+    assert claimed_record_count(encoded) == header.record_count == len(records)  # the header's own count
+
+
+def test_the_claimed_record_count_is_the_headers_word_and_checks_nothing():
+    encoded = encode_batch(0, [ProducerRecord(b"x")] * 3, 0, 0)
+    assert claimed_record_count(encoded[:HEADER_SIZE]) == 3  # the header alone says it
+    assert claimed_record_count(encoded[: HEADER_SIZE - 1]) == 0  # too short to hold a header
+    lying = bytearray(encoded)
+    lying[57:61] = (2**31 - 1).to_bytes(4, "big")
+    assert claimed_record_count(bytes(lying)) == 2**31 - 1  # what it claims; the check refuses it
+    with pytest.raises(BatchFormatError):
+        verify(bytes(lying))
 
 
 def test_round_trip_keeps_edge_values_apart():
