@@ -81,9 +81,10 @@ install_quixstreams() {
 }
 # The test level's downloads run side by side where they share no lock, while this shell installs the
 # Python packages (a fresh clone's set-up took 96 s one step after another): Debian's packages first, one
-# at a time (apt-get holds one lock); then Maven's local repository in one chain (Kafka's and Avro's jars;
-# Spark's connector waits for pyspark below) and the Go client and npm suites of tests/registry/judges.py
-# in another. Each chain's messages come as it goes; a chain that fails fails the set-up, naming it.
+# at a time (apt-get holds one lock); then three chains: Maven's local repository (Kafka's and Avro's jars;
+# Spark's connector waits for pyspark below), the Go client and npm suites of tests/registry/judges.py,
+# and quixstreams' own virtualenv. Each chain's messages come as it goes; a chain that fails fails the
+# set-up, naming it.
 side_pids=()
 start_side() {  # start_side COMMAND...: COMMAND in the background, in a process group of its own
     setsid "$@" &
@@ -182,6 +183,7 @@ if [ ! -x .venv/bin/promtool ]; then
     fi
     echo "bootstrap: fetching promtool (Debian's prometheus package, unpacked into .venv/bin)" >&2
     work=$(mktemp -d)
+    trap 'rm -rf "$work"; stop_sides' EXIT  # the folder goes also when a step below fails
     (cd "$work" && { apt-get download prometheus >/dev/null 2>&1 || {
         apt-get update -qq && apt-get download prometheus >/dev/null 2>&1; }; })
     dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked"
