@@ -11,7 +11,9 @@ they start (this process becomes their child subreaper, as ``scripts/tree_cpu.py
 others run on a shared machine meanwhile.
 
 A process's CPU is its last sample's: what a process spent after the last sample before it ended is not
-counted (at most a second of each). Processes that were running before the command started are left out.
+counted (at most a second of each). ``--json`` also gives each process's seconds alive up to its last
+sample (``alive_s``): what idle processes cost is their count of seconds alive times their idle rate.
+Processes that were running before the command started are left out.
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ def _boot_ticks() -> int:
 
 
 def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
-    """Each process started after ``since`` (ticks since boot): its command line, CPU seconds so far and
-    parent's pid (as first seen)."""
+    """Each process started after ``since`` (ticks since boot): its command line, CPU seconds so far,
+    parent's pid (as first seen) and seconds alive so far (from its start to this sample)."""
+    now = _boot_ticks()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -79,9 +82,10 @@ def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
                     command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
                 if not command:  # a kernel thread, or a process already gone
                     continue
-                seen[key] = [command, cpu, int(fields[1])]
+                seen[key] = [command, cpu, int(fields[1]), (now - started) / TICKS]
             else:
                 seen[key][1] = cpu
+                seen[key][3] = (now - started) / TICKS
         except (OSError, IndexError, ValueError):
             continue
 
@@ -164,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seen = _descendants(seen, {os.getpid(), running.pid})
     totals: dict[str, float] = collections.defaultdict(float)
     counts: collections.Counter[str] = collections.Counter()
-    for command_line, cpu, _parent in seen.values():
+    for command_line, cpu, _parent, _alive in seen.values():
         kind = kind_of(str(command_line))
         totals[kind] += float(str(cpu))
         counts[kind] += 1
@@ -178,7 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(
-                [{"command": c, "cpu_s": cpu, "parent": parent} for c, cpu, parent in seen.values()],
+                [
+                    {"command": c, "cpu_s": cpu, "parent": parent, "alive_s": alive}
+                    for c, cpu, parent, alive in seen.values()
+                ],
                 f,
                 indent=0,
             )
