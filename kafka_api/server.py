@@ -121,6 +121,7 @@ class KafkaServer:
         )  # fmt: skip
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
+        self._connected = asyncio.Event()  # set while a connection is open: the tick has work only then
         self._throttled = Throttled(LOG_INTERVAL_S)
         self._login_required = door.security.require_auth
         door.share_sessions.per_connection_max = limits.share_sessions_per_connection_max
@@ -139,9 +140,12 @@ class KafkaServer:
 
     async def _tick(self) -> None:
         """The connections' deadlines and the re-check of their credentials run on the clock, not only on
-        requests (the classic groups' sessions and rebalances are the node's: ``GroupCoordinator.run``)."""
+        requests (the classic groups' sessions and rebalances are the node's: ``GroupCoordinator.run``).
+        With no connection open there is nothing to check, and the tick waits for one instead of waking
+        ten times a second (an idle node's timers are most of what it spends)."""
         credentials_checked_s = time.monotonic()
         while True:
+            await self._connected.wait()
             await asyncio.sleep(TICK_S)
             now = time.monotonic()
             try:
@@ -250,6 +254,7 @@ class KafkaServer:
         connection = Connection(door, address, Clock(now), writer, active_s=now)
         connection.answers_read.set()
         self._open[writer] = connection
+        self._connected.set()
         self._per_address.setdefault(address, {})[connection] = None
         if self._login_required:
             self._unauthenticated.setdefault(address, {})[connection] = None
@@ -291,6 +296,8 @@ class KafkaServer:
 
     def _forget(self, connection: Connection) -> None:
         self._open.pop(connection.writer, None)
+        if not self._open:
+            self._connected.clear()
         connection.door.share_sessions.disconnected(connection.door.session)  # as Kafka's, they end with it
         self._forget_unauthenticated(connection)
         held = self._per_address.get(connection.address)

@@ -561,9 +561,13 @@ class GroupCoordinator:
 
         async def tick_classic() -> None:
             """Classic groups' sessions and rebalance deadlines run on the clock, not only on requests;
-            a coordinator taking over loads its groups here."""
+            a coordinator taking over loads its groups here. While it holds none, it ticks only to look
+            for groups to adopt, or when one is made (an idle node's timers are most of what it spends)."""
             while True:
-                await asyncio.sleep(tick_s)
+                if self.classic.groups:
+                    await asyncio.sleep(tick_s)
+                else:
+                    await self.classic.idle(self._monotonic())
                 try:
                     self.classic.tick(self._monotonic())
                 except Exception:  # a bug: logged loudly with its traceback; the next tick goes on

@@ -110,6 +110,7 @@ class HeldGroups:
         self._records: GroupRecords = records or Unrecorded()
         self._recording: set[asyncio.Task[None]] = set()
         self._adopted_ms: int | None = None  # when a tick last looked for groups to load or drop
+        self._held = asyncio.Event()  # set when a group is loaded or made here (``idle``)
 
     def group(self, name: str, now_ms: int) -> ClassicGroup:
         """The group this coordinator runs, a new one when the table has no record of it."""
@@ -135,6 +136,7 @@ class HeldGroups:
         if recorded.group is None and not create:
             return None
         group = self.groups[name] = _loaded(name, recorded, now_ms)
+        self._held.set()
         if group.members:
             log.info(
                 "group %s: loaded at generation %d with %d member(s)%s",
@@ -246,6 +248,14 @@ class HeldGroups:
         refusal = refusal or GroupRefusal(GroupCode.not_coordinator, f"no longer the coordinator of {name!r}")
         for member in group.members.values():
             fail(member, refusal)
+
+    async def idle(self, now_ms: int) -> None:
+        """With no group held here, a tick has one thing to do: the next look for groups to adopt. Wait
+        for it, or until a group is loaded or made here, instead of ticking on."""
+        self._held.clear()
+        due_ms = 0 if self._adopted_ms is None else self._adopted_ms + ADOPT_INTERVAL_MS - now_ms
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._held.wait(), max(0, due_ms) / 1000)
 
     def _adopt_due(self, now_ms: int) -> None:
         """Load the groups this node took over and drop those it no longer coordinates, at most every

@@ -311,3 +311,21 @@ async def test_offset_delete_spares_what_consumers_subscribe_to_and_refuses_othe
     with pytest.raises(GroupRefusal) as refused:
         groups.subscribed_topics("workers")
     assert refused.value.code is GroupCode.non_empty_group
+
+
+async def test_an_idle_tick_waits_for_the_next_look_for_groups_or_a_group_made_meanwhile() -> None:
+    """With no group held, the node's tick (``GroupCoordinator.run``) waits in ``idle``: until the next
+    look for groups to adopt is due, or a join makes a group, whose rebalance then runs on the tick."""
+    groups = ClassicGroups(initial_delay_ms=0)
+    await asyncio.wait_for(groups.idle(0), 30)  # never looked for groups yet: due at once
+    groups.tick(1_000_000)  # looked at 1,000,000 ms: the next look is due 1 s later
+    assert groups.groups == {}
+    await asyncio.wait_for(groups.idle(1_000_000 + 1_000), 30)  # due now
+    waiting = asyncio.ensure_future(groups.idle(0))  # as if the next look were 1,001 s away
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    joining = _join(groups, "", 1_000_000)
+    await asyncio.wait_for(waiting, 30)  # the join made a group: the tick goes on at once
+    assert not joining.done()
+    groups.tick(1_000_000)
+    assert (await joining).generation == 1
