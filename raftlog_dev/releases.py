@@ -6,8 +6,9 @@ The release's commit comes from CHANGELOG.md (``## 0.1.0 (commit 4a34550)``: git
 every clone). Its code is a git worktree of that commit under ``.releases/VERSION`` of this checkout, with
 its own virtualenv ``.releases/VERSION/.venv`` whose ``raftlog*`` packages are the worktree's. Third-party
 packages: when the release declares the same dependencies as this checkout, the virtualenv reads them from
-this interpreter's site-packages (nothing downloaded, built in a second); otherwise ``pip install -e`` of
-the worktree fetches them. The C extension (``raftlog.storage._records``) is compiled in the worktree. A
+this interpreter's site-packages (nothing downloaded, built in a second); otherwise ``uv pip install -e``
+of the worktree (``pip`` where there is no uv) fetches them, uv from the cache this checkout's own set-up
+filled. The C extension (``raftlog.storage._records``) is compiled in the worktree. A
 tree once built is reused: a marker file records what it was built from. Builds of one checkout take turns
 (a lock file under ``.releases/``): two processes asking at once, such as two test workers, get one build.
 """
@@ -137,9 +138,18 @@ def _virtualenv(tree: str, python: str) -> None:
         with open(os.path.join(site, "raftlog-release.pth"), "w", encoding="utf-8") as f:
             f.write("\n".join([tree, *sorted(ours)]) + "\n")
         _run([sys.executable, "-c", _BUILD_EXTENSION], cwd=tree)
+    elif (uv := _uv()) is not None:  # uv installs from the cache this checkout's own set-up filled
+        _run([base, "-m", "venv", "--without-pip", venv])
+        _run([uv, "pip", "install", "--quiet", "--python", python, "-e", tree])
     else:
         _run([base, "-m", "venv", venv])
         _run([python, "-m", "pip", "install", "--quiet", "-e", tree])
+
+
+def _uv() -> str | None:
+    """The uv of this interpreter's virtualenv (``scripts/bootstrap.sh`` installs it there), else on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "uv")
+    return beside if os.access(beside, os.X_OK) else shutil.which("uv")
 
 
 # builds raftlog/storage/_records*.so in place, as pyproject's ext-modules table says
