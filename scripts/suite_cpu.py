@@ -12,7 +12,8 @@ others run on a shared machine meanwhile.
 
 A process's CPU is its last sample's: what a process spent after the last sample before it ended is not
 counted (at most a second of each). ``--json`` also gives each process's seconds alive up to its last
-sample (``alive_s``): what idle processes cost is their count of seconds alive times their idle rate.
+sample (``alive_s``), and when it started, in seconds after the command (``started_s``): what idle
+processes cost is their count of seconds alive times their idle rate.
 Processes that were running before the command started are left out.
 """
 
@@ -64,7 +65,8 @@ def _boot_ticks() -> int:
 
 def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
     """Each process started after ``since`` (ticks since boot): its command line, CPU seconds so far,
-    parent's pid (as first seen) and seconds alive so far (from its start to this sample)."""
+    parent's pid (as first seen), seconds alive so far (from its start to this sample) and when it started
+    (seconds after ``since``)."""
     now = _boot_ticks()
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -82,7 +84,7 @@ def sample(seen: dict[tuple[int, int], list[object]], since: int) -> None:
                     command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
                 if not command:  # a kernel thread, or a process already gone
                     continue
-                seen[key] = [command, cpu, int(fields[1]), (now - started) / TICKS]
+                seen[key] = [command, cpu, int(fields[1]), (now - started) / TICKS, (started - since) / TICKS]
             else:
                 seen[key][1] = cpu
                 seen[key][3] = (now - started) / TICKS
@@ -168,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seen = _descendants(seen, {os.getpid(), running.pid})
     totals: dict[str, float] = collections.defaultdict(float)
     counts: collections.Counter[str] = collections.Counter()
-    for command_line, cpu, _parent, _alive in seen.values():
+    for command_line, cpu, _parent, _alive, _started in seen.values():
         kind = kind_of(str(command_line))
         totals[kind] += float(str(cpu))
         counts[kind] += 1
@@ -183,8 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(
                 [
-                    {"command": c, "cpu_s": cpu, "parent": parent, "alive_s": alive}
-                    for c, cpu, parent, alive in seen.values()
+                    {"command": c, "cpu_s": cpu, "parent": parent, "alive_s": alive, "started_s": started}
+                    for c, cpu, parent, alive, started in seen.values()
                 ],
                 f,
                 indent=0,

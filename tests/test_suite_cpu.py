@@ -27,6 +27,7 @@ def test_a_busy_child_is_counted_under_its_kind_and_the_exit_status_is_the_comma
     assert len(spent) == 1 and spent[0]["cpu_s"] >= 0.5, processes  # last sampled within 1 s of its end
     # one thread spends at most the seconds it is alive (both read at the same sample, to a clock tick)
     assert spent[0]["alive_s"] >= spent[0]["cpu_s"] - 2 / 100, processes
+    assert spent[0]["started_s"] >= 0, processes  # started after the command
     kind = pathlib.Path(sys.executable).name
     assert any(line.split()[:1] == [kind] for line in done.stdout.splitlines()), done.stdout
 
