@@ -255,7 +255,8 @@ class HeldGroups:
         self._held.clear()
         due_ms = 0 if self._adopted_ms is None else self._adopted_ms + ADOPT_INTERVAL_MS - now_ms
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._held.wait(), max(0, due_ms) / 1000)
+            async with asyncio.timeout(max(0, due_ms) / 1000):  # keeps a cancel (tests/test_cancel_safety.py)
+                await self._held.wait()
 
     def _adopt_due(self, now_ms: int) -> None:
         """Load the groups this node took over and drop those it no longer coordinates, at most every
