@@ -12,6 +12,7 @@ two collecting processes over halves of the files that lack theirs, and does not
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -55,8 +56,13 @@ def main(argv: list[str]) -> int:
         "no:cacheprovider",
     ]
     halves = [stale[i::HALVES] for i in range(HALVES)]
+    # the run's own options (PYTEST_ADDOPTS, such as --cpu-costs) are not this collection's: a folder
+    # without the suite's conftest would refuse them and rewrite nothing
+    env = {name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"}
     running = [
-        subprocess.Popen([*command, *map(str, half)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [*command, *map(str, half)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
         for half in halves
         if half
     ]
