@@ -73,7 +73,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which answers loadfile too
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile``, but a folder of ``file_costs.SHARED_SESSION_FOLDERS`` is one unit."""
+    """``--dist loadfile``, but a folder of ``file_costs.SHARED_SESSION_FOLDERS`` is one unit, and so are
+    the files of a ``file_costs.SHARED_FIXTURE_FILES`` folder that ask for its shared fixture."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
@@ -83,5 +84,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return file_costs.scope_of(nodeid)
 
     log("scheduling: loadfile, with these folders whole:", *file_costs.SHARED_SESSION_FOLDERS)
+    log(
+        "and together, the files of a folder asking for its shared fixture:", *file_costs.SHARED_FIXTURE_FILES
+    )
 
     return SharedFolderScheduling(config, log)

@@ -67,6 +67,27 @@ def test_a_folder_sharing_a_session_fixture_is_one_unit_and_any_other_test_goes_
     assert file_costs.scope_of("tests/kafka_api/test_x.py::TestY::test_z") == "tests/kafka_api/test_x.py"
 
 
+def test_the_files_asking_for_a_folders_shared_fixture_are_one_unit_at_their_cost_together() -> None:
+    """tests/kafka_api's files that ask for ``kafka_cluster`` go to one worker together, at the cost of
+    all of them; a file of the folder that does not ask goes alone; the fast tier keeps each file that
+    shares the cluster by its own cost."""
+    unit = "tests/kafka_api/[kafka_cluster]"
+    assert file_costs.scope_of("tests/kafka_api/test_kcat.py::test_a") == unit
+    assert file_costs.scope_of("tests/kafka_api/test_share_groups.py::test_b") == unit
+    alone = "tests/kafka_api/test_request_work.py"  # a cluster of its own (one node)
+    assert file_costs.scope_of(f"{alone}::test_c") == alone
+    items = [
+        f"{alone}::test_c",
+        "tests/kafka_api/test_kcat.py::test_a",
+        "tests/kafka_api/test_share_groups.py::test_b",
+    ]
+    costs = {alone: 50.0, "tests/kafka_api/test_kcat.py": 3.0, "tests/kafka_api/test_share_groups.py": 80.0}
+    kept, _ = file_costs.schedule(items, _path, costs)
+    assert kept == items[2:] + items[1:2] + items[:1]  # the unit (83 s) first, its dearest file first
+    kept, dropped = file_costs.schedule(items, _path, costs, under=10.0)
+    assert kept == ["tests/kafka_api/test_kcat.py::test_a"] and len(dropped) == 2
+
+
 def test_files_under_leaves_out_a_shared_folder_by_what_its_files_cost_together() -> None:
     """A cheap file of tests/kafka_reference still starts Kafka's cluster: the folder counts as a whole."""
     items = ["tests/kafka_reference/test_cheap.py::test_1", "tests/kafka_reference/test_dear.py::test_1"]

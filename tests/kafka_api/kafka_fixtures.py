@@ -11,6 +11,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+import folder_scope
 import pytest
 from kio.serial import entity_reader, entity_writer
 
@@ -21,14 +22,22 @@ from raftlog_client.local_cluster import LocalCluster
 SHARE_LOCK_MS = 4_000  # a share group's record lock: 4 s, not Kafka's 30 s (test_share_groups waits one out)
 
 
-@pytest.fixture(scope="session")
-def shared_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """One cluster for every module of a test process that asks for ``kafka_cluster``: a start is 10 to
-    25 s, and these modules only use topics, groups and transactional ids of their own names."""
+def _shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     directory = tmp_path_factory.mktemp("kafka")
     args = ["--group-share-record-lock-duration-ms", str(SHARE_LOCK_MS)]
     with LocalCluster(str(directory), nodes=3, serve_args=args) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="module")
+def shared_kafka_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> LocalCluster:
+    """One cluster for the modules of this folder that ask for ``kafka_cluster`` (a start is 10 to 25 s,
+    and these modules only use topics, groups and transactional ids of their own names), until the run
+    leaves the folder (``folder_scope``). A parallel run gives those modules to one worker together
+    (``file_costs.SHARED_FIXTURE_FILES``): one cluster a run, not one idling on every worker to its end."""
+    return folder_scope.shared(request, lambda: _shared(tmp_path_factory))
 
 
 @pytest.fixture(scope="module")
