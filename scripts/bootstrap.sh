@@ -133,11 +133,12 @@ if [ "$LEVEL" = test ]; then
     maven_chain=$!
     # A Go toolchain for the Go clients (the machine's, or the module proxy's), then other authors'
     # schema-registry suites the registry's tests run unchanged: Confluent's Go client from the Go module
-    # proxy, built; its JavaScript client and Jest from npm, into .peers. Then the tests' Go client
-    # (franz-go) is compiled once into Go's build cache, whose build the tests then find there: its ~20 CPU
-    # seconds on a fresh clone are spent beside the downloads here, not among the tests' busy workers
-    start_side bash -c 'go=$(scripts/go_toolchain.sh) && .venv/bin/python tests/registry/judges.py install &&
-        cd tests/kafka_reference/go && "$go" build -o /dev/null .'
+    # proxy, built; its JavaScript client and Jest from npm, into .peers. Beside them, the tests' Go client
+    # (franz-go) is compiled into Go's build cache, where the tests then find its build: its ~20 CPU seconds
+    # on a fresh clone are spent while the set-up waits on downloads, not among the tests' busy workers
+    start_side bash -c 'go=$(scripts/go_toolchain.sh) || exit
+        (cd tests/kafka_reference/go && "$go" build -o /dev/null .) & client=$!
+        .venv/bin/python tests/registry/judges.py install && wait "$client"'
     judges_chain=$!
     ensure_uv
     export PYTHON UV_VERSION
