@@ -163,6 +163,12 @@ async def test_follower_rejects_with_leader_hint(cluster: Cluster) -> None:
     leader = await cluster.leader()
     await leader.group.propose(b"x", timeout_ms=5000)
     follower = next(r for r in cluster.replicas.values() if r is not leader)
+    # the entry committed with the other follower's vote: this one may not have heard from the leader yet
+    # (on a loaded machine it had not, and refused with NoLeader): a follower that knows it names it
+    await wait_until(
+        lambda: follower.group.role_and_leader() == (Role.FOLLOWER, leader.address),
+        "the follower to know the leader", WAIT_S, every_s=0.02,
+    )  # fmt: skip
     with pytest.raises(NotLeader) as raised:
         await follower.group.propose(b"y", timeout_ms=5000)
     assert raised.value.leader_hint == leader.address
