@@ -142,7 +142,7 @@ class KafkaServer:
         """The connections' deadlines and the re-check of their credentials run on the clock, not only on
         requests (the classic groups' sessions and rebalances are the node's: ``GroupCoordinator.run``).
         With no connection open there is nothing to check, and the tick waits for one instead of waking
-        ten times a second (an idle node's timers are most of what it spends)."""
+        ten times a second (every wakeup is CPU an idle node spends)."""
         credentials_checked_s = time.monotonic()
         while True:
             await self._connected.wait()

@@ -562,7 +562,7 @@ class GroupCoordinator:
         async def tick_classic() -> None:
             """Classic groups' sessions and rebalance deadlines run on the clock, not only on requests;
             a coordinator taking over loads its groups here. While it holds none, it ticks only to look
-            for groups to adopt, or when one is made (an idle node's timers are most of what it spends)."""
+            for groups to adopt, or when one is made (every wakeup is CPU an idle node spends)."""
             while True:
                 if self.classic.groups:
                     await asyncio.sleep(tick_s)
