@@ -86,11 +86,12 @@ def schedule(
     def cost(item: T) -> float:
         return costs.get(path_of(item), UNKNOWN_S)
 
-    def measured(item: T) -> float:  # a unit of several files costs what its files cost together
-        scope = scope_of(path_of(item))
-        if scope == path_of(item):
-            return costs.get(scope, 0.0)
-        return sum(seconds for path, seconds in costs.items() if scope_of(path) == scope)
+    units: defaultdict[str, float] = defaultdict(float)  # a unit of several files costs what they do
+    for path, seconds in costs.items():
+        units[scope_of(path)] += seconds
+
+    def measured(item: T) -> float:
+        return units.get(scope_of(path_of(item)), 0.0)
 
     def order(item: T) -> tuple[float, float]:
         return -max(measured(item), cost(item)), -cost(item)
