@@ -384,13 +384,16 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("install", help="fetch and build every suite into .peers")
+    installing = commands.add_parser("install", help="fetch and build every suite (or those named) in .peers")
+    installing.add_argument("--suite", choices=[s.name for s in SUITES_RUN], action="append")
     running = commands.add_parser("run", help="run every suite against a node and judge it")
     running.add_argument("url", help="a node's HTTP URL, e.g. http://127.0.0.1:8080")
     running.add_argument("--suite", choices=[s.name for s in SUITES_RUN], action="append")
     args = parser.parse_args(argv)
     if args.command == "install":
         for suite in SUITES_RUN:
+            if args.suite and suite.name not in args.suite:
+                continue
             suite.install()
             print(f"{suite.name}: installed", file=sys.stderr)
         return 0
