@@ -390,17 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     running.add_argument("url", help="a node's HTTP URL, e.g. http://127.0.0.1:8080")
     running.add_argument("--suite", choices=[s.name for s in SUITES_RUN], action="append")
     args = parser.parse_args(argv)
+    chosen = [suite for suite in SUITES_RUN if not args.suite or suite.name in args.suite]
     if args.command == "install":
-        for suite in SUITES_RUN:
-            if args.suite and suite.name not in args.suite:
-                continue
+        for suite in chosen:
             suite.install()
             print(f"{suite.name}: installed", file=sys.stderr)
         return 0
     failed = False
-    for suite in SUITES_RUN:
-        if args.suite and suite.name not in args.suite:
-            continue
+    for suite in chosen:
         directory = pathlib.Path(tempfile.mkdtemp(prefix=f"{suite.name}-"))
         run, problems = run_judged(suite, args.url.rstrip("/"), directory)
         print(report(run, expected_failures().get(suite.name, {})))
