@@ -1,8 +1,8 @@
 """A fault planted in a real run's history, for the fault-run tests' own negative control: their runs are
 short, and a short run must still hold enough for the checker to catch what it exists to catch. The
 history of a valid run, with one acknowledged record taken out of every read of it (as if the cluster
-had lost it), must check invalid; with every recovery five times slower, its availability must break
-its bounds (tests/jepsen/available.py)."""
+had lost it), must check invalid; with every recovery delayed past its bound, its availability must
+break its bounds (tests/jepsen/available.py)."""
 
 from __future__ import annotations
 
@@ -54,14 +54,18 @@ def one_record_consumed_twice(history: pathlib.Path) -> dict[str, Any]:
     return check(parse_lines([json.dumps(event) + "\n" for event in events]))
 
 
-def recovery_slowed(history: pathlib.Path, factor: float = 5.0) -> dict[str, Any]:
-    """The availability measured on ``history`` with every recovery ``factor`` times slower: after each
-    heal, no write acknowledged for ``factor`` times as long as the cluster took to acknowledge one, or
-    as its nodes took to report ready, whichever is longer (those writes answered as unknown)."""
+def recovery_past_bound(history: pathlib.Path) -> dict[str, Any]:
+    """The availability measured on ``history`` with every recovery delayed past its bound: after each
+    heal, no write acknowledged until the bound has passed and then as long again as the cluster took to
+    acknowledge one (or its nodes to report ready), as if it had been down for its whole bound first
+    (those writes answered as unknown). The bound is what the guarantee allows (jepsen/recovery.py), so
+    this is the slowest recovery the run's history must be seen to break; a factor of the measured
+    recovery instead (five times, before) passes on a quiet machine whenever recoveries are much shorter
+    than the bound's fixed part (an election's longest timeout and a client's next attempt, 4.5 s)."""
     events = [json.loads(line) for line in history.read_text().splitlines()]
     measured = recovery.measure(parse_lines([json.dumps(event) + "\n" for event in events]))
     silent = [
-        (w["healed_at"], w["healed_at"] + factor * max(w["recovery_s"] or 0.0, w["ready_s"]))
+        (w["healed_at"], w["healed_at"] + w["bound_s"] + max(w["recovery_s"] or 0.0, w["ready_s"]))
         for w in measured["recoveries"]
     ]
     for event in events:
@@ -69,5 +73,5 @@ def recovery_slowed(history: pathlib.Path, factor: float = 5.0) -> dict[str, Any
         if event.get("type") == "ok" and event.get("f") in recovery.WRITE_FS and quiet:
             event["type"] = "info"
             event.pop("offset", None)
-    slowed: dict[str, Any] = recovery.measure(parse_lines([json.dumps(event) + "\n" for event in events]))
-    return slowed
+    delayed: dict[str, Any] = recovery.measure(parse_lines([json.dumps(event) + "\n" for event in events]))
+    return delayed

@@ -71,5 +71,5 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
     )
     # availability, in place of 30 acknowledged sends (50 before a loaded run was fitted): each heal's first
     # acknowledged write within twice its nodes' ready time and an election, and the writes of the spans
-    # without faults (tests/jepsen/available.py); a recovery five times slower breaks them
+    # without faults (tests/jepsen/available.py); a recovery past its bound breaks them
     assert_available(run_dir, results, config.planned_writes_per_s)

@@ -58,7 +58,7 @@ def group_run(tmp_path: pathlib.Path, faults: tuple[str, ...], group_protocol: s
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
     # availability, in place of 120 acknowledged sends (200 before the third window was cut): each heal's
     # first acknowledged write within twice its nodes' ready time and an election, and the writes of the
-    # spans without faults (tests/jepsen/available.py); a recovery five times slower breaks them
+    # spans without faults (tests/jepsen/available.py); a recovery past its bound breaks them
     assert_available(run_dir, results, config.planned_writes_per_s)
     # the committed-offset checks need commits to judge: 20, as this run (45 s, three windows) asked before
     # its third window was cut and the floor scaled down to 12

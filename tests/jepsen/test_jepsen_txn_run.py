@@ -84,7 +84,7 @@ def test_transactions_are_all_or_nothing_under_faults(tmp_path: pathlib.Path) ->
     assert result.verdict == "valid", (result.run_dir, results["reasons"], results["anomaly_counts"])
     # availability: each heal's first transaction whose records were acknowledged within twice its nodes'
     # ready time and an election, and the transactions of the spans without faults (the healed cluster's
-    # --min-ends among them: tests/jepsen/available.py); a recovery five times slower breaks them
+    # --min-ends among them: tests/jepsen/available.py); a recovery past its bound breaks them
     assert_available(pathlib.Path(result.run_dir), results, info["planned_writes_per_s"])
 
 
