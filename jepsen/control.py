@@ -37,6 +37,7 @@ from typing import Any
 from jepsen import disks, lazyfs
 from raftlog_client import probe
 from raftlog_dev.layout import DevNode, free_base_port, placement_arguments, plan
+from raftlog_node import launch as node_launch
 
 SUBNET_BASE = "10.241"
 SUBNET_CLAIMS_DIR = "/tmp/raftlog-jepsen-subnets"  # machine-wide, whatever TMPDIR a run was given
@@ -341,7 +342,7 @@ class Cluster:
     serve_args: list[str] = field(default_factory=list)  # appended to every node's serve options
     shim_args: list[str] = field(default_factory=list)  # jepsen.nodeshim's own options (--break-markers)
     argv: dict[str, list[str]] = field(default_factory=dict)
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    processes: dict[str, node_launch.NodeProcess] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
     disk_mib: int = 0  # 0: the data directories are plain directories of the run's disk
     small_disks: dict[str, disks.SmallDisk] = field(default_factory=dict)
@@ -477,11 +478,13 @@ class Cluster:
         with open(self.log_path(node_id), "ab") as log:
             log.write(f"\n=== jepsen: starting {node_id} at {time.time():.3f}\n".encode())
             log.flush()
-            # ``ip netns exec`` execs the node in place, so the pid is the node's own.
+            # ``ip netns exec`` execs the node in place, so the pid is the node's own; where the environment
+            # names a node fork server (the test suite's), this checkout's nodes are forked from it,
+            # entering the namespace themselves (``raftlog_node/launch.py``)
             argv, cwd, env = self.launch(node_id)
             log.write(f"=== jepsen: {node_id} runs {argv[argv.index('-m') - 1]} in {cwd}\n".encode())
             log.flush()
-            self.processes[node_id] = subprocess.Popen(
+            self.processes[node_id] = node_launch.launch(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=cwd, env=env,
             )  # fmt: skip

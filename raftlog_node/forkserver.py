@@ -7,6 +7,8 @@ A forked node becomes the node an exec would have made: its own session if asked
 streams (passed as descriptors), folder, environment and argv (``/proc/PID/cmdline`` too, written over
 this server's, which reserves the room), no descriptor of the server's, and the node's ``main`` run from
 the top of this module, so that its exit is an interpreter's exit (threads joined, ``atexit`` run).
+The fault harness's nodes come the same way: ``python -m jepsen.nodeshim`` (its fault hooks, then the
+node), inside a test host's network namespace when the launch names one (``ip netns exec``'s argv).
 
 The server forks only while single-threaded and while the code it imported is the code on disk: a source
 file changed since its imports makes it answer "stale" and exit, and the launcher execs the node instead.
@@ -27,10 +29,19 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from raftlog_node.launch import PROTOCOL_VERSION, receive_message, send_message, terminate_with_parent
+from raftlog_node.launch import (
+    NODE_MODULE,
+    NODE_MODULES,
+    PROTOCOL_VERSION,
+    receive_message,
+    send_message,
+    terminate_with_parent,
+)
 
 ROOM_BYTES = 16384  # of /proc/PID/cmdline kept for a node's argv (``--room``'s padding)
 REQUEST_TIMEOUT_S = 5.0  # for a launcher to send its whole request once connected (a slow one holds no more)
+NETNS_DIR = "/run/netns"  # where ``ip netns add`` names a network namespace
+_CLONE_NEWNET = 0x40000000
 
 
 class _BecomeNode(BaseException):
@@ -171,8 +182,12 @@ class Server:
         if request.get("version") != PROTOCOL_VERSION:
             return f"protocol version {request.get('version')!r}, this server speaks {PROTOCOL_VERSION}"
         argv, env, cwd = request.get("argv"), request.get("env"), request.get("cwd")
-        if not (isinstance(argv, list) and argv[:3] == [sys.executable, "-m", "raftlog_node"]):
+        if not (isinstance(argv, list) and argv[:2] == [sys.executable, "-m"] and argv[2:3]
+                and argv[2] in NODE_MODULES):  # fmt: skip
             return "not a node of this interpreter"
+        namespace = request.get("netns")
+        if namespace is not None and not _namespace_path(namespace):
+            return f"no network namespace {namespace!r} in {NETNS_DIR}"
         if not (isinstance(env, dict) and isinstance(cwd, str) and len(fds) == 3):
             return "a request without its environment, folder or three standard streams"
         if _stale(self.times):
@@ -199,6 +214,8 @@ class Server:
                     launched.connection.close()
             os.closerange(3, os.sysconf("SC_OPEN_MAX"))
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            if request.get("netns") is not None:
+                _enter_namespace(_namespace_path(request["netns"]))
             if request.get("die_with_launcher"):
                 terminate_with_parent()
                 if os.getppid() != self.pid:
@@ -242,6 +259,30 @@ class Server:
                 os.kill(pid, signal.SIGTERM)
 
 
+def _namespace_path(name: object) -> str | None:
+    """The file of network namespace ``name`` (an ``ip netns`` name: one path component), None if none."""
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        return None
+    path = os.path.join(NETNS_DIR, name)
+    return path if os.path.exists(path) else None
+
+
+def _enter_namespace(path: str | None) -> None:
+    """Move this (single-threaded, forked) process into the network namespace at ``path``, as ``ip netns
+    exec`` does before it execs (Python 3.11 has no ``os.setns``). Its other step, a mount namespace with
+    the namespace's own /sys and /etc/netns files, a node does not use."""
+    if path is None:
+        raise OSError(f"the network namespace is gone from {NETNS_DIR}")
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"setns {path}: {os.strerror(error)}")
+    finally:
+        os.close(fd)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m raftlog_node.forkserver")
     parser.add_argument("socket", help="the Unix socket to listen on (created; must not exist)")
@@ -271,7 +312,16 @@ if __name__ == "__main__":
     try:
         main()
     except _BecomeNode as become:
-        from raftlog_node.__main__ import main as node_main
+        if become.argv[2] == NODE_MODULE:
+            from raftlog_node.__main__ import main as node_main
 
-        sys.argv = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py"), *become.argv[3:]]
-        sys.exit(node_main(become.argv[3:]))
+            sys.argv = [
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py"),
+                *become.argv[3:],
+            ]
+            sys.exit(node_main(become.argv[3:]))
+        # the fault harness's shim, as ``python -m`` runs it: its hooks, then the node (imported already)
+        import runpy
+
+        sys.argv = [become.argv[2], *become.argv[3:]]
+        runpy.run_module(become.argv[2], run_name="__main__", alter_sys=True)

@@ -30,11 +30,16 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Protocol
 
 SOCKET_ENV = "RAFTLOG_NODE_FORKSERVER"  # the fork server's Unix socket; unset: every node is exec'd
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: a request names the network namespace to enter ("netns"), and the shim forks too
 HEADER = struct.Struct(">I")  # a message's length, then its JSON
 MESSAGE_BYTES_MAX = 1 << 20  # an argv and an environment fit many times over
 ANSWER_TIMEOUT_S = 60.0  # the server may still be importing the node when the first launch asks
 NODE_MODULE = "raftlog_node"
+# What a fork server forks: the node, and the fault harness's shim, which installs its fault hooks and then
+# runs the node (``jepsen/nodeshim.py``); either may come as ``ip netns exec NAMESPACE`` before it, as the
+# harness starts a node inside a test host's network namespace.
+NODE_MODULES = (NODE_MODULE, "jepsen.nodeshim")
+NETNS_EXEC = ("ip", "netns", "exec")
 UNKNOWN_EXIT = 0  # a node whose server ended before it: its status cannot be had (as Popen's, for ECHILD)
 
 
@@ -175,6 +180,18 @@ class ForkedNode:
         return code
 
 
+def forkable(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
+    """For an argv a fork server can start (one of ``NODE_MODULES`` run by this interpreter, directly or
+    after ``ip netns exec NAMESPACE``): the namespace (None: this process's) and the interpreter's argv,
+    the command line the node would have once exec'd. None for any other."""
+    words, namespace = list(argv), None
+    if tuple(words[:3]) == NETNS_EXEC and len(words) > 4:
+        namespace, words = words[3], words[4:]
+    if words[:2] == [sys.executable, "-m"] and len(words) > 2 and words[2] in NODE_MODULES:
+        return namespace, words
+    return None
+
+
 def launch(
     argv: Sequence[str],
     *,
@@ -186,8 +203,9 @@ def launch(
     start_new_session: bool = False,
     die_with_launcher: bool = False,
 ) -> NodeProcess:
-    """Start ``argv`` (a node of this interpreter: ``[sys.executable, "-m", "raftlog_node", ...]``) by the
-    fork server when there is one, else (or for any other argv) as ``subprocess.Popen``. ``stdout`` and
+    """Start ``argv`` (a node of this interpreter: ``[sys.executable, "-m", "raftlog_node", ...]``, or what
+    ``forkable`` takes) by the fork server when there is one, else (or for any other argv) as
+    ``subprocess.Popen``. ``stdout`` and
     ``stderr`` as Popen's (a file, a descriptor, ``subprocess.STDOUT`` for stderr); no pipes."""
     forked = _forked(argv, stdin, stdout, stderr, cwd, env, start_new_session, die_with_launcher)
     if forked is not None:
@@ -241,8 +259,10 @@ def _forked(
     die_with_launcher: bool,
 ) -> ForkedNode | None:
     path = os.environ.get(SOCKET_ENV)
-    if not path or list(argv[:3]) != [sys.executable, "-m", NODE_MODULE]:
+    plan = forkable(argv) if path else None
+    if not path or plan is None:
         return None
+    namespace, words = plan
     if any(s is subprocess.PIPE for s in (stdin, stdout, stderr)):
         return None
     opened: list[int] = []
@@ -262,7 +282,8 @@ def _forked(
             connection.connect(path)
             request = {
                 "version": PROTOCOL_VERSION,
-                "argv": list(argv),
+                "argv": words,
+                "netns": namespace,
                 "cwd": os.path.abspath(cwd or os.getcwd()),
                 "env": dict(os.environ if env is None else env),
                 "new_session": start_new_session,

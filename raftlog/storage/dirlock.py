@@ -66,7 +66,7 @@ class DirectoryLock(Closing):
         self._fd = fd
 
     @classmethod
-    def acquire(cls, directory: str, owner: str, clock: Callable[[], float] = time.time) -> DirectoryLock:
+    def acquire(cls, directory: str, owner: str, clock: Callable[[], float] | None = None) -> DirectoryLock:
         """Lock ``directory`` (created if missing) for this process, described as ``owner``. Raises
         ``DirectoryLocked`` naming the holder when another process (or another lock in this one) holds it;
         nothing in the directory is changed then."""
@@ -83,7 +83,9 @@ class DirectoryLock(Closing):
             os.close(fd)
             raise DirectoryLocked(directory, holder.describe() if holder else None) from None
         try:
-            started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+            # time.time looked up now, not when this module loaded: a process that replaced it since (the
+            # fault harness's clock skew, installed after a forked node's imports) is heard
+            started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((clock or time.time)()))
             holder = Holder(os.getpid(), owner, started_at)
             os.ftruncate(fd, 0)
             os.pwrite(fd, holder.encode(), 0)

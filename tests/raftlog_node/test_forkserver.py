@@ -235,3 +235,79 @@ def test_a_node_outlives_a_killed_server_and_its_handle_still_follows_it(
         not os.path.exists(f"/proc/{node.pid}")
         or "zombie" in pathlib.Path(f"/proc/{node.pid}/status").read_text()
     )
+
+
+def _listening_ports(pid: int) -> set[int]:
+    """The TCP ports process ``pid``'s network namespace listens on (``/proc/PID/net/tcp`` is its view)."""
+    ports = set()
+    for line in pathlib.Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        if state == "0A":  # LISTEN
+            ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+@pytest.mark.needs("netns")
+def test_the_fault_harness_shim_forks_into_its_network_namespace(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    """The fault harness's node (``ip netns exec NS python -m jepsen.nodeshim TRACE CLOCK ...``) is forked
+    too: inside the namespace (it listens there, not here), with the command line the exec would give, and
+    with the shim's hooks installed although the node's modules were imported before them (the fsync
+    trace has the node's syncs)."""
+    namespace = f"rlfork-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", namespace, "ip", "link", "set", "lo", "up"], check=True)
+        node_argv, url = _node_argv(tmp_path)
+        trace, clock = tmp_path / "n1.fsync", tmp_path / "n1.clock"
+        shim = [sys.executable, "-m", "jepsen.nodeshim", str(trace), str(clock), *node_argv[3:]]
+        with open(tmp_path / "n1.out", "wb") as out:
+            node = launch.launch(
+                ["ip", "netns", "exec", namespace, *shim], stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        assert isinstance(node, launch.ForkedNode), "the fork server started it"
+        port = int(url.rsplit(":", 1)[1])
+        with _running(node):
+            wait_for(
+                lambda: node.poll() is not None or port in _listening_ports(node.pid),
+                f"listening in {namespace}; see {tmp_path}/n1.out", READY_S,
+            )  # fmt: skip
+            assert node.poll() is None, (tmp_path / "n1.out").read_text()
+            assert os.stat(f"/proc/{node.pid}/ns/net").st_ino == os.stat(f"/run/netns/{namespace}").st_ino
+            assert os.stat(f"/proc/{node.pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
+            assert port not in _listening_ports(os.getpid())
+            assert _command_line(node.pid) == shim
+            wait_for(
+                lambda: trace.exists() and "sync\t" in trace.read_text(), "the node's fsyncs traced", READY_S
+            )
+            node.terminate()
+            assert node.wait(ANSWER_S) == 0, (tmp_path / "n1.out").read_text()
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace], check=False)
+
+
+def test_a_launch_into_a_namespace_that_is_not_there_is_refused(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    """A namespace name that is no ``ip netns`` name, or names none: refused before any fork (no node
+    starts in this process's namespace instead), and ``launch`` execs, which fails as ``ip`` does."""
+    path = os.environ[launch.SOCKET_ENV]
+    node_argv, _ = _node_argv(tmp_path)
+    for name in ("../../proc/1/ns/net", f"rlfork-absent-{os.getpid()}"):
+        ask = {
+            "version": launch.PROTOCOL_VERSION, "argv": node_argv, "netns": name, "env": dict(os.environ),
+            "cwd": str(tmp_path), "new_session": True, "die_with_launcher": False,
+        }  # fmt: skip
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(ANSWER_S)
+            connection.connect(path)
+            launch.send_message(connection, ask, [0, 1, 2])
+            answer, fds = launch.receive_message(connection, fds_max=1)
+        assert answer is not None and "no network namespace" in str(answer.get("error")) and not fds, answer
+    shim = [sys.executable, "-m", "jepsen.nodeshim", "trace", "clock"]
+    assert launch.forkable(["ip", "netns", "exec", "x", *shim]) == ("x", shim)
+    assert launch.forkable([sys.executable, "-m", "jepsen.runner"]) is None
+    assert launch.forkable(["/other/python", "-m", "raftlog_node"]) is None
+    assert server.poll() is None
