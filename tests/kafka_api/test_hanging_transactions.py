@@ -28,6 +28,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "partitions"))  # in_process
 
 from in_process import Served, configs, produce, until
+from kafka_jvm import tool_jvm
 from test_sasl_clients import as_admin, curl, grant, make_user
 
 from kafka_api.door import Door
@@ -35,7 +36,6 @@ from kafka_api.server import KafkaServer
 from partitions import commands
 from partitions.metadata.service import AdminService
 from raftlog.storage.batch import ProducerRecord, encode_batch
-from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_client.local_cluster import LocalCluster
 from raftlog_contract import JSON_V2, RECORD_BATCH
 from raftlog_dev.layout import free_port
@@ -125,14 +125,19 @@ async def kafka_node(tmp_path: pathlib.Path) -> AsyncIterator[KafkaNode]:
 
 async def transactions_tool(bootstrap: str, *argv: str) -> str:
     """``kafka-transactions.sh`` (Kafka 4.1's TransactionsCommand) against ``bootstrap``: its output (a run
-    of seconds: the JIT's first tier and the serial collector, half the CPU of the defaults)."""
+    of seconds: the JIT's first tier and the serial collector, half the CPU of the defaults, and the run's
+    class archive: kafka_jvm.py)."""
+    jvm = tool_jvm("org.apache.kafka.tools.TransactionsCommand", ["--bootstrap-server", bootstrap, *argv])
     process = await asyncio.create_subprocess_exec(
-        "java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{kafka_libs()}/*",
-        "org.apache.kafka.tools.TransactionsCommand",
-        "--bootstrap-server", bootstrap, *argv,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), TOOL_TIMEOUT_S)
+        *jvm.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), TOOL_TIMEOUT_S)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        jvm.ended(process.returncode)
     assert process.returncode == 0, (argv, out.decode(), err.decode())
     return out.decode()
 

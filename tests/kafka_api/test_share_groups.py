@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka_fixtures import SHARE_LOCK_MS, RawKafka, http_client, set_group_configs
+from kafka_jvm import tool_jvm
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
@@ -34,7 +35,6 @@ from partitions.errors import UnknownTopic
 from partitions.groups.group_commands import KafkaGeneration, encode
 from partitions.groups.group_model import Recorded
 from partitions.groups.share.coordinator import ShareGroupCoordinator
-from raftlog_bench.kafka_peer import kafka_libs
 from raftlog_cli.cli import main
 from raftlog_client.client import Message, RaftlogClient
 from raftlog_client.errors import RequestFailed
@@ -149,13 +149,12 @@ def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_clust
     for value in (b"c0", b"c1"):
         producer.produce(topic, value=value)
     producer.flush(30)
-    console = subprocess.Popen(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{kafka_libs()}/*",
-         "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
-         kafka_cluster.bootstrap_servers, "--topic", topic, "--group", f"{topic}-share",
+    jvm = tool_jvm(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+        ["--bootstrap-server", kafka_cluster.bootstrap_servers, "--topic", topic, "--group", f"{topic}-share",
          "--max-messages", "5"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    console = subprocess.Popen(jvm.command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sent = 2
     deadline = time.monotonic() + 240
     try:
@@ -169,6 +168,7 @@ def test_kafka_console_share_consumer_reads_records_of_a_share_group(kafka_clust
         if console.poll() is None:
             console.kill()
     out, err = console.communicate(timeout=60)
+    jvm.ended(console.returncode)
     printed = out.splitlines()
     assert console.returncode == 0, err[-3000:]
     assert len(printed) == 5 and len(set(printed)) == 5, printed

@@ -10,7 +10,8 @@ import re
 import subprocess
 import uuid
 
-from raftlog_bench.kafka_peer import kafka_libs  # the reference's jars: missing, it says to install them
+from kafka_jvm import run_tool
+
 from raftlog_client.local_cluster import LocalCluster
 
 JAVA_TIMEOUT_S = 120
@@ -36,12 +37,10 @@ def java_config(
 
 
 def kafka_tool(main: str, cluster: LocalCluster, config: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    # a short-lived client: C1 only and the serial collector (2.1 -> 1.35 CPU s a run of the token tool)
-    command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{kafka_libs()}/*",
-               main, "--bootstrap-server", cluster.bootstrap_servers]  # fmt: skip
-    return subprocess.run(
-        [*command, "--command-config", config, *argv], capture_output=True, text=True, timeout=JAVA_TIMEOUT_S
-    )
+    # a short-lived client: C1 only, the serial collector (2.1 -> 1.35 CPU s a run of the token tool) and
+    # the run's class archive (kafka_jvm.py)
+    argv = ("--bootstrap-server", cluster.bootstrap_servers, "--command-config", config, *argv)
+    return run_tool(main, argv, JAVA_TIMEOUT_S)
 
 
 def delegation_tokens(cluster: LocalCluster, config: str, *argv: str) -> subprocess.CompletedProcess[str]:
