@@ -83,6 +83,7 @@ class Log(LogState):
         discard: Callable[[str], None] = os.unlink,
         space: DiskSpace | None = None,
         damaged_to: str | None = None,
+        mark_level: int = 1,
     ) -> Log:
         """Open (creating if needed) and recover the log in ``directory``. ``discard(path)`` takes the
         files of segments that retention or truncation deletes, once no reader holds them (see
@@ -91,10 +92,13 @@ class Log(LogState):
         ``space``: what the node's writers know of room on the disk (the log tells it of every write it
         makes or cannot make for want of room; its own by default). ``damaged_to``: a damaged sealed
         segment raises ``CorruptRecord``, unless this names where it and the segments after it are set
-        aside (``raftlog.storage.salvage``: for a log whose records can be had again elsewhere)."""
+        aside (``raftlog.storage.salvage``: for a log whose records can be had again elsewhere).
+        ``mark_level``: the level a new log's format marker is fenced at (``log_format.fence``)."""
         os.makedirs(directory, exist_ok=True)
         self = cls(directory, config or LogConfig(), clock, discard, space)
-        self._segments, self.open_report = open_segments(directory, self.config, discard, damaged_to)
+        self._segments, self.open_report = open_segments(
+            directory, self.config, discard, damaged_to, mark_level
+        )
         self._bases = [s.base_offset for s in self._segments]
         self._start_offset = read_start_offset(directory)
         self.compacted_below = read_cleaner_offsets(directory).rewritten_below

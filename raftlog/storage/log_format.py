@@ -79,14 +79,15 @@ def needs_migration(directory: str) -> bool:
     )
 
 
-def check_or_mark(directory: str) -> None:
+def check_or_mark(directory: str, level: int = 1) -> None:
     """At open: a log of an older raftlog is refused (never read as something else), a wrong marker is
-    corruption, and an unmarked log without data (a new one) is marked."""
+    corruption, and an unmarked log without data (a new one) is marked, fenced at ``level`` (the node's
+    feature level: one marker written, not a level-1 one rewritten by ``fence`` straight after)."""
     if marked(directory):
         return
     if needs_migration(directory):
         raise LegacyLogFormat(directory)
-    write_marker(directory)
+    write_marker(directory, level)
 
 
 def write_marker(directory: str, level: int = 1) -> None:

@@ -42,12 +42,16 @@ class OpenReport:
 
 
 def open_segments(
-    directory: str, config: LogConfig, discard: Callable[[str], None], damaged_to: str | None
+    directory: str,
+    config: LogConfig,
+    discard: Callable[[str], None],
+    damaged_to: str | None,
+    mark_level: int = 1,
 ) -> tuple[list[Segment], OpenReport]:
     """The segments of the log in ``directory``, recovered, and what opening found and repaired
-    (``Log.open`` says what ``discard`` and ``damaged_to`` are)."""
+    (``Log.open`` says what ``discard``, ``damaged_to`` and ``mark_level`` are)."""
     opening = _Opening(directory, config, discard)
-    opening.recover(damaged_to)
+    opening.recover(damaged_to, mark_level)
     return opening.segments, opening.report
 
 
@@ -59,8 +63,8 @@ class _Opening:
         self.segments: list[Segment] = []
         self.report = OpenReport()
 
-    def recover(self, damaged_to: str | None) -> None:
-        log_format.check_or_mark(self.directory)
+    def recover(self, damaged_to: str | None, mark_level: int = 1) -> None:
+        log_format.check_or_mark(self.directory, mark_level)
         names = set(os.listdir(self.directory)) - {FORMAT_FILE}
         # a compaction pass that stopped part way: finished if it committed, else its files removed
         if any(swap.is_cleaner_file(name) for name in names):

@@ -114,9 +114,13 @@ class LogManager:
             if salvage and self._damaged_root is not None:
                 damaged_to = os.path.join(self._damaged_root, f"{name}-{self._clock()}")
             directory = os.path.join(self.root, name)
-            opened = Log.open(directory, config, self._clock, self._discard, self.space, damaged_to)
+            # a new log marked at the level (one marker written and synced, not two), one of before the
+            # level rose fenced before any entry reaches it; the level read again after the open, which a
+            # raise meanwhile may have passed (fence_all reads the logs it knows, this one not yet)
             level = self._fence_level()
-            if level > 1:  # a new log (or one of before the level rose) fenced before any entry reaches it
+            opened = Log.open(directory, config, self._clock, self._discard, self.space, damaged_to, level)
+            level = self._fence_level()
+            if level > 1:
                 log_format.fence(directory, level)
             self.salvaged += opened.open_report.salvage is not None
             self._logs[name] = opened

@@ -190,3 +190,32 @@ def test_closing_the_manager_closes_every_log_durably_and_several_at_once(
         reopened = again.open_log(name, GROUP)
         assert reopened.end_offset == reopened.durable_end_offset == 1, name
     again.close()
+
+
+def test_a_new_log_is_marked_at_the_fence_level_once_and_an_older_one_is_fenced(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log the manager creates while the node's level is 2 gets its format marker at level 2, written
+    (and synced) once; a log of level 1 found on disk is fenced to 2 when opened."""
+    from raftlog.storage import log_format
+
+    written: list[tuple[str, int]] = []
+    write_marker = log_format.write_marker
+
+    def recorded(directory: str, level: int = 1) -> None:
+        written.append((os.path.basename(directory), level))
+        write_marker(directory, level)
+
+    monkeypatch.setattr(log_format, "write_marker", recorded)
+    older = LogManager(str(tmp_path))
+    older.open_log("old-0", LogConfig())
+    older.close()
+    manager = LogManager(str(tmp_path), fence_level=lambda: 2)
+    try:
+        manager.open_log("new-0", LogConfig())
+        manager.open_log("old-0", LogConfig())
+    finally:
+        manager.close()
+    assert written == [("old-0", 1), ("new-0", 2), ("old-0", 2)]
+    for name in ("new-0", "old-0"):
+        assert log_format.marker_level(log_format.read_marker(os.path.join(str(tmp_path), name)) or "") == 2
