@@ -551,23 +551,29 @@ def test_a_list_offsets_naming_many_topics_is_not_held_behind_other_work_on_a_se
     neighbour = _list_offsets_request({"hidden": WIDE_REQUEST_TOPICS * NEIGHBOUR_FACTOR})
     connections = {"neighbour": _logged_in(cluster, name), "wide": _logged_in(cluster, name)}
     answered: dict[str, tuple[float, bytes]] = {}
+    sent = {which: threading.Event() for which in connections}
 
-    def read(which: str) -> None:
+    def ask(which: str, frame: bytes) -> None:
+        # one thread per connection sends and then reads: a TLS socket written by one thread while
+        # another reads it can corrupt its OpenSSL state (python/cpython#143756), which the node sees as
+        # a broken record and closes the connection
         raw = connections[which]
+        raw.send_raw(frame)
+        sent[which].set()
         size = struct.unpack(">i", raw._read(4))[0]
-        frame = raw._read(size)
-        answered[which] = (time.monotonic(), frame)
+        answer = raw._read(size)
+        answered[which] = (time.monotonic(), answer)
 
     try:
         frames = {"neighbour": connections["neighbour"].frame(2, 6, neighbour),
                   "wide": connections["wide"].frame(2, 6, wide)}  # fmt: skip
-        readers = [threading.Thread(target=read, args=(which,), daemon=True) for which in connections]
-        for reader in readers:
-            reader.start()
+        askers = []
         for which in ("neighbour", "wide"):  # the bigger one first: it has the head start
-            connections[which].send_raw(frames[which])
-        for reader in readers:
-            reader.join(timeout=600)
+            askers.append(threading.Thread(target=ask, args=(which, frames[which]), daemon=True))
+            askers[-1].start()
+            sent[which].wait(timeout=600)
+        for asker in askers:
+            asker.join(timeout=600)
     finally:
         for raw in connections.values():
             raw.close()
