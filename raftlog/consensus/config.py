@@ -62,6 +62,9 @@ class CoreConfig:
     # pings, closed after a silence); a quiet group ticks only every ``quiet_tick_ms`` (compaction).
     quiesce: bool = False
     quiet_tick_ms: int = 60_000
+    # A quiet replica closes its journal's files after this long quiet (an idle group holds none; one
+    # whose records come a few ms apart, quiet between them, keeps them: ``RaftCore._release_idle_handles``).
+    journal_handles_idle_ms: int = 10_000
     # Pre-vote (Raft thesis 9.6, see RaftCore, "Pre-vote"): a replica that stops hearing its leader
     # first asks whether it could win, persisting nothing, and raises its term only if a majority would
     # vote for it; a replica that heard from a leader within the shortest election timeout (or is quiet

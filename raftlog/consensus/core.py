@@ -205,6 +205,10 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         self._quiet_acks = {}
         self._quiescing = False
         self._quiet_tick_at = 0.0  # a quiet replica's next tick (compaction and the like)
+        # when a quiet replica closes its journal's files (``_release_idle_handles``; None while not quiet,
+        # inf once closed), and its journal's last index when that was set (an append sets it again)
+        self._handles_release_at: float | None = None
+        self._handles_idle_index = 0
         # Pre-vote (see core_elections): the term this replica asks pre-votes for (None: not asking),
         # the ids of the nodes that granted them, and when it last heard from a leader of its term.
         self._prevote_term = None
@@ -384,7 +388,8 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         only timed duty is its rare tick (``CoreConfig.quiet_tick_ms``)."""
         retry = self._apply_retry_at  # an apply refused for want of room is retried then (inf: none)
         if self._quiet:
-            return min(self._quiet_tick_at, retry), True
+            release = self._handles_release_at
+            return min(self._quiet_tick_at, retry, math.inf if release is None else release), True
         if self._SyncObj__raftState == LEADER:
             timer, routine = float(self._SyncObj__newAppendEntriesTime), True
         else:
@@ -543,9 +548,25 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         if self._quiet:
             if now >= self._quiet_tick_at:
                 self._quiet_tick_at = now + self._config.quiet_tick_ms / 1000
-            self._journal.release_handles()  # an idle group holds no open files
+            self._release_idle_handles(now)
+        else:
+            self._handles_release_at = None
         self._ticked_at = now
         self._led_when_ticked = self._SyncObj__raftState == LEADER and not self._quiet
+
+    def _release_idle_handles(self, now: float) -> None:
+        """An idle group holds no open files: a quiet replica closes its journal's files once it has been
+        quiet for ``journal_handles_idle_ms`` (its next timer, ``next_timer``). Not at once: a group whose
+        records come a few milliseconds apart goes quiet between them (a group of one replica at every
+        commit), and closing and reopening two files around every record cost its Raft thread four
+        system calls a record, each giving up the interpreter lock and waiting to take it back."""
+        idle_s, last_index = self._config.journal_handles_idle_ms / 1000, self._journal.last_index
+        if self._handles_release_at is None or last_index != self._handles_idle_index:
+            # quiet from now on (a tick may wake, append and go quiet again: the append counts)
+            self._handles_release_at, self._handles_idle_index = now + idle_s, last_index
+        elif now >= self._handles_release_at:
+            released = self._journal.release_handles()  # refused while a sync needs them: later
+            self._handles_release_at = math.inf if released else now + idle_s
 
     def _sync_and_release_replies(self) -> None:
         """Group commit: one fsync for everything appended this tick, then the acknowledgements it makes

@@ -554,12 +554,14 @@ class FileJournal(RaftJournal):
             _close(segment)
         self._closed = True
 
-    def release_handles(self) -> None:
-        """Close every segment's descriptors unless a sync needs them (they open again on use)."""
+    def release_handles(self) -> bool:
+        """Close every segment's descriptors unless a sync needs them (False: they stay; they open again on
+        use)."""
         if self._in_flight is not None or self._pending or self._needs_fsync:
-            return
+            return False
         for segment in self._segments:
             segment.release()
+        return True
 
     def close(self, flush: bool = True) -> None:
         """``flush=False`` drops what the last sync did not cover, like a crash (for tests)."""

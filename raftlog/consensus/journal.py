@@ -63,9 +63,10 @@ class RaftJournal:
         """Entries up to ``index`` are applied here and held by every follower: a journal that can read
         them back from disk may drop their commands from memory (this one keeps them)."""
 
-    def release_handles(self) -> None:
+    def release_handles(self) -> bool:
         """The group is idle: a journal holding open files may close them until it is used again (this
-        one holds none)."""
+        one holds none). False: not now (a sync needs them), to be asked again."""
+        return True
 
     @property
     def durable_index(self) -> int:

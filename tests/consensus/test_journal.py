@@ -111,7 +111,7 @@ def test_direct_io_writes_whole_blocks_and_reopens_after_the_padding(tmp_path: P
 def test_a_released_direct_writer_goes_on_without_reading_its_last_block_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A group that goes quiet between its records releases its files after each (``release_handles``);
+    """A group quiet for a while releases its files (``release_handles``, ``RaftCore._release_idle_handles``);
     its next append continues from the last block as the closed writer left it, not from a read of that
     block, which a direct write left out of the page cache (a disk round trip on every such append). A
     truncation still reads the block the file now ends in."""

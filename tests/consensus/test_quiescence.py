@@ -6,12 +6,14 @@ leader's heartbeat time or a follower's election deadline in the past and tickin
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sim_cluster import F, G, L, PatchedSimReplica, Script, connect, disconnect
+from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script, connect, disconnect
 
+from raftlog.consensus.config import CoreConfig
 from raftlog.consensus.file_journal import FileJournal
 
 NAMES = [L, F, G]
@@ -103,6 +105,59 @@ def test_a_proposal_wakes_a_quiet_group_and_it_goes_quiet_again(tmp_path: Path) 
     script.catch_up(L, [F, G])
     assert all(script.nodes[name].applied == [1, 2] for name in NAMES)
     until_quiet(script)
+
+
+def test_a_quiet_group_closes_its_journal_files_once_it_stayed_quiet_a_while(tmp_path: Path) -> None:
+    """An idle group holds no open files, but a group quiet only between its records keeps them: each
+    replica closes its journal's files once quiet for ``journal_handles_idle_ms`` (a timer of its own,
+    ``next_timer``), and a record in between starts that wait again. The files open again on the next
+    record, which commits on every replica."""
+    clock = FakeClock()
+    journals = {name: FileJournal(journal_directory(tmp_path, name)) for name in NAMES}
+    script = Script(PatchedSimReplica, dict(journals), {name: {**QUIET, "clock": clock} for name in NAMES})
+    script.elect(L, [F, G])
+    propose(script, L, 1)
+    script.catch_up(L, [F, G])
+    until_quiet(script)
+    idle_s = CoreConfig().journal_handles_idle_ms / 1000
+    tick_replicas(script)  # quiet ticks before the wait is over: nothing closed
+    assert open_journal_files(tmp_path) == set(NAMES), "a group just gone quiet closed its files"
+    for name in NAMES:
+        assert script.nodes[name].next_timer()[0] <= clock.now + idle_s
+    clock.now += idle_s / 2
+    assert propose(script, L, 2) == [0]  # a record halfway: the wait starts again
+    until_quiet(script)
+    tick_replicas(script)
+    clock.now += idle_s * 3 / 4
+    tick_replicas(script)
+    assert open_journal_files(tmp_path) == set(NAMES), "the files closed within the wait after a record"
+    clock.now += idle_s
+    tick_replicas(script)
+    assert open_journal_files(tmp_path) == set(), "a group quiet for the whole wait kept its files open"
+    assert all(script.nodes[name].next_timer()[0] > clock.now + idle_s for name in NAMES), "woken for naught"
+    assert propose(script, L, 3) == [0]
+    script.catch_up(L, [F, G])
+    assert all(script.nodes[name].applied[-1] == 3 for name in NAMES)
+    assert open_journal_files(tmp_path) == set(NAMES)
+
+
+def tick_replicas(script: Script) -> None:
+    """Every replica ticked, without ``Script.tick``'s check of the commit (which reads entries back from
+    the journal's files, opening them)."""
+    for name in NAMES:
+        script.nodes[name].doTick(0.0)
+
+
+def open_journal_files(tmp_path: Path) -> set[str]:
+    """The replicas (of ``NAMES``) whose journal directory holds an open file of this process."""
+    holding = set()
+    for descriptor in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{descriptor}")
+        except OSError:
+            continue  # the listing's own descriptor, closed meanwhile
+        holding |= {name for name in NAMES if target.startswith(journal_directory(tmp_path, name) + "/")}
+    return holding
 
 
 def test_followers_elect_a_new_leader_once_the_quiet_leaders_node_is_gone(tmp_path: Path) -> None:
