@@ -27,7 +27,8 @@ from kio.schema.errors import ErrorCode
 from kafka_api import broker_loggers, resource_configs, wire
 from kafka_api.door import Door, placed_nodes
 from kafka_api.errors import Caught, Refused, code_of
-from kafka_api.topics import ZERO_TOPIC_ID, kafka_topic_id, names_by_id, topic_ids
+from kafka_api.topic_ids import kafka_topic_id
+from kafka_api.topics import ZERO_TOPIC_ID, names_by_id, topic_ids
 from partitions.controller.state import merge_configs
 from partitions.errors import AuthorizationFailed, InvalidTopic, UnknownTopic
 from partitions.features import TOPIC_ASSIGNMENT

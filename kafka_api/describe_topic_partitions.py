@@ -15,7 +15,8 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
-from kafka_api.topics import kafka_topic_id, partition_values, refused_topic
+from kafka_api.topic_ids import kafka_topic_id
+from kafka_api.topics import partition_values, refused_topic
 from partitions.errors import UnknownTopic
 from partitions.security.acls import AclOperation, ResourceType
 

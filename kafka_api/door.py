@@ -16,6 +16,7 @@ from kafka_api.errors import Refused
 from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
 from kafka_api.share_sessions import ShareSessions
+from kafka_api.topic_ids import TopicIds
 from partitions.errors import AuthorizationFailed, UnknownTopic
 from partitions.groups.classic.coordinator import ClassicGroups
 from partitions.groups.classic_calls import ClassicCalls
@@ -70,6 +71,8 @@ class Door:
     auto_topics: AutoTopics = field(default_factory=AutoTopics)
     # the node's incremental fetch sessions (KIP-227, kafka_api.fetch_sessions), shared by every connection
     fetch_sessions: FetchSessions = field(default_factory=FetchSessions)
+    # every topic's name by its Kafka id, made once per set of topics (kafka_api.topic_ids), shared too
+    topic_ids: TopicIds = field(default_factory=TopicIds)
     # held by a Produce while it begins its appends (in turns, ``kafka_api.produce``): the connection's
     # next Produce begins its own after, so a pipelining producer's batches keep their order
     produce_order: asyncio.Lock = field(default_factory=asyncio.Lock)

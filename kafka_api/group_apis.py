@@ -371,7 +371,7 @@ async def _fetch_group(
                     return (), ErrorCode.not_coordinator
                 return (), LOAD_IN_PROGRESS  # led here, its table not readable yet: asked again
             named = [] if recorded.group is None else recorded.group.offset_topics()
-        existing = set(view.topics())  # a topic deleted since has no offsets left
+        existing = view.topics_by_name()  # a topic deleted since has no offsets left
         ids = topic_ids(door, named) if version >= TOPIC_IDS_VERSION else {}
         asked: list[tuple[str | None, uuid.UUID | None, list[int]]] = [
             (t, ids.get(t), list(range(view.topic(t).partitions)))

@@ -32,6 +32,7 @@ bootstrap again).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -39,9 +40,9 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
+from kafka_api.topic_ids import kafka_topic_id
 from kafka_api.topics import (
     ZERO_TOPIC_ID,
-    kafka_topic_id,
     partition_values,
     refused_topic,
     topic_names_by_id,
@@ -72,7 +73,7 @@ async def metadata(door: Door, request: wire.Request) -> Any:
     entries: list[tuple[str, Any]] = []  # each topic's name, and its answer when made already
     if asked is not None:
         seen: set[str | uuid.UUID] = set()
-        names_by_id: dict[uuid.UUID, str] | None = None  # made once, when a topic is named by its id
+        names_by_id: Mapping[uuid.UUID, str] | None = None  # asked once, when a topic is named by its id
         for entry in asked:
             name, topic_id = entry.name, getattr(entry, "topic_id", None)
             if name is None and topic_id is not None and topic_id != ZERO_TOPIC_ID:

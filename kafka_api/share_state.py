@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from kafka_api.door import Door
 from partitions.data.service import DataService
-from partitions.errors import UnknownTopic
 from partitions.groups.share.offsets import ShareOffsets
 from partitions.groups.share.partition import ShareOffset
 
@@ -31,13 +30,7 @@ class _Leaders:
 
 def known_topics(door: Door) -> dict[str, int]:
     """Every topic's partition count, as this node knows them."""
-    view, known = door.node.metadata, {}
-    for name in view.topics():
-        try:
-            known[name] = view.topic(name).partitions
-        except UnknownTopic:  # deleted meanwhile
-            continue
-    return known
+    return {name: topic.partitions for name, topic in door.node.metadata.topics_by_name().items()}
 
 
 def share_offsets(door: Door) -> ShareOffsets:

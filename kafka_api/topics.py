@@ -4,18 +4,14 @@ Kafka id (``kafka_topic_id``) and the way back from ids to names, and a partitio
 Metadata and DescribeTopicPartitions answer them (``partition_values``), and a topic they answer only
 with an error (``refused_topic``).
 
-A topic's Kafka id is made from the cluster id and the controller's ``topic_id`` (the Raft index that
-created it), so every node answers the same id, and a topic deleted and created again under its name gets
-another, as Kafka's do.
+A topic's Kafka id and the map back from ids to names are ``kafka_api.topic_ids``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.door import Door
 from kafka_api.pacing import Pacer
+from kafka_api.topic_ids import kafka_topic_id
 from partitions.controller.state import TopicMetadata
 from partitions.errors import UnknownTopic
 from partitions.names import broker_id
@@ -32,30 +29,10 @@ NO_EPOCH = -1
 ZERO_TOPIC_ID = uuid.UUID(int=0)  # Kafka's "no id": an unknown topic named by its name
 
 
-def kafka_topic_id(cluster_id: str, topic: TopicMetadata) -> uuid.UUID:
-    """The topic's id in Kafka's answers: the same on every node, another for each creation of a name.
-    Never Kafka's reserved ids (zero, and 1 for its metadata topic; a version 4 UUID is neither), and never
-    one whose base64 form begins with "-", which Kafka's own ids avoid for its command-line tools."""
-    return _topic_id(cluster_id, topic.name, topic.topic_id)
-
-
-@functools.lru_cache(maxsize=65_536)  # every Fetch v13+ maps ids to names: no hash per topic per fetch
-def _topic_id(cluster_id: str, name: str, creation: int) -> uuid.UUID:
-    digest = bytearray(hashlib.sha256(f"{cluster_id}/{name}/{creation}".encode()).digest()[:16])
-    digest[0] &= 0x7F
-    return uuid.UUID(bytes=bytes(digest), version=4)
-
-
-async def topic_names_by_id(door: Door, pacer: Pacer) -> dict[uuid.UUID, str]:
+async def topic_names_by_id(door: Door, pacer: Pacer) -> Mapping[uuid.UUID, str]:
     """Every topic's name by its Kafka id (``kafka_topic_id``): Metadata v12+, Fetch and Produce v13+ name
-    topics by id."""
-    view = door.node.metadata
-    found = {}
-    for name in view.topics():
-        with contextlib.suppress(UnknownTopic):  # deleted since it was listed
-            found[kafka_topic_id(door.cluster_id, view.topic(name))] = name
-        await pacer.step()
-    return found
+    topics by id. Made again only when the node's topics changed (``TopicIds``), in turns then."""
+    return await door.topic_ids.names_paced(door.cluster_id, door.node.metadata.topics_by_name(), pacer)
 
 
 def topic_ids(door: Door, names: Iterable[str]) -> dict[str, uuid.UUID]:
@@ -67,13 +44,9 @@ def topic_ids(door: Door, names: Iterable[str]) -> dict[str, uuid.UUID]:
     return ids
 
 
-def names_by_id(door: Door) -> dict[uuid.UUID, str]:
+def names_by_id(door: Door) -> Mapping[uuid.UUID, str]:
     """Every topic's name by its Kafka id, in one go (``topic_names_by_id`` yields between turns)."""
-    view, names = door.node.metadata, {}
-    for name in view.topics():
-        with contextlib.suppress(UnknownTopic):
-            names[kafka_topic_id(door.cluster_id, view.topic(name))] = name
-    return names
+    return door.topic_ids.names(door.cluster_id, door.node.metadata.topics_by_name())
 
 
 def partition_values(door: Door, topic: TopicMetadata, index: int, alive: set[str]) -> dict[str, Any]:

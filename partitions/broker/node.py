@@ -644,6 +644,9 @@ class NodeView:
     def topics(self) -> list[str]:
         return self._node.frontend.topics()
 
+    def topics_by_name(self) -> Mapping[str, TopicMetadata]:
+        return self._node.frontend.topics_by_name()
+
     def topic(self, name: str) -> TopicMetadata:
         return self._node.frontend.topic(name)
 

@@ -355,6 +355,9 @@ class MetadataFrontend:
     def topics(self) -> list[str]:
         return sorted(self._machine.metadata.topics)
 
+    def topics_by_name(self) -> Mapping[str, TopicMetadata]:
+        return self._machine.metadata.topics
+
     def topic(self, name: str) -> TopicMetadata:
         metadata = self._machine.metadata.topics.get(name)
         if metadata is None:

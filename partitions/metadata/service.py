@@ -103,6 +103,12 @@ class MetadataView(Protocol):
 
     def topics(self) -> list[str]: ...
 
+    def topics_by_name(self) -> Mapping[str, TopicMetadata]:
+        """Every topic by name as this node's controller metadata has them: one immutable mapping, the
+        same object until a topic is created, deleted or changed (what depends on the topics alone may
+        be kept as long as it is)."""
+        ...
+
     def topic(self, name: str) -> TopicMetadata:
         """Raises UnknownTopic (this node may not have learned a new topic yet: ``AdminService.topic``
         asks the controller)."""

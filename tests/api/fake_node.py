@@ -804,6 +804,9 @@ class FakeMetadata:
     def topics(self) -> list[str]:
         return sorted(self.cluster.topics)
 
+    def topics_by_name(self) -> Mapping[str, TopicMetadata]:
+        return self.cluster.topics
+
     def topic(self, name: str) -> TopicMetadata:
         return self.data.topic(name)
 
