@@ -18,9 +18,8 @@ from partitions.errors import PeerProtocolError
 from partitions.features import RAFTLOG_VERSION, Features
 from partitions.metadata.controller_voters import ControllerVoters
 from partitions.peers.codec import ErrorTypes, Registry, pack, unpack
+from raftlog_dev import releases
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-RELEASE_0_1_0 = ROOT / ".releases" / "0.1.0" / "partitions" / "controller" / "members.py"
 HEARD = {"n1": 1_700_000_000_500, "n2": 1_700_000_000_400, "n3": 1_700_000_000_100}
 CAUGHT_UP = {"n1": 1_700_000_000_500, "n2": 1_700_000_000_400}  # n3 behind since it was heard
 
@@ -54,7 +53,10 @@ def _members(level: int) -> ControllerMembers:
 
 
 def _release_0_1_0() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("members_0_1_0", RELEASE_0_1_0)
+    """Release 0.1.0's ``partitions.controller.members``, from its worktree (built here if no other test
+    built it first: ``raftlog_dev.releases``)."""
+    tree = pathlib.Path(releases.release("0.1.0").tree)
+    spec = importlib.util.spec_from_file_location("members_0_1_0", tree / "partitions/controller/members.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass reads its own annotations there
