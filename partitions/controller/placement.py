@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
 
 from partitions.controller.commands import check_replica_set
 from partitions.errors import (
@@ -52,6 +55,73 @@ def internal_replication_factor(placeable: Sequence[str], standby: Sequence[str]
     return factor
 
 
+@dataclass(frozen=True, slots=True)
+class Load:
+    """The replicas and the preferred leaderships (first replicas) each node holds across some topics:
+    what ``place`` and ``check_assignment`` count of the load already placed."""
+
+    replicas: Mapping[str, int]
+    leaders: Mapping[str, int]
+
+    @classmethod
+    def of(cls, assignments: Iterable[Sequence[Sequence[str]]]) -> Load:
+        """The load of ``assignments`` (replica lists of topics)."""
+        replicas: Counter[str] = Counter()
+        leaders: Counter[str] = Counter()
+        for assignment in assignments:
+            _count(assignment, replicas, leaders, 1)
+        return cls(MappingProxyType(dict(replicas)), MappingProxyType(dict(leaders)))
+
+
+class _Placed(Protocol):
+    @property
+    def replicas(self) -> Sequence[Sequence[str]]: ...
+
+
+@dataclass(slots=True, eq=False)
+class TopicsLoad:
+    """The ``Load`` of a mapping of topics (name -> topic, as the controller's metadata holds them), kept
+    for the mapping it was counted from: another mapping is counted from its difference with that one (the
+    controller publishes a new mapping for every topic change and keeps the unchanged topics' objects), so
+    creating the 2,000th topic does not count the replicas of the 1,999 before it again."""
+
+    _topics: Mapping[str, _Placed] | None = None
+    _replicas: Counter[str] = field(default_factory=Counter)
+    _leaders: Counter[str] = field(default_factory=Counter)
+    _load: Load = field(default_factory=lambda: Load.of(()))
+
+    def of(self, topics: Mapping[str, _Placed]) -> Load:
+        if topics is self._topics:
+            return self._load
+        before = self._topics if self._topics is not None else {}
+        for name, topic in before.items():
+            if topics.get(name) is not topic:  # gone, or changed: its new form is counted below
+                _count(topic.replicas, self._replicas, self._leaders, -1)
+        for name, topic in topics.items():
+            if before.get(name) is not topic:
+                _count(topic.replicas, self._replicas, self._leaders, 1)
+        self._topics = topics
+        self._load = Load(
+            MappingProxyType({n: c for n, c in self._replicas.items() if c}),
+            MappingProxyType({n: c for n, c in self._leaders.items() if c}),
+        )
+        return self._load
+
+
+def _count(
+    assignment: Sequence[Sequence[str]], replicas: Counter[str], leaders: Counter[str], sign: int
+) -> None:
+    for replica_set in assignment:
+        for node in replica_set:
+            replicas[node] += sign
+        if replica_set:
+            leaders[replica_set[0]] += sign
+
+
+def _load_of(existing: Mapping[str, Sequence[Sequence[str]]] | Load | None) -> Load:
+    return existing if isinstance(existing, Load) else Load.of((existing or {}).values())
+
+
 def replica_counts(nodes: Sequence[str], assignments: Iterable[Sequence[Sequence[str]]]) -> Counter[str]:
     """Replicas each of ``nodes`` holds in ``assignments`` (replica lists of topics)."""
     held: Counter[str] = Counter({n: 0 for n in nodes})
@@ -74,7 +144,7 @@ def check_capacity(what: str, held: Mapping[str, int], added: Mapping[str, int],
 def check_assignment(
     assignment: Sequence[Sequence[str]],
     nodes: Sequence[str],
-    existing: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    existing: Mapping[str, Sequence[Sequence[str]]] | Load | None = None,
     replicas_max: int | None = None,
     standby: Sequence[str] = (),
 ) -> list[list[str]]:
@@ -106,7 +176,8 @@ def check_assignment(
     result = [list(replica_set) for replica_set in assignment]
     if replicas_max is not None:
         everyone = sorted(known)
-        held = replica_counts(everyone, (existing or {}).values())
+        load = _load_of(existing)
+        held = Counter({n: load.replicas.get(n, 0) for n in everyone})
         what = f"{len(result):,} partition(s) placed by hand"
         check_capacity(what, held, replica_counts(everyone, [result]), replicas_max)
     return result
@@ -116,23 +187,24 @@ def place(
     nodes: Sequence[str],
     partitions: int,
     replication_factor: int,
-    existing: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    existing: Mapping[str, Sequence[Sequence[str]]] | Load | None = None,
     replicas_max: int | None = None,
     standby: Sequence[str] = (),
 ) -> list[list[str]]:
     """Replica lists, first replica = preferred leader, one list per partition.
 
-    Greedy over the load already placed (``existing``: topic -> replica lists): each partition takes the
-    ``replication_factor`` nodes holding the fewest replicas (so replica counts stay within one of each
-    other), preferring among equals the nodes leading the fewest partitions; its preferred leader is the
-    chosen node leading the fewest. Ties break by node order rotated per partition. Deterministic.
+    Greedy over the load already placed (``existing``: topic -> replica lists, or their ``Load``): each
+    partition takes the ``replication_factor`` nodes holding the fewest replicas (so replica counts stay
+    within one of each other), preferring among equals the nodes leading the fewest partitions; its
+    preferred leader is the chosen node leading the fewest. Ties break by node order rotated per
+    partition. Deterministic.
 
-    ``standby``: nodes that exist but are not live now (gossip suspects them or declared them dead: a crash,
-    not a goodbye). As Kafka places on a fenced broker that is still registered, they take a replica only
-    when the live ``nodes`` are fewer than the factor, and never lead: the partition's Raft group has its
-    majority on the live nodes and the standby replica catches up when its node returns.
-    With ``replicas_max``, ``CapacityExceeded`` when a node would then hold more replicas than that
-    (the least loaded nodes are chosen first, so it fits whenever room is spread enough to fit).
+    ``standby``: nodes that exist but are not live now (gossip suspects them or declared them dead: a
+    crash, not a goodbye). As Kafka places on a fenced broker that is still registered, they take a
+    replica only when the live ``nodes`` are fewer than the factor, and never lead: the partition's Raft
+    group has its majority on the live nodes and the standby replica catches up when its node returns.
+    With ``replicas_max``, ``CapacityExceeded`` when a node would then hold more replicas than that (the
+    least loaded nodes are chosen first, so it fits whenever room is spread enough to fit).
     """
     live = sorted(set(nodes))
     spare = sorted(set(standby) - set(live))
@@ -142,15 +214,10 @@ def place(
         raise PlacementImpossible(replication_factor, len(live) + len(spare))
     spare = spare if replication_factor > len(live) else []
     everyone = live + spare
-    replicas: Counter[str] = Counter({n: 0 for n in everyone})
-    leaders: Counter[str] = Counter({n: 0 for n in everyone})
-    for assignment in (existing or {}).values():
-        for replica_set in assignment:
-            for node in replica_set:
-                if node in replicas:
-                    replicas[node] += 1
-            if replica_set and replica_set[0] in leaders:
-                leaders[replica_set[0]] += 1
+    load = _load_of(existing)
+    replicas: Counter[str] = Counter({n: load.replicas.get(n, 0) for n in everyone})
+    leaders: Counter[str] = Counter({n: load.leaders.get(n, 0) for n in everyone})
+    held = Counter(replicas)
     result = []
     for partition in range(partitions):
         rotation = {node: (i - partition) % len(everyone) for i, node in enumerate(everyone)}
@@ -163,7 +230,6 @@ def place(
         leaders[leader] += 1
         result.append(ordered)
     if replicas_max is not None:
-        held = replica_counts(everyone, (existing or {}).values())
         what = f"{partitions:,} partition(s) x replication factor {replication_factor}"
         check_capacity(what, held, replica_counts(everyone, [result]), replicas_max)
     return result

@@ -28,7 +28,7 @@ from partitions.controller.commands import (
     validate_topic,
 )
 from partitions.controller.defaults import PARTITIONS_MAX
-from partitions.controller.placement import check_assignment, check_capacity, place, replica_counts
+from partitions.controller.placement import TopicsLoad, check_assignment, check_capacity, place
 from partitions.controller.reconfigure import MoveProgress
 from partitions.controller.state import Reassignment, TopicMetadata, merge_configs
 from partitions.errors import (
@@ -90,6 +90,7 @@ class TopicChanges:
     def __init__(self, frontend: MetadataFrontend, replicas_max: int) -> None:
         self._frontend = frontend
         self._replicas_max = replicas_max
+        self._load = TopicsLoad()  # the placed load, counted again from each change's difference only
 
     async def create_topic(
         self,
@@ -115,7 +116,7 @@ class TopicChanges:
         configs = creation_configs(settable(configs), replication_factor)  # what both doors' creators send
         members = self._frontend.members()
         metadata = self._frontend.metadata()
-        existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
+        existing = self._load.of(metadata.topics)
         if assignment is not None:
             if (len(assignment), len(assignment[0]) if assignment else 0) != (partitions, replication_factor):
                 raise InvalidTopic(
@@ -172,7 +173,7 @@ class TopicChanges:
             raise InvalidTopic(f"partitions {count} must be between 1 and {PARTITIONS_MAX}")
         members = self._frontend.members()
         metadata = self._frontend.metadata()
-        existing = {t.name: [list(r) for r in t.replicas] for t in metadata.topics.values()}
+        existing = self._load.of(metadata.topics)
         factor = len(topic.replicas[0])
         if assignment is not None:
             added = _check_added(assignment, count - topic.partitions, factor)
@@ -298,7 +299,8 @@ class TopicChanges:
             metadata.node_flags["decommissioning"],
         )
         added = {node: 1 for node in target if node not in topic_metadata.replicas[partition]}
-        held = replica_counts(list(added), [other.replicas for other in metadata.topics.values()])
+        load = self._load.of(metadata.topics)
+        held = {node: load.replicas.get(node, 0) for node in added}
         check_capacity(f"moving {topic}/{partition} to {target}", held, added, self._replicas_max)
         result = await self._frontend.propose(MoveReplicas(topic, partition, target))
         check(isinstance(result, Reassignment), f"move returned {result!r}")

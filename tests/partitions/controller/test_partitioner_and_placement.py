@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from partitions.controller.placement import check_assignment, internal_replication_factor, place
+from partitions.controller.commands import AddPartitions, CreateTopic, DeleteTopic, encode
+from partitions.controller.placement import (
+    Load,
+    TopicsLoad,
+    check_assignment,
+    internal_replication_factor,
+    place,
+)
+from partitions.controller.state import ControllerStateMachine
 from partitions.errors import CapacityExceeded, InvalidReassignment, PlacementImpossible, TooFewLiveNodes
 from partitions.features import RAFTLOG_VERSION, SUPPORTED, kept_out
 from partitions.replicas.cluster_view import ClusterView, encode_meta
@@ -60,6 +68,46 @@ def test_placement_accounts_for_existing_topics() -> None:
     existing = {"old": [["n1", "n2"], ["n1", "n2"]]}
     [replica_set] = place(["n1", "n2", "n3"], 1, 2, existing)
     assert replica_set[0] == "n3", "the only node without replicas or leaderships should lead the new one"
+
+
+NODES = ["n1", "n2", "n3", "n4"]
+
+
+@given(st.data())
+def test_the_load_counted_from_each_change_is_the_load_counted_afresh(data: st.DataObject) -> None:
+    """``TopicsLoad`` counts a new mapping of topics from its difference with the last one; after every
+    change the controller applies (a topic created, grown, deleted, created again under its name) its load
+    is what a count over every topic gives, and a placement over it is the placement over the topics."""
+    machine, load = ControllerStateMachine(), TopicsLoad()
+    names = st.sampled_from(["a", "b", "c", "d"])
+
+    def replica_sets(factor: int) -> list[list[str]]:
+        replica_set = st.lists(st.sampled_from(NODES), min_size=factor, max_size=factor, unique=True)
+        return data.draw(st.lists(replica_set, min_size=1, max_size=4))
+
+    for index in range(1, data.draw(st.integers(1, 12)) + 1):
+        name = data.draw(names)
+        topic = machine.metadata.topics.get(name)
+        if topic is None:
+            command: CreateTopic | DeleteTopic | AddPartitions = CreateTopic(
+                name, replica_sets(data.draw(st.integers(1, 3)))
+            )
+        elif data.draw(st.booleans()):
+            command = DeleteTopic(name)
+        else:
+            added = replica_sets(len(topic.replicas[0]))
+            command = AddPartitions(name, topic.partitions + len(added), added)
+        machine.apply(index, 1, encode(command))
+        topics = machine.metadata.topics
+        counted = load.of(topics)
+        afresh = Load.of(t.replicas for t in topics.values())
+        assert (dict(counted.replicas), dict(counted.leaders)) == (
+            {n: c for n, c in afresh.replicas.items() if c},
+            {n: c for n, c in afresh.leaders.items() if c},
+        )
+        assert load.of(topics) is counted, "the same mapping counted again"
+        existing = {n: t.replicas for n, t in topics.items()}
+        assert place(NODES, 3, 2, counted) == place(NODES, 3, 2, existing)
 
 
 def test_placement_refuses_a_factor_above_the_live_nodes() -> None:
