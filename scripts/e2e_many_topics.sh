@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's EndToEndLatency tool (Kafka 4's Java clients: Produce and Fetch v13, topics named by id) on a
 # topic of one replica of a fresh `raftlog dev` cluster that also holds TOPICS other topics, printing the
-# three nodes' CPU per record beside the tool's latencies (docs/performance.md, "Many topics and a Kafka 4
+# three nodes' CPU per record beside the tool's latencies, and the time and CPU the other topics took to make (docs/performance.md, "Many topics and a Kafka 4
 # client").
 #
 #   scripts/e2e_many_topics.sh [RECORDS] [TOPICS]     (default 3000 records of 1 KiB, 2000 topics)
@@ -30,6 +30,10 @@ for _ in $(seq 1 120); do
 done
 grep -q "Ctrl-C" "$DATA/dev.log" || { cat "$DATA/dev.log" >&2; echo "e2e_many_topics: the cluster did not start" >&2; exit 1; }
 "$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r1 --partitions 1 --replication-factor 1 >/dev/null
+pids=$(pgrep -f "raftlog_node --node-id n[123] --data-dir $DATA/data/")
+cpu_ticks() { local total=0; for pid in $pids; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$total"; }
+hz=$(getconf CLK_TCK)
+before=$(cpu_ticks)
 "$ROOT/.venv/bin/python" - "$TOPICS" <<'PY'
 import sys, time
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -45,14 +49,12 @@ while len(admin.list_topics(timeout=30).topics) < count + 1:
     if time.monotonic() > deadline:
         sys.exit(f"e2e_many_topics: {count} topics not all listed within 300 s")
     time.sleep(0.5)
-print(f"{count} other topics made in {time.monotonic() - began:.1f} s")
+print(f"{count} other topics made in {time.monotonic() - began:.1f} s", end="")
 PY
-pids=$(pgrep -f "raftlog_node --node-id n[123] --data-dir $DATA/data/")
-cpu_ticks() { local total=0; for pid in $pids; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$total"; }
+echo ", the nodes' CPU meanwhile $(( ($(cpu_ticks) - before) * 1000 / hz )) ms"
 before=$(cpu_ticks)
 output=$(timeout 600 java -Xms64m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.EndToEndLatency \
     127.0.0.1:19092 e2e-r1 "$RECORDS" all 1024 2>&1) || { echo "$output" >&2; exit 1; }
 after=$(cpu_ticks)
-hz=$(getconf CLK_TCK)
 echo "beside $TOPICS topics: nodes $(( (after - before) * 1000000 / hz / RECORDS )) µs CPU a record;" \
     "$(grep -E "Avg latency|Percentiles" <<<"$output" | tr '\n' ' ')"
