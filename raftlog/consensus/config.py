@@ -64,7 +64,10 @@ class CoreConfig:
     quiet_tick_ms: int = 60_000
     # A quiet replica closes its journal's files after this long quiet (an idle group holds none; one
     # whose records come a few ms apart, quiet between them, keeps them: ``RaftCore._release_idle_handles``).
-    journal_handles_idle_ms: int = 10_000
+    # About as long as a group takes to go quiet: the groups holding files stay those active lately (a
+    # node of 10,000 replicas that all just elected must not hold two files each for long: 20,000 is a
+    # common cap of open files).
+    journal_handles_idle_ms: int = 1_000
     # Pre-vote (Raft thesis 9.6, see RaftCore, "Pre-vote"): a replica that stops hearing its leader
     # first asks whether it could win, persisting nothing, and raises its term only if a majority would
     # vote for it; a replica that heard from a leader within the shortest election timeout (or is quiet
