@@ -12,23 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${1:-4000}
 ROUNDS=${2:-2}
-ROOT=$(pwd)
-KAFKA_LIBS=$(ls -d "$ROOT"/.peers/kafka-[0-9]*/libs 2>/dev/null | sort -V | tail -1)
-if [ -z "$KAFKA_LIBS" ]; then
-    echo "e2e_by_replicas: no Apache Kafka jars in .peers/: run make test's set-up (scripts/bootstrap.sh)" >&2
-    exit 1
-fi
-DATA=$(mktemp -d)
-RAFTLOG="$ROOT/.venv/bin/raftlog"
-stop() { "$RAFTLOG" dev stop --data-dir "$DATA/data" >/dev/null 2>&1 || true; rm -rf "$DATA"; }
-trap stop EXIT
-# shellcheck disable=SC2086  # DEV_ARGS is a list of options
-"$RAFTLOG" dev --data-dir "$DATA/data" --base-port 18081 ${DEV_ARGS:-} >"$DATA/dev.log" 2>&1 &
-for _ in $(seq 1 120); do
-    grep -q "Ctrl-C" "$DATA/dev.log" && break
-    sleep 0.5
-done
-grep -q "Ctrl-C" "$DATA/dev.log" || { cat "$DATA/dev.log" >&2; echo "e2e_by_replicas: the cluster did not start" >&2; exit 1; }
+NAME=e2e_by_replicas
+# shellcheck source=scripts/e2e_cluster.sh
+source scripts/e2e_cluster.sh
 "$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r1 --partitions 1 --replication-factor 1 >/dev/null
 "$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r3 --partitions 1 --replication-factor 3 >/dev/null
 for round in $(seq 1 "$ROUNDS"); do

@@ -13,22 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${1:-3000}
 TOPICS=${2:-2000}
-ROOT=$(pwd)
-KAFKA_LIBS=$(ls -d "$ROOT"/.peers/kafka-[0-9]*/libs 2>/dev/null | sort -V | tail -1)
-if [ -z "$KAFKA_LIBS" ]; then
-    echo "e2e_many_topics: no Apache Kafka jars in .peers/: run make test's set-up (scripts/bootstrap.sh)" >&2
-    exit 1
-fi
-DATA=$(mktemp -d)
-RAFTLOG="$ROOT/.venv/bin/raftlog"
-stop() { "$RAFTLOG" dev stop --data-dir "$DATA/data" >/dev/null 2>&1 || true; rm -rf "$DATA"; }
-trap stop EXIT
-"$RAFTLOG" dev --data-dir "$DATA/data" --base-port 18081 >"$DATA/dev.log" 2>&1 &
-for _ in $(seq 1 120); do
-    grep -q "Ctrl-C" "$DATA/dev.log" && break
-    sleep 0.5
-done
-grep -q "Ctrl-C" "$DATA/dev.log" || { cat "$DATA/dev.log" >&2; echo "e2e_many_topics: the cluster did not start" >&2; exit 1; }
+NAME=e2e_many_topics
+# shellcheck source=scripts/e2e_cluster.sh
+source scripts/e2e_cluster.sh
 "$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r1 --partitions 1 --replication-factor 1 >/dev/null
 pids=$(pgrep -f "raftlog_node --node-id n[123] --data-dir $DATA/data/")
 cpu_ticks() { local total=0; for pid in $pids; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$total"; }
