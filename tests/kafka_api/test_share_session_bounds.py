@@ -62,14 +62,27 @@ def _coordinator_ready(raw: RawKafka, group: str) -> None:
     )
 
 
+# what a share consumer's heartbeat asks again (Kafka's ShareHeartbeatRequestManager): the node named by
+# FindCoordinator answers NOT_COORDINATOR while it leads the groups' partition but may not read its table
+# yet (its term's first entry not applied, or its Raft thread stood still under load and its leadership is
+# not confirmed since); COORDINATOR_LOAD_IN_PROGRESS as Kafka's loading coordinator does
+COORDINATOR_RETRIED = (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress)
+
+
 def _join(raw: RawKafka, group: str) -> str:
-    """A new member of ``group`` subscribed to ``TOPIC`` (ShareGroupHeartbeat, epoch 0): its id."""
+    """A new member of ``group`` subscribed to ``TOPIC`` (ShareGroupHeartbeat, epoch 0): its id, once the
+    coordinator took it (asked again while it answers as a coordinator not ready, as a client does)."""
     member = str(uuid.uuid4())
     cls = wire.request_class(HEARTBEAT, 1)
     body = wire.build(
         cls, group_id=group, member_id=member, member_epoch=0, rack_id=None, subscribed_topic_names=(TOPIC,)
     )
-    answer = raw.call(HEARTBEAT, 1, body)
+
+    def answered() -> Any:
+        answer = raw.call(HEARTBEAT, 1, body)
+        return None if answer.error_code in COORDINATOR_RETRIED else answer
+
+    answer = wait_for(answered, f"{group}'s coordinator to take a member")
     assert answer.error_code == ErrorCode.none, answer
     return member
 

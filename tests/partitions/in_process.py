@@ -8,7 +8,8 @@ import asyncio
 import os
 import pathlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -24,6 +25,8 @@ from raftlog.consensus.snapshot import decode_snapshot
 from raftlog.storage.batch import ProducerRecord, Record, encode_batch
 from raftlog.storage.batch_reads import records_from
 from raftlog_dev.layout import free_port
+
+T = TypeVar("T")
 
 SECRET = b"test-cluster-secret-0123456789abcdef"
 FAST = CoreConfig(
@@ -89,6 +92,23 @@ async def until(predicate, timeout_s: float = 15.0, what: str = "condition"):  #
 def controller_leader(nodes: list[Node]) -> Node | None:
     leader = nodes[0].metadata.controller()
     return next((n for n in nodes if n.node_id == leader and n.metadata.controller() == leader), None)
+
+
+async def on_controller(
+    nodes: list[Node], call: Callable[[Node], Awaitable[T]], timeout_s: float = 15.0
+) -> T:
+    """``call(leader)`` on the controller's leader, asked of the next one when the controller's leadership
+    moved before it proposed (NotLeader, NoLeader: not done and never will be, so asking again writes
+    nothing twice), as a door's forwarding does: under load an election may come between finding the
+    leader and proposing (400-800 ms election timeouts, three nodes in one process)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        leader = await until(lambda: controller_leader(nodes), timeout_s, "controller leader")
+        try:
+            return await call(leader)
+        except (NotLeader, NoLeader):
+            if time.monotonic() >= deadline:
+                raise
 
 
 async def fetch(

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from in_process import configs, controller_leader, fetch, partition_leader, produce, until
+from in_process import configs, controller_leader, fetch, on_controller, partition_leader, produce, until
 
 from partitions.broker.node import Node
 from partitions.errors import TopicExists
@@ -24,11 +24,12 @@ from raftlog.storage.errors import DirectoryLocked, OffsetOutOfRange
 
 
 async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
-    controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.topic_changes.create_topic("orders", 2, 3, {"internal.segment.bytes": 4096})
+    metadata = await on_controller(
+        cluster, lambda c: c.topic_changes.create_topic("orders", 2, 3, {"internal.segment.bytes": 4096})
+    )
     assert [len(r) for r in metadata.replicas] == [3, 3]
     with pytest.raises(TopicExists):
-        await controller.topic_changes.create_topic("orders", 1, 3, {})
+        await on_controller(cluster, lambda c: c.topic_changes.create_topic("orders", 1, 3, {}))
     await until(lambda: all("orders" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "orders"), what="partition leader")
 
@@ -70,8 +71,7 @@ async def test_topic_produce_fetch_and_idempotence(cluster: list[Node]) -> None:
 
 
 async def test_leader_transfer_keeps_every_acknowledged_record(cluster: list[Node]) -> None:
-    controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    await controller.topic_changes.create_topic("t", 1, 3, {})
+    await on_controller(cluster, lambda c: c.topic_changes.create_topic("t", 1, 3, {}))
     leader = await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     acked = []
     for i in range(20):
@@ -94,8 +94,9 @@ async def test_restart_of_every_node_keeps_records_offsets_and_dedup(tmp_path: p
     nodes = [Node(c) for c in node_configs]
     await asyncio.gather(*(n.start() for n in nodes))
     try:
-        controller = await until(lambda: controller_leader(nodes), what="controller leader")
-        await controller.topic_changes.create_topic("t", 1, 3, {"internal.segment.bytes": 2048})
+        await on_controller(
+            nodes, lambda c: c.topic_changes.create_topic("t", 1, 3, {"internal.segment.bytes": 2048})
+        )
         leader = await until(lambda: partition_leader(nodes, "t"), what="partition leader")
         for i in range(40):
             await produce(leader.data, "t", 0, [ProducerRecord(b"r%d" % i)], 5, i, 5000)
@@ -136,10 +137,8 @@ async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(
         lambda: all(len([i for i in n.metadata.nodes() if i.state == "alive"]) == 3 for n in cluster),
         what="gossip",
     )
-    controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.topic_changes.create_topic(
-        "solo", 3, 1, {}
-    )  # one replica each: most nodes host nothing
+    # one replica each: most nodes host nothing
+    metadata = await on_controller(cluster, lambda c: c.topic_changes.create_topic("solo", 3, 1, {}))
     for partition, replicas in enumerate(metadata.replicas):
         host, group_id = replicas[0], metadata.group_id(partition)
         others = [n for n in cluster if n.node_id != host]
@@ -164,8 +163,7 @@ async def test_gossip_reports_members_and_routes_to_partitions_hosted_elsewhere(
 
 
 async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[Node]) -> None:
-    controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    await controller.topic_changes.create_topic("t", 1, 3, {})
+    await on_controller(cluster, lambda c: c.topic_changes.create_topic("t", 1, 3, {}))
     await until(lambda: partition_leader(cluster, "t"), what="partition leader")
     survivor, *stopped = cluster
     for node in stopped:
@@ -176,8 +174,7 @@ async def test_a_partition_without_a_majority_has_no_known_leader(cluster: list[
 
 
 async def test_long_polls_on_every_replica_wake_only_while_someone_waits(cluster: list[Node]) -> None:
-    controller = await until(lambda: controller_leader(cluster), what="controller leader")
-    metadata = await controller.topic_changes.create_topic("polled", 1, 3, {})
+    metadata = await on_controller(cluster, lambda c: c.topic_changes.create_topic("polled", 1, 3, {}))
     await until(lambda: all("polled" in n.metadata.topics() for n in cluster), what="topic on every node")
     leader = await until(lambda: partition_leader(cluster, "polled"), what="partition leader")
     replica = leader.replicas.get(metadata.group_id(0))
