@@ -22,9 +22,16 @@ import node_forks
 import pytest
 from cpu_costs import pytest_runtest_logfinish, pytest_sessionfinish, pytest_sessionstart  # noqa: F401  (hooks)
 from hang_report import pytest_runtest_protocol  # noqa: F401  (a hook: what a hung test awaits)
+from hypothesis import settings
 from required_tools import pytest_configure, pytest_runtest_setup  # noqa: F401  (hooks: @pytest.mark.needs)
 
 from raftlog_dev import layout
+
+# No time limit on a property test's example (hypothesis's default is 200 ms): a timed assertion, which a
+# loaded machine fails (an example of tests/spark/test_spark_units.py took 576 ms once, 2.6 ms again).
+# What a property bounds is its own input, never the machine's speed.
+settings.register_profile("raftlog", deadline=None)
+settings.load_profile("raftlog")
 
 # What is loaded by now (pytest, its plugins, the libraries the conftests import) and, once collected, the
 # suite's tests stay for the whole session: frozen out of the collector's way, a worker's full collections
