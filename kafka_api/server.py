@@ -54,7 +54,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafka_api import throttling, wire
+from kafka_api import encoding, throttling, wire
 from kafka_api.answers import LARGE_ANSWER_KEYS
 from kafka_api.apis import API_VERSIONS_KEY, APIS, Api, versions_response
 from kafka_api.connections import (
@@ -602,9 +602,9 @@ class KafkaServer:
                 continue
             try:
                 if item.off_loop:
-                    frame = await asyncio.to_thread(wire.encode, item.correlation_id, response)
+                    frame = await asyncio.to_thread(encoding.encode, item.correlation_id, response)
                 else:
-                    frame = wire.encode(item.correlation_id, response)
+                    frame = encoding.encode(item.correlation_id, response)
             except Exception:
                 log.exception("Kafka: an answer does not encode (a bug); closing its connection")
                 return "failed"

@@ -18,10 +18,10 @@ import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import IO, Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 SIZE = struct.Struct(">i")
 HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
@@ -166,50 +166,6 @@ def _body(cls: Any, version: int, frame: bytes | memoryview, start: int) -> tupl
     if start + size != len(frame):
         return None, f"{cls.__name__} v{version}: {len(frame) - start - size} bytes after the request"
     return body, None
-
-
-BY_REFERENCE_BYTES = 16 * 1024  # a bytes value this large (a fetch's records) joins a frame uncopied
-
-
-class _FrameWriter:
-    """What kio writes a response into: its small writes gathered in a bytearray, and each immutable value
-    of at least ``BY_REFERENCE_BYTES`` (the records a fetch answers with) kept as it is, a part of its
-    own, so that a fetch's megabytes are not copied on their way out (the transport writes the parts with
-    one vectored write)."""
-
-    __slots__ = ("_tail", "parts", "size")
-
-    def __init__(self) -> None:
-        self._tail = bytearray(SIZE.size)  # the size prefix, filled in by ``finish``
-        self.parts: list[bytes | bytearray | memoryview] = [self._tail]
-        self.size = 0
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        nbytes = data.nbytes if isinstance(data, memoryview) else len(data)
-        immutable = type(data) is bytes or (isinstance(data, memoryview) and type(data.obj) is bytes)
-        if nbytes >= BY_REFERENCE_BYTES and immutable:
-            self.parts.append(data)
-            self._tail = bytearray()
-            self.parts.append(self._tail)
-        else:
-            self._tail += data
-        self.size += nbytes
-        return nbytes
-
-    def finish(self) -> list[bytes | bytearray | memoryview]:
-        SIZE.pack_into(self.parts[0], 0, self.size)
-        return [part for part in self.parts if len(part)]
-
-
-def encode(correlation_id: int, response: Any) -> list[bytes | bytearray | memoryview]:
-    """A response frame, size prefix included, as the parts to write in order: the records of a fetch
-    are parts of their own, not copied into the frame (``_FrameWriter``)."""
-    header_class = response.__header_schema__
-    frame = _FrameWriter()
-    writable = cast(IO[bytes], frame)  # kio's writers call only ``write``
-    entity_writer(header_class)(writable, header_class(correlation_id=correlation_id))
-    entity_writer(type(response))(writable, response)
-    return frame.finish()
 
 
 def build(cls: type[T], **values: Any) -> T:

@@ -13,7 +13,7 @@ from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader
 
-from kafka_api import wire
+from kafka_api import encoding, wire
 from kafka_api.apis import APIS, versions_response
 
 
@@ -129,7 +129,7 @@ def test_a_metadata_request_with_four_zeros_is_mended_only_where_librdkafka_send
 
 
 def test_a_response_frame_carries_its_size_and_correlation_id() -> None:
-    frame = b"".join(wire.encode(99, versions_response(3, ErrorCode.none)))
+    frame = b"".join(encoding.encode(99, versions_response(3, ErrorCode.none)))
     (size,) = struct.unpack_from(">i", frame)
     assert size == len(frame) - 4
     assert struct.unpack_from(">i", frame, 4)[0] == 99
@@ -178,7 +178,7 @@ def _fetch_response(version: int, records: bytes) -> object:
 @pytest.mark.parametrize("version", [4, 11, 12])  # before and after the flexible versions
 def test_a_fetchs_records_leave_uncopied_and_the_frame_reads_back_whole(version: int) -> None:
     records = bytes(range(256)) * 4096  # 1 MiB
-    parts = wire.encode(7, _fetch_response(version, records))
+    parts = encoding.encode(7, _fetch_response(version, records))
     assert any(part is records for part in parts)  # the very object: not copied into the frame
     frame = b"".join(parts)
     assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
@@ -190,9 +190,9 @@ def test_a_fetchs_records_leave_uncopied_and_the_frame_reads_back_whole(version:
 
 def test_small_values_and_mutable_buffers_are_copied_into_the_frame() -> None:
     small = b"x" * 100
-    parts = wire.encode(7, _fetch_response(12, small))
+    parts = encoding.encode(7, _fetch_response(12, small))
     assert len(parts) == 1  # one contiguous frame
     assert not any(part is small for part in parts)
     mutable = bytearray(1 << 20)  # could change before the transport sent it: copied, however large
-    parts = wire.encode(7, _fetch_response(12, mutable))  # type: ignore[arg-type]
+    parts = encoding.encode(7, _fetch_response(12, mutable))  # type: ignore[arg-type]
     assert len(parts) == 1 and not any(part is mutable for part in parts)

@@ -43,7 +43,7 @@ async def _send(answer: Answer) -> str:
 async def test_an_answer_to_a_closed_transport_ends_the_connection_quietly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(server_module.wire, "encode", lambda correlation_id, response: [b"frame"])
+    monkeypatch.setattr(server_module.encoding, "encode", lambda correlation_id, response: [b"frame"])
     future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
     future.set_result(object())
     assert await _send(Answer(1, future)) == "done"
