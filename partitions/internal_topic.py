@@ -44,6 +44,13 @@ class TableLog(Protocol[Table, Command, Result]):
         """The coordinator partitions this node leads and may read right now."""
         ...
 
+    async def readable(self, partition: int) -> None:
+        """Once this node may read the table of a partition it leads, waiting a moment for that (its
+        term's first entry applied, its leadership confirmed after its Raft thread stood still), as a
+        leader's reads of a data partition wait. NotLeader / NoLeader when it does not lead it, or still
+        may not read it after the wait."""
+        ...
+
     async def propose(self, partition: int, command: Command) -> Result:
         """Replicate ``command`` through the partition's Raft group; the applied result."""
         ...
@@ -67,8 +74,9 @@ class TopicReplica(Protocol):
 
 
 class InternalTopicLog(Generic[Table]):
-    """``ready_leader(topic, partition)``: the local leader replica once it may serve reads (raises
-    NotLeader/NoLeader/UnknownTopic); ``leader`` the same without the read-readiness wait."""
+    """``ready_leader(topic, partition)``: the local leader replica if it may serve reads now (raises
+    NotLeader/NoLeader/UnknownTopic); ``reading_leader`` the same, once it may, waiting a moment for that
+    (``DataPlane.reading_leader``); ``leader`` the leader replica whether or not it may read."""
 
     TOPIC: ClassVar[str]
     TABLE: ClassVar[str]  # the attribute of the partition's state machine holding its table
@@ -79,6 +87,7 @@ class InternalTopicLog(Generic[Table]):
         topic: Callable[[str], TopicShape],
         create_topic: Callable[[str, int, int, dict[str, Any]], Awaitable[TopicShape]],
         ready_leader: Callable[[str, int], TopicReplica],
+        reading_leader: Callable[[str, int], Awaitable[TopicReplica]],
         leader: Callable[[str, int], TopicReplica],
         replication_factor: Callable[[], int],
         partitions: int,
@@ -87,6 +96,7 @@ class InternalTopicLog(Generic[Table]):
         self._topic = topic
         self._create_topic = create_topic
         self._ready_leader = ready_leader
+        self._reading_leader = reading_leader
         self._leader = leader
         self._replication_factor = replication_factor
         self._partitions = partitions
@@ -122,6 +132,9 @@ class InternalTopicLog(Generic[Table]):
         (NotLeader, NoLeader or UnknownTopic when it does not lead it): a leader whose read lease lapsed
         or whose Raft thread stood still is still the one that wrote everything of its term."""
         return self._leader(self.TOPIC, partition).group.leader_and_term()[1]
+
+    async def readable(self, partition: int) -> None:
+        await self._reading_leader(self.TOPIC, partition)
 
     def table(self, partition: int) -> tuple[Table, int]:
         """The partition's table on its leader here, once it may serve reads, and the term."""

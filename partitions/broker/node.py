@@ -478,6 +478,7 @@ class Node:
             topic=self.frontend.topic,
             create_topic=self._create_topic_anywhere,
             ready_leader=self.data.ready_leader,
+            reading_leader=self.data.reading_leader,
             leader=self.data.leader_replica,
             replication_factor=self._internal_replication_factor,
             partitions=partitions,

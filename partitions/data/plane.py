@@ -201,7 +201,7 @@ class DataPlane:
             raise _read_refused(replica, refusal)
         return replica
 
-    async def _reading_leader(self, topic: str, partition: int) -> Replica:
+    async def reading_leader(self, topic: str, partition: int) -> Replica:
         """The local leader replica once it may answer reads (``ready_leader``), waiting up to
         ``LEADER_READY_WAIT_S`` for that: for its term's no-op to be applied (Raft's rule for leader reads:
         everything committed before its election is then in its log), or for its leadership to be
@@ -432,7 +432,7 @@ class DataPlane:
     # -- share groups' offset admin (KIP-932): their records are ``share_records``' -------------------
 
     async def share_offset(self, group: str, topic: str, partition: int) -> ShareOffset | None:
-        replica = await self._reading_leader(topic, partition)
+        replica = await self.reading_leader(topic, partition)
         state = replica.machine.shares.groups.get(group)
         if state is None:
             return None
@@ -492,7 +492,7 @@ class DataPlane:
         return (await self._applied(replica, command, MarkerWritten, timeout_ms)).offset
 
     async def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
-        replica = await self._reading_leader(topic, partition)  # its high watermark is the partition's
+        replica = await self.reading_leader(topic, partition)  # its high watermark is the partition's
         if not replica.log.config.retained:  # Kafka's Partition.deleteRecordsOnLeader
             raise PolicyViolation(
                 f"records of {topic}-{partition} cannot be deleted: its cleanup.policy is compact"
@@ -599,7 +599,7 @@ class DataPlane:
         ``timeout_ms`` (nothing came: the read ends at ``offset``). OffsetOutOfRange outside [log start,
         high watermark]; reading then raises ReplicaRecovering in [log end, high watermark) while the
         leader's log lacks those records."""
-        replica = await self._reading_leader(topic, partition)
+        replica = await self.reading_leader(topic, partition)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             replica.waiters += 1  # before the high watermark is read: see replicas.Notifying
@@ -620,7 +620,7 @@ class DataPlane:
                         await changed.wait()
             finally:
                 replica.waiters -= 1
-            replica = await self._reading_leader(topic, partition)
+            replica = await self.reading_leader(topic, partition)
 
     async def read_batches(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedBatches:
         """Committed batches of this node's replica in any role, for a peer replica catching up."""
@@ -639,7 +639,7 @@ class DataPlane:
         return read
 
     async def offsets(self, topic: str, partition: int) -> PartitionOffsets:
-        await self._reading_leader(topic, partition)
+        await self.reading_leader(topic, partition)
         return self.offsets_now(topic, partition)
 
     def offsets_now(self, topic: str, partition: int) -> PartitionOffsets:
@@ -665,7 +665,7 @@ class DataPlane:
         checked against this node's replica first, as Kafka checks it before leadership."""
         replica = self.replica(topic, partition)
         check_leader_epoch(replica.group.group_id, current_leader_epoch, replica.group.leader_and_term()[1])
-        replica = await self._reading_leader(topic, partition)
+        replica = await self.reading_leader(topic, partition)
         term = replica.group.leader_term()
         machine = replica.machine
         if machine.behind:
@@ -681,7 +681,7 @@ class DataPlane:
         """The first committed record whose timestamp is >= ``timestamp_ms`` (its offset and timestamp), or
         None when there is none (Kafka's ListOffsets by timestamp). Looked up on a reader thread: the time
         index narrows it to a few batches, decoded under the log's lock."""
-        replica = await self._reading_leader(topic, partition)
+        replica = await self.reading_leader(topic, partition)
         log = replica.log
         if replica.machine.behind:
             raise ReplicaRecovering(replica.group.group_id, log.end_offset, replica.machine.high_watermark)
@@ -697,7 +697,7 @@ class DataPlane:
         """The first record with the largest timestamp of the log (KIP-734): the largest of its segments'
         max timestamps, then the first record reaching it (a record below the log start is passed over,
         as ``first_record_at`` does)."""
-        replica = await self._reading_leader(topic, partition)
+        replica = await self.reading_leader(topic, partition)
         largest = [s.max_timestamp_ms for s in replica.log.segment_infos() if s.max_timestamp_ms is not None]
         if not largest:
             return None
@@ -726,7 +726,7 @@ class DataPlane:
         return tuple(found)
 
     async def committed_offset(self, group: str, topic: str, partition: int) -> int | None:
-        return (await self._reading_leader(topic, partition)).machine.consumer_offsets.get(group)
+        return (await self.reading_leader(topic, partition)).machine.consumer_offsets.get(group)
 
     async def stable_committed_offset(self, group: str, topic: str, partition: int) -> int | None:
         found = await self.group_offset(group, topic, partition, True)
@@ -738,7 +738,7 @@ class DataPlane:
     async def group_offset(
         self, group: str, topic: str, partition: int, require_stable: bool
     ) -> GroupOffset | None:
-        machine = (await self._reading_leader(topic, partition)).machine
+        machine = (await self.reading_leader(topic, partition)).machine
         if require_stable and machine.pending_offset(group):
             raise UnstableOffsetCommit(group)
         offset = machine.consumer_offsets.get(group)

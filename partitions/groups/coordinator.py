@@ -459,6 +459,17 @@ class GroupCoordinator:
             return None
         return Recorded(term, table.groups.get(group))
 
+    async def readable(self, group: str) -> None:
+        """Once this node may read the table of the group's partition, when it leads the partition but may
+        not read it this moment (its term's first entry not applied yet, or its leadership not confirmed
+        since its Raft thread stood still): waited for a moment as a leader's reads wait, so that the
+        first heartbeat after an election, or after a stall under load, is answered and not refused
+        NOT_COORDINATOR. At once when it may, or when another node leads the partition."""
+        if self.recorded(group) is not None or self.leader_term(group) is None:
+            return
+        with contextlib.suppress(RaftlogError):  # still not: the heartbeat is refused as before
+            await self._log.readable(self.coordinator_partition(group))
+
     def leader_term(self, group: str) -> int | None:
         """The term this node leads the group's partition in, whether or not it may read its table this
         moment; None when it does not lead it."""

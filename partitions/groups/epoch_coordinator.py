@@ -43,6 +43,11 @@ class GroupRecords(Protocol):
         """(term, the table's group) when the group's partition is led here; None otherwise."""
         ...
 
+    async def readable(self, name: str) -> None:
+        """Once the group's table may be read here, when this node leads its partition (a moment's wait:
+        a leader just elected, or one whose Raft thread stood still); at once otherwise."""
+        ...
+
     def live(self, group: str) -> LiveGroup | None:
         """The group's classic members as the classic coordinator holds them; None without."""
         ...

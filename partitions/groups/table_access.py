@@ -84,6 +84,10 @@ class TableHost(Protocol):
         None when it does not lead it."""
         ...
 
+    async def readable(self, group: str) -> None:
+        """Once this node may read the group's table, when it leads its partition (a moment's wait)."""
+        ...
+
     def live(self, group: str) -> LiveGroup | None:
         """The group's classic members as the classic groups hold them; None without."""
         ...
@@ -121,6 +125,9 @@ class ConsumerTable:
 
     def leader_term(self, group: str) -> int | None:
         return self._groups.leader_term(group)
+
+    async def readable(self, group: str) -> None:
+        await self._groups.readable(group)
 
     def live(self, group: str) -> LiveGroup | None:
         return self._groups.live(group)

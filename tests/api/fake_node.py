@@ -266,6 +266,9 @@ class FakeGroupLog:
     def leader_term(self, partition: int) -> int:
         return self.data._led_here(GROUPS_TOPIC, partition).term
 
+    async def readable(self, partition: int) -> None:
+        self.table(partition)  # a fake leader reads at once
+
     def table(self, partition: int) -> tuple[GroupTable, int]:
         state = self.data._led_here(GROUPS_TOPIC, partition)
         topic_id = self.data.cluster.topics[GROUPS_TOPIC].topic_id
@@ -310,6 +313,9 @@ class FakeTransactionLog:
             for p in range(cluster.transaction_partitions)
         ]
         cluster.add_topic(TRANSACTIONS_TOPIC, replicas=replicas)
+
+    async def readable(self, partition: int) -> None:
+        self.table(partition)  # a fake leader reads at once
 
     def table(self, partition: int) -> tuple[TransactionTable, int]:
         state = self.data._led_here(TRANSACTIONS_TOPIC, partition)

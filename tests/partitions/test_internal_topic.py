@@ -88,12 +88,16 @@ class Cluster:
             raise NoLeader(f"{name}-{partition}")
         return self.leader(name, partition)
 
+    async def reading_leader(self, name: str, partition: int) -> Replica:
+        return self.ready_leader(name, partition)  # no wait here: the node's is the data plane's
+
 
 def log_over(cluster: Cluster, partitions: int = 4) -> TableLog:
     return TableLog(
         topic=cluster.topic,
         create_topic=cluster.create_topic,
         ready_leader=cluster.ready_leader,
+        reading_leader=cluster.reading_leader,
         leader=cluster.leader,
         replication_factor=lambda: cluster.replication_factor,
         partitions=partitions,

@@ -182,6 +182,7 @@ class ConsumerGroupCoordinator(EpochCoordinator[ConsumerGroup, ConsumerMember]):
         hidden = await self.regexes.hidden(hb.subscribed or (), viewer)
         if hidden is not None:
             raise TopicAuthorizationFailed(viewer.principal or "", "describe", "topic", hidden)
+        await self._records.readable(name)
         async with self._timers.lock(name):
             attempts = 0
             while True:

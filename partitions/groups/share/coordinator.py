@@ -75,6 +75,11 @@ class ShareRecords(Protocol):
         moment; None when another node leads it."""
         ...
 
+    async def readable(self, name: str) -> None:
+        """Once the group's table may be read here, when this node leads its partition (a moment's
+        wait); at once otherwise."""
+        ...
+
     def live(self, group: str) -> LiveGroup | None: ...
 
     def partition_count(self, topic: str) -> int: ...
@@ -214,6 +219,7 @@ class ShareGroupCoordinator:
         """A ShareGroupHeartbeat: the group's new epoch written to the table, then answered. Heartbeats
         of one group one at a time. ``epoch`` None: in the epoch the member was last given (an HTTP
         member's, whose every request is a heartbeat; UnknownMember when it is not a member)."""
+        await self._records.readable(name)
         async with self._locks.hold(name):
             answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host, door)
             await self._record(name)

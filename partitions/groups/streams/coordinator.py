@@ -104,6 +104,7 @@ class StreamsGroupCoordinator(EpochCoordinator[StreamsGroup, StreamsMember]):
     async def heartbeat(self, hb: StreamsHeartbeat) -> StreamsAnswer:
         """A StreamsGroupHeartbeat: the group's next state written, then answered."""
         name = hb.group
+        await self._records.readable(name)
         async with self._timers.lock(name):
             term, state = self._current(name, hb.member_epoch == JOIN_EPOCH)
             session_ms, _, standbys = self.settings(name)

@@ -24,6 +24,9 @@ class ShareTable:
     def leader_term(self, name: str) -> int | None:
         return self.term
 
+    async def readable(self, name: str) -> None:
+        return None  # a sweep meets ``unready``; a heartbeat's wait: test_group_coordinator.py
+
     def live(self, group: str) -> None:
         return None
 

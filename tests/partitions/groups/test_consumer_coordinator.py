@@ -53,6 +53,9 @@ class Table:
     def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
         return None if self.term is None else (self.term, self.table.groups.get(name))
 
+    async def readable(self, name: str) -> None:
+        return None  # readable whenever led here
+
     def live(self, group: str) -> LiveGroup | None:
         if group not in self.classic:
             return None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 
 import msgpack
@@ -14,11 +15,13 @@ from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
 from partitions.features import RAFTLOG_VERSION, Features
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.consumer.group import Heartbeat as ConsumerHeartbeat
 from partitions.groups.coordinator import GROUP_FULL_LOG_INTERVAL_MS, READ_GRACE_MS, GroupCoordinator
 from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
     InvalidConsumerConfig,
+    NotCoordinator,
     PartitionNotAssigned,
     StaleGeneration,
     UnknownConsumerInstance,
@@ -46,8 +49,9 @@ from partitions.groups.group_model import (
 )
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.replicas.state_machine import PartitionStateMachine
-from raftlog.consensus.errors import NotLeader
+from raftlog.consensus.errors import NoLeader, NotLeader
 from raftlog.storage import Log, LogConfig
+from tests.waiting import wait_until
 
 
 def member(instance_id: str, topics: tuple[str, ...] = ()) -> ConsumerInstance:
@@ -135,6 +139,10 @@ class MemoryLog:
         self.tables = [GroupTable() for _ in range(partitions)]
         self.term = 1
         self.leading = True
+        # led here but not readable yet (a leader just elected, its term's first entry not applied)
+        self.unready = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.waiting = 0  # heartbeats that waited for it
         self.topics: dict[str, int] = {}
         self.created = False
 
@@ -147,7 +155,18 @@ class MemoryLog:
         self.created = True
 
     def table(self, partition: int) -> tuple[GroupTable, int]:
-        return self.tables[partition], self.leader_term(partition)
+        term = self.leader_term(partition)
+        if self.unready.is_set():
+            raise NoLeader(f"__consumer_groups-{partition}")
+        return self.tables[partition], term
+
+    async def readable(self, partition: int) -> None:
+        self.leader_term(partition)
+        if self.unready.is_set():
+            self.waiting += 1
+            await self.ready.wait()  # the test says when the wait ends (the node's: 2 s at the most)
+            if self.unready.is_set():
+                raise NoLeader(f"__consumer_groups-{partition}")
 
     def leader_term(self, partition: int) -> int:
         if not self.leading:
@@ -513,3 +532,32 @@ async def test_refused_joins_are_logged_in_one_line_a_minute(
         await coordinator.create_instance("g", "e")
     lines = [r.getMessage() for r in caplog.records if "full group" in r.getMessage()]
     assert [line.split(" consumer")[0] for line in lines] == ["refused 1", "refused 3"], lines
+
+
+async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for_it(
+    log: MemoryLog, coordinator: GroupCoordinator
+) -> None:
+    """A leader just elected (its term's first entry not applied) or one whose Raft thread stood still
+    may not read its table for a moment: a heartbeat of each epoch protocol meanwhile waits for it, as a
+    leader's reads wait, and is answered, where it was refused NOT_COORDINATOR (every client looked the
+    coordinator up again, and the same node answered). One it still may not read after the wait is
+    refused as before."""
+    log.topics["t"] = 4
+    await log.ensure_topic()
+    log.unready.set()
+    share = asyncio.ensure_future(coordinator.share.heartbeat("s", "m", 0, ("t",)))
+    consumer = asyncio.ensure_future(coordinator.consumer.heartbeat("c", ConsumerHeartbeat(
+        "", 0, None, None, 10_000, ("t",), None, frozenset())))  # fmt: skip
+    await wait_until(lambda: not log.ready.is_set() and log.waiting == 2, "both heartbeats waiting")
+    assert not share.done() and not consumer.done()
+    log.unready.clear()
+    log.ready.set()
+    assert (await share).member_epoch == 1
+    assert (await consumer).member_epoch == 1
+    log.ready.clear()
+    log.unready.set()
+    refused = asyncio.ensure_future(coordinator.share.heartbeat("s2", "m", 0, ("t",)))
+    await wait_until(lambda: log.waiting == 3, "the heartbeat waiting")
+    log.ready.set()  # the wait ended, the table still not readable
+    with pytest.raises(NotCoordinator):
+        await refused

@@ -284,6 +284,9 @@ class Table:
     def recorded_group(self, name: str) -> tuple[int, Group | None] | None:
         return self.term, self.table.groups.get(name)
 
+    async def readable(self, name: str) -> None:
+        return None  # readable whenever led here
+
     def live(self, group: str) -> LiveGroup | None:
         return None
 
