@@ -252,13 +252,6 @@ class GroupCoordinator:
     def coordinator_partition(self, group: str) -> int:
         return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
 
-    def coordinates(self, group: str) -> bool:
-        """Whether this node leads the group's coordinator partition (and may serve it) right now."""
-        try:
-            return self.coordinator_partition(group) in self._log.led_partitions()
-        except UnknownTopic:
-            return False
-
     def _session(self, partition: int, term: int) -> _Session:
         session = self._sessions.get(partition)
         if session is None or session.term != term:

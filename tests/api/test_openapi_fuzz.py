@@ -184,7 +184,7 @@ class ServedCluster:
             await self.data["n1"].groups.create_instance(
                 GROUP, INSTANCE, InstanceConfig(offset_reset="earliest")
             )
-        coordinator = next(b for b in self.data.values() if b.groups.coordinates(GROUP))
+        coordinator = next(b for b in self.data.values() if b.groups.recorded(GROUP) is not None)
         if coordinator.node_id != "n1":
             await coordinator.groups.create_instance(GROUP, INSTANCE, InstanceConfig(offset_reset="earliest"))
         await coordinator.groups.subscribe(GROUP, INSTANCE, ["orders"])

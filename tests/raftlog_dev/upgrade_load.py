@@ -43,11 +43,15 @@ REJOIN = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaErro
 # the one restarting now says all its brokers are down (a count, not a failure) and connects again.
 RECONNECTED = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 # a group coordinator moving or loading (its partition's leader changed): Kafka's consumer retries a commit
-# answered so (RetriableException), which librdkafka hands to the application
+# answered so (RetriableException), which librdkafka hands to the application; and librdkafka's own
+# _WAIT_COORD, a commit it fails without sending while it knows no coordinator (the coordinator's node
+# restarting: no node answered it, so none can be named), which Kafka's consumer retries as well
+# (RetriableCommitFailedException, the coordinator unknown)
 COORDINATOR_MOVING = {
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.NOT_COORDINATOR,
+    KafkaError._WAIT_COORD,
 }
 INFORMATIONAL = REJOIN | RECONNECTED | COORDINATOR_MOVING | {KafkaError._PARTITION_EOF}
 HTTP_RETRIED = {503, 504}  # unavailable for now (no leader, a node catching up) or outcome unknown
