@@ -151,7 +151,7 @@ async def join_group(door: Door, request: wire.Request) -> Any:
             instance_id=getattr(body, "group_instance_id", None),
             require_known_id=request.api_version >= 4,
         )
-        joined = await door.coordinator.classic_calls.join(body.group_id, joining, _now_ms())
+        joined = await door.coordinator.classic_calls.join(body.group_id, joining, _now_ms)
     except MemberIdRequired as required:
         return answer(ErrorCode(required.code), required.member_id)
     except GroupRefusal as refusal:
@@ -198,7 +198,7 @@ async def sync_group(door: Door, request: wire.Request) -> Any:
             body.member_id,
             body.generation_id,
             assignments,
-            _now_ms(),
+            _now_ms,
             getattr(body, "group_instance_id", None),
             getattr(body, "protocol_type", None),
             getattr(body, "protocol_name", None),
@@ -224,11 +224,11 @@ async def heartbeat(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        door.coordinator.classic_calls.heartbeat(
+        await door.coordinator.classic_calls.heartbeat(
             body.group_id,
             body.member_id,
             body.generation_id,
-            _now_ms(),
+            _now_ms,
             getattr(body, "group_instance_id", None),
         )
     except GroupRefusal as refusal:
@@ -254,7 +254,7 @@ async def leave_group(door: Door, request: wire.Request) -> Any:
     try:
         _authorized(door, READ, body.group_id)
         _coordinating(door, body.group_id)
-        left = await door.coordinator.classic_calls.leave(body.group_id, leaving, _now_ms())
+        left = await door.coordinator.classic_calls.leave(body.group_id, leaving, _now_ms)
         answers = [ErrorCode(answer) for answer in left]
     except GroupRefusal as refusal:
         code = ErrorCode(refusal.code)

@@ -7,7 +7,7 @@ holds it). Decided here once, below the Kafka door, which only translates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from partitions.groups.classic.coordinator import ClassicGroups
 from partitions.groups.classic.members import GroupCode, Joined
@@ -18,15 +18,27 @@ __all__ = ["ClassicCalls", "ClassicJoin"]  # ClassicJoin: the JoinGroup a door b
 
 
 class ClassicCalls:
-    """The classic protocol's entry (``GroupCoordinator.classic_calls``). Event loop only."""
+    """The classic protocol's entry (``GroupCoordinator.classic_calls``). Event loop only. Each call
+    first waits a moment while the group's partition is led here but its table may not be read yet
+    (``readable``: a leader just elected, or one whose Raft thread stood still), as the epoch
+    protocols' heartbeats do, then reads ``now`` (the clock, ms), so that a session starts when the call
+    is served."""
 
-    def __init__(self, classic: ClassicGroups, consumer: ConsumerGroupCoordinator) -> None:
+    def __init__(
+        self,
+        classic: ClassicGroups,
+        consumer: ConsumerGroupCoordinator,
+        readable: Callable[[str], Awaitable[None]],
+    ) -> None:
         self.classic = classic
         self.consumer = consumer
+        self._readable = readable
 
-    async def join(self, name: str, request: ClassicJoin, now_ms: int) -> Joined:
+    async def join(self, name: str, request: ClassicJoin, now: Callable[[], int]) -> Joined:
         """A member (re)joins; answered once its group lets it (``ClassicGroups.join``, or a consumer
         protocol group's ``classic_join``)."""
+        await self._readable(name)
+        now_ms = now()
         if self.consumer.holds_with_members(name):
             answer = await self.consumer.classic_join(name, request)
             member = answer.group.members[answer.member_id]
@@ -45,12 +57,14 @@ class ClassicCalls:
         member_id: str,
         generation: int,
         assignments: dict[str, bytes],
-        now_ms: int,
+        now: Callable[[], int],
         instance_id: str | None = None,
         protocol_type: str | None = None,
         protocol_name: str | None = None,
     ) -> tuple[bytes, str | None, str | None]:
         """A member's SyncGroup: its assignment, and the protocol type and name it is answered with."""
+        await self._readable(name)
+        now_ms = now()
         if self.consumer.holds_with_members(name):
             assignment = self.consumer.classic_sync(name, member_id, generation, protocol_type, protocol_name)
             return assignment, protocol_type, protocol_name
@@ -58,18 +72,27 @@ class ClassicCalls:
         group = self.classic.groups.get(name)
         return assignment, group.protocol_type if group else None, group.protocol if group else None
 
-    def heartbeat(
-        self, name: str, member_id: str, generation: int, now_ms: int, instance_id: str | None = None
+    async def heartbeat(
+        self,
+        name: str,
+        member_id: str,
+        generation: int,
+        now: Callable[[], int],
+        instance_id: str | None = None,
     ) -> None:
+        await self._readable(name)
+        now_ms = now()
         if self.consumer.holds_with_members(name):
             self.consumer.classic_heartbeat(name, member_id, generation)
             return
         self.classic.heartbeat(name, member_id, generation, now_ms, instance_id)
 
     async def leave(
-        self, name: str, leaving: Sequence[tuple[str, str | None]], now_ms: int
+        self, name: str, leaving: Sequence[tuple[str, str | None]], now: Callable[[], int]
     ) -> list[GroupCode]:
         """Each (member id, instance id) leaves; its answer, in order."""
+        await self._readable(name)
+        now_ms = now()
         if self.consumer.holds_with_members(name):
             return await self.consumer.classic_leave(name, list(leaving))
         return self.classic.leave(name, leaving, now_ms)

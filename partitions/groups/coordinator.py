@@ -229,7 +229,7 @@ class GroupCoordinator:
         # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)
         self.classic = ClassicGroups(ClassicTable(self), initial_delay_ms=classic_initial_delay_ms)
         # the classic protocol's calls, to the classic groups or, as classic members, a consumer group's
-        self.classic_calls = ClassicCalls(self.classic, self.consumer)
+        self.classic_calls = ClassicCalls(self.classic, self.consumer, self.readable)
 
     def live(self, group: str) -> LiveGroup | None:
         """The group's classic members as ``classic`` holds them; None when it has none."""

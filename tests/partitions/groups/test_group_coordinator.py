@@ -15,6 +15,7 @@ from partitions import commands
 from partitions.errors import InvalidCommand, UnknownTopic
 from partitions.features import RAFTLOG_VERSION, Features
 from partitions.groups.assignors import TopicPartition
+from partitions.groups.classic.members import GroupCode, GroupRefusal
 from partitions.groups.consumer.group import Heartbeat as ConsumerHeartbeat
 from partitions.groups.coordinator import GROUP_FULL_LOG_INTERVAL_MS, READ_GRACE_MS, GroupCoordinator
 from partitions.groups.errors import (
@@ -535,11 +536,12 @@ async def test_refused_joins_are_logged_in_one_line_a_minute(
 
 
 async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for_it(
-    log: MemoryLog, coordinator: GroupCoordinator
+    log: MemoryLog, coordinator: GroupCoordinator, clock: Clock
 ) -> None:
     """A leader just elected (its term's first entry not applied) or one whose Raft thread stood still
-    may not read its table for a moment: a heartbeat of each epoch protocol meanwhile waits for it, as a
-    leader's reads wait, and is answered, where it was refused NOT_COORDINATOR (every client looked the
+    may not read its table for a moment: a heartbeat of each protocol meanwhile waits for it, as a
+    leader's reads wait, and is answered (a classic one about a group it has no member of: that, as
+    Kafka answers it), where it was refused NOT_COORDINATOR (every client looked the
     coordinator up again, and the same node answered). One it still may not read after the wait is
     refused as before."""
     log.topics["t"] = 4
@@ -548,16 +550,20 @@ async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for
     share = asyncio.ensure_future(coordinator.share.heartbeat("s", "m", 0, ("t",)))
     consumer = asyncio.ensure_future(coordinator.consumer.heartbeat("c", ConsumerHeartbeat(
         "", 0, None, None, 10_000, ("t",), None, frozenset())))  # fmt: skip
-    await wait_until(lambda: not log.ready.is_set() and log.waiting == 2, "both heartbeats waiting")
-    assert not share.done() and not consumer.done()
+    classic = asyncio.ensure_future(coordinator.classic_calls.heartbeat("k", "m", 1, clock))
+    await wait_until(lambda: log.waiting == 3, "the three heartbeats waiting")
+    assert not share.done() and not consumer.done() and not classic.done()
     log.unready.clear()
     log.ready.set()
     assert (await share).member_epoch == 1
     assert (await consumer).member_epoch == 1
+    with pytest.raises(GroupRefusal) as unknown:
+        await classic
+    assert unknown.value.code is GroupCode.unknown_member_id  # not NOT_COORDINATOR
     log.ready.clear()
     log.unready.set()
     refused = asyncio.ensure_future(coordinator.share.heartbeat("s2", "m", 0, ("t",)))
-    await wait_until(lambda: log.waiting == 3, "the heartbeat waiting")
+    await wait_until(lambda: log.waiting == 4, "the heartbeat waiting")
     log.ready.set()  # the wait ended, the table still not readable
     with pytest.raises(NotCoordinator):
         await refused
