@@ -457,11 +457,13 @@ class GroupCoordinator:
         not read it this moment (its term's first entry not applied yet, or its leadership not confirmed
         since its Raft thread stood still): waited for a moment as a leader's reads wait, so that the
         first heartbeat after an election, or after a stall under load, is answered and not refused
-        NOT_COORDINATOR. At once when it may, or when another node leads the partition."""
+        NOT_COORDINATOR. At once when it may, or when another node leads the partition. Still not after
+        the wait: ``NoLeader``, which the doors answer as Kafka's coordinator answers while it loads
+        (COORDINATOR_LOAD_IN_PROGRESS: asked again, of the same node); ``NotLeader`` when the leadership
+        moved meanwhile (NOT_COORDINATOR: looked up again)."""
         if self.recorded(group) is not None or self.leader_term(group) is None:
             return
-        with contextlib.suppress(RaftlogError):  # still not: the heartbeat is refused as before
-            await self._log.readable(self.coordinator_partition(group))
+        await self._log.readable(self.coordinator_partition(group))
 
     def leader_term(self, group: str) -> int | None:
         """The term this node leads the group's partition in, whether or not it may read its table this

@@ -22,7 +22,6 @@ from partitions.groups.errors import (
     ConsumerInstanceExists,
     GroupFull,
     InvalidConsumerConfig,
-    NotCoordinator,
     PartitionNotAssigned,
     StaleGeneration,
     UnknownConsumerInstance,
@@ -543,7 +542,7 @@ async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for
     leader's reads wait, and is answered (a classic one about a group it has no member of: that, as
     Kafka answers it), where it was refused NOT_COORDINATOR (every client looked the
     coordinator up again, and the same node answered). One it still may not read after the wait is
-    refused as before."""
+    refused as Kafka's coordinator refuses while it loads (``NoLeader``: COORDINATOR_LOAD_IN_PROGRESS)."""
     log.topics["t"] = 4
     await log.ensure_topic()
     log.unready.set()
@@ -565,5 +564,5 @@ async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for
     refused = asyncio.ensure_future(coordinator.share.heartbeat("s2", "m", 0, ("t",)))
     await wait_until(lambda: log.waiting == 4, "the heartbeat waiting")
     log.ready.set()  # the wait ended, the table still not readable
-    with pytest.raises(NotCoordinator):
+    with pytest.raises(NoLeader):  # COORDINATOR_LOAD_IN_PROGRESS at the doors, as Kafka's loading one
         await refused
