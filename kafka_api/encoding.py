@@ -37,8 +37,9 @@ from kio.serial.writers import write_tagged_field
 from kio.static.constants import uuid_zero
 from kio.static.primitive import uvarint
 
+from kafka_api.wire import SIZE
+
 BY_REFERENCE_BYTES = 16 * 1024  # a bytes value this large (a fetch's records) joins a frame uncopied
-SIZE = struct.Struct(">i")
 
 Writer = Callable[[bytearray, list[tuple[int, Any]], Any], None]
 
@@ -262,15 +263,17 @@ def _tagged_writer(
     ]
 
     def write_tagged(buf: bytearray, entity: Any) -> None:
+        tags: io.BytesIO | None = None  # made only when a tag is set: most answers set none
         count = 0
-        tags = io.BytesIO()
         for tag, name, default, implicit, field_writer in writers:
             value = getattr(entity, name)
             if value == default or (default is dataclasses.MISSING and value == implicit):
                 continue
+            tags = tags or io.BytesIO()
             write_tagged_field(buffer=tags, tag=tag, writer=field_writer, value=value)
             count += 1
         _uvarint(buf, count)
-        buf += tags.getvalue()
+        if tags is not None:
+            buf += tags.getvalue()
 
     return write_tagged

@@ -34,11 +34,15 @@ class ClassicCalls:
         self.consumer = consumer
         self._readable = readable
 
+    async def _served_at(self, name: str, now: Callable[[], int]) -> int:
+        """The clock once the group's table may be read here (a moment's wait after an election)."""
+        await self._readable(name)
+        return now()
+
     async def join(self, name: str, request: ClassicJoin, now: Callable[[], int]) -> Joined:
         """A member (re)joins; answered once its group lets it (``ClassicGroups.join``, or a consumer
         protocol group's ``classic_join``)."""
-        await self._readable(name)
-        now_ms = now()
+        now_ms = await self._served_at(name, now)
         if self.consumer.holds_with_members(name):
             answer = await self.consumer.classic_join(name, request)
             member = answer.group.members[answer.member_id]
@@ -63,8 +67,7 @@ class ClassicCalls:
         protocol_name: str | None = None,
     ) -> tuple[bytes, str | None, str | None]:
         """A member's SyncGroup: its assignment, and the protocol type and name it is answered with."""
-        await self._readable(name)
-        now_ms = now()
+        now_ms = await self._served_at(name, now)
         if self.consumer.holds_with_members(name):
             assignment = self.consumer.classic_sync(name, member_id, generation, protocol_type, protocol_name)
             return assignment, protocol_type, protocol_name
@@ -80,8 +83,7 @@ class ClassicCalls:
         now: Callable[[], int],
         instance_id: str | None = None,
     ) -> None:
-        await self._readable(name)
-        now_ms = now()
+        now_ms = await self._served_at(name, now)
         if self.consumer.holds_with_members(name):
             self.consumer.classic_heartbeat(name, member_id, generation)
             return
@@ -91,8 +93,7 @@ class ClassicCalls:
         self, name: str, leaving: Sequence[tuple[str, str | None]], now: Callable[[], int]
     ) -> list[GroupCode]:
         """Each (member id, instance id) leaves; its answer, in order."""
-        await self._readable(name)
-        now_ms = now()
+        now_ms = await self._served_at(name, now)
         if self.consumer.holds_with_members(name):
             return await self.consumer.classic_leave(name, list(leaving))
         return self.classic.leave(name, leaving, now_ms)
