@@ -21,18 +21,21 @@ COORDINATOR_LOAD_IN_PROGRESS only when the time runs out."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import pytest
+from commit_loop import STOP_TIMEOUT_S, PythonCommitter
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from go_client import build_go_client
@@ -45,8 +48,6 @@ from raftlog.storage.partitioner import partition_for_key
 from raftlog_client.local_cluster import LocalCluster
 
 COMMITS_BETWEEN = 15  # commits each client must see succeed before a kill, without the node, and after
-READ_EVERY = 10
-STOP_TIMEOUT_S = 120.0
 PROGRESS_TIMEOUT_S = 90.0  # a kill -9's election is a few seconds; a loaded 2-core machine is slower
 # A node just killed is dialled before the client learns where the coordinator went (as with Kafka's
 # brokers); franz-go gives a commit up after its dial retries: the client sees that commit fail, loses
@@ -71,50 +72,6 @@ class Committer(Protocol):
     def stop(self) -> dict[str, Any]: ...  # {"committed": n, "failures": [...], "behind": [...]}
 
 
-class PythonCommitter:
-    """confluent-kafka's or kafka-python's loop, on a thread of the test."""
-
-    def __init__(
-        self, commit: Callable[[int], None], read: Callable[[], int], close: Callable[[], None]
-    ) -> None:
-        self._commit, self._read, self._close = commit, read, close
-        self._last = 0
-        self._failures: list[str] = []
-        self._behind: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        n = 0
-        while not self._stop.is_set():
-            n += 1
-            try:
-                self._commit(n)
-                self._last = n
-            except Exception as exc:  # every failure is what the test reports
-                self._failures.append(f"commit {n}: {exc!r}")
-            if n % READ_EVERY:
-                continue
-            try:
-                offset = self._read()
-            except Exception as exc:
-                self._failures.append(f"read after {self._last}: {exc!r}")
-                continue
-            if offset < self._last:
-                self._behind.append(f"read {offset} after {self._last}")
-        self._close()
-
-    def committed(self) -> int:
-        return self._last
-
-    def stop(self) -> dict[str, Any]:
-        self._stop.set()
-        self._thread.join(STOP_TIMEOUT_S)
-        assert not self._thread.is_alive(), "the commit loop did not stop"
-        return {"committed": self._last, "failures": self._failures, "behind": self._behind}
-
-
 def _last_commit(lines: list[str]) -> int:
     committed = [line for line in lines if line.startswith("COMMITTED ")]
     return int(committed[-1].split()[1]) if committed else 0
@@ -136,16 +93,19 @@ class JavaCommitter:
             return self._run.result()
 
 
-class GoCommitter:
-    """franz-go's loop (``go/main.go``'s ``commit-loop``), as the Java one."""
+class ProcessCommitter:
+    """A loop in a process of its own (franz-go's ``go/main.go`` ``commit-loop``, confluent-kafka's
+    ``commit_loop.py``): "COMMITTED n" lines until a line on stdin, then its RESULT; a process that ended
+    without one fails the test with what it printed on stderr (librdkafka's abort() says why there)."""
 
-    def __init__(self, binary: pathlib.Path, bootstrap: str, topic: str, group: str) -> None:
-        self._process = subprocess.Popen(
-            [str(binary), "commit-loop", bootstrap, topic, group],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+    def __init__(self, command: list[str], stderr: pathlib.Path) -> None:
+        self._stderr = stderr
+        with stderr.open("wb") as errors:
+            self._process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
+            )
         self._lines: list[str] = []
-        self._result: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._result: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._follow, daemon=True).start()
 
     def _follow(self) -> None:
@@ -154,6 +114,7 @@ class GoCommitter:
             self._lines.append(line.strip())
             if line.startswith("RESULT "):
                 self._result.put(json.loads(line[len("RESULT ") :]))
+        self._result.put(None)  # ended: a RESULT before this, if any, is taken first
 
     def committed(self) -> int:
         return _last_commit(self._lines[-50:])
@@ -161,32 +122,19 @@ class GoCommitter:
     def stop(self) -> dict[str, Any]:
         assert self._process.stdin is not None
         try:
-            self._process.stdin.write("stop\n")
-            self._process.stdin.flush()
-            return self._result.get(timeout=STOP_TIMEOUT_S)
+            with contextlib.suppress(BrokenPipeError):  # ended already: its stderr says why, below
+                self._process.stdin.write("stop\n")
+                self._process.stdin.flush()
+            result = self._result.get(timeout=STOP_TIMEOUT_S)
         finally:
             if self._process.poll() is None:
                 self._process.kill()
             self._process.wait(timeout=STOP_TIMEOUT_S)
-
-
-def _confluent(cluster: LocalCluster, topic: str, group: str) -> Committer:
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
-                         "enable.auto.commit": False})  # fmt: skip
-    consumer.assign([TopicPartition(topic, 0)])
-
-    def commit(n: int) -> None:
-        for answer in consumer.commit(offsets=[TopicPartition(topic, 0, n)], asynchronous=False) or []:
-            if answer.error is not None:
-                raise KafkaException(answer.error)
-
-    def read() -> int:
-        (found,) = consumer.committed([TopicPartition(topic, 0)], timeout=60)
-        if found.error is not None:
-            raise KafkaException(found.error)
-        return int(found.offset)
-
-    return PythonCommitter(commit, read, consumer.close)
+        ended = self._stderr.read_text(errors="replace")[-3000:]
+        assert result is not None, (
+            f"{self._process.args[:2]} ended (exit {self._process.returncode}):\n{ended}"
+        )
+        return result
 
 
 def _kafka_python(cluster: LocalCluster, topic: str, group: str) -> Committer:
@@ -337,7 +285,11 @@ def _committer(
     family: str, cluster: LocalCluster, topic: str, group: str, request: pytest.FixtureRequest
 ) -> Committer:
     if family == "confluent-kafka":
-        return _confluent(cluster, topic, group)
+        script = pathlib.Path(__file__).with_name("commit_loop.py")
+        return ProcessCommitter(
+            [sys.executable, str(script), cluster.bootstrap_servers, topic, group],
+            request.getfixturevalue("tmp_path") / f"{family}.stderr",
+        )
     if family == "kafka-python":
         return _kafka_python(cluster, topic, group)
     if family == "java":
@@ -346,7 +298,10 @@ def _committer(
             java.start("commit-loop", {"bootstrap.servers": cluster.bootstrap_servers}, topic, group)
         )
     binary: pathlib.Path = request.getfixturevalue("go_binary")
-    return GoCommitter(binary, cluster.bootstrap_servers, topic, group)
+    return ProcessCommitter(
+        [str(binary), "commit-loop", cluster.bootstrap_servers, topic, group],
+        request.getfixturevalue("tmp_path") / f"{family}.stderr",
+    )
 
 
 @pytest.mark.timeout(900)  # three kills and restarts, four clients through each, on a loaded machine
