@@ -81,6 +81,7 @@ from partitions.groups.group_model import (
     Recorded,
 )
 from partitions.groups.group_types import GroupType, Holders, check_type, held_by
+from partitions.groups.held_map import HeldMap
 from partitions.groups.live import LiveGroup
 from partitions.groups.share.coordinator import ShareGroupCoordinator
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
@@ -223,11 +224,15 @@ class GroupCoordinator:
         )
         # streams groups (KIP-1071), kept in the same table
         self.streams = StreamsGroupCoordinator(ConsumerTable(self), monotonic)
+        # the groups run in memory, share and classic, in one map by name (``held_map``)
+        self.held = held = HeldMap()
         # share groups' membership (KIP-932): the coordinator's soft state (``share.coordinator``)
-        self.share = ShareGroupCoordinator(ConsumerTable(self), monotonic, groups_max=share_groups_max)
+        self.share = ShareGroupCoordinator(
+            ConsumerTable(self), monotonic, groups_max=share_groups_max, held=held
+        )
         # Kafka's classic groups, whose members live in memory between writes of their metadata (the
         # Kafka door translates its JoinGroup, SyncGroup, Heartbeat and LeaveGroup to them)
-        self.classic = ClassicGroups(ClassicTable(self), initial_delay_ms=classic_initial_delay_ms)
+        self.classic = ClassicGroups(ClassicTable(self), initial_delay_ms=classic_initial_delay_ms, held=held)
         # the classic protocol's calls, to the classic groups or, as classic members, a consumer group's
         self.classic_calls = ClassicCalls(self.classic, self.consumer, self.readable)
 

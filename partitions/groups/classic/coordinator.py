@@ -66,6 +66,7 @@ from partitions.groups.classic.rebalance import (
 )
 from partitions.groups.defaults import INITIAL_DELAY_MS_DEFAULT
 from partitions.groups.group_types import GroupType
+from partitions.groups.held_map import HeldMap
 
 MEMBERS_MAX = 1000  # per group
 SESSION_TIMEOUT_MIN_MS = 1_000
@@ -76,11 +77,14 @@ class ClassicGroups(HeldGroups):
     """The groups this node coordinates: the protocol's calls and its clock. Event loop only."""
 
     def __init__(
-        self, records: GroupRecords | None = None, initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT
+        self,
+        records: GroupRecords | None = None,
+        initial_delay_ms: int = INITIAL_DELAY_MS_DEFAULT,
+        held: HeldMap | None = None,
     ) -> None:
         if initial_delay_ms < 0:
             raise ValueError(f"initial rebalance delay {initial_delay_ms} ms: must be >= 0")
-        super().__init__(records)
+        super().__init__(records, held)
         self.initial_delay_ms = initial_delay_ms
 
     # -- JoinGroup -----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from partitions.groups.classic.members import (
 from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment
 from partitions.groups.group_model import ClassicMember, Recorded
 from partitions.groups.group_types import GroupType
+from partitions.groups.held_map import HeldMap
 from partitions.groups.live import LiveGroup, LiveMember
 from raftlog.consensus.errors import GroupClosed, NoLeader, NotLeader
 from raftlog.errors import RaftlogError
@@ -105,8 +106,9 @@ class HeldGroups:
     """The classic groups this node runs, each in the leader term of its partition it was loaded or
     created in, loaded from and written to the group table. Event loop only."""
 
-    def __init__(self, records: GroupRecords | None = None) -> None:
-        self.groups: dict[str, ClassicGroup] = {}
+    def __init__(self, records: GroupRecords | None = None, held: HeldMap | None = None) -> None:
+        """``held``: the node's one map of the groups it runs in memory (a map of their own without)."""
+        self.groups = (HeldMap() if held is None else held).view(GroupType.CLASSIC, ClassicGroup)
         self._records: GroupRecords = records or Unrecorded()
         self._recording: set[asyncio.Task[None]] = set()
         self._adopted_ms: int | None = None  # when a tick last looked for groups to load or drop

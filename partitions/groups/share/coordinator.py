@@ -51,6 +51,7 @@ from partitions.groups.errors import (
 from partitions.groups.group_commands import ShareGroupRecord
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, Group
 from partitions.groups.group_types import GroupType, Holders, check_type
+from partitions.groups.held_map import HeldMap
 from partitions.groups.live import LiveGroup
 from partitions.groups.name_locks import NameLocks
 from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assign
@@ -153,13 +154,15 @@ class ShareGroupCoordinator:
         session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT,
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT,
         groups_max: int = SHARE_GROUPS_MAX_DEFAULT,
+        held: HeldMap | None = None,
     ) -> None:
+        """``held``: the node's one map of the groups it runs in memory (a map of their own without)."""
         self._records = records
         self._monotonic = monotonic
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.groups_max = groups_max  # share groups per coordinator partition
-        self._groups: dict[str, ShareGroup] = {}
+        self._groups = (HeldMap() if held is None else held).view(GroupType.SHARE, ShareGroup)
         # the group's heartbeats one at a time; its lock dropped once none waits and the group is not
         # held, so names of groups refused or gone leave nothing behind
         self._locks = NameLocks(lambda name: name in self._groups)

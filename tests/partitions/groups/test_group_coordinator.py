@@ -47,6 +47,7 @@ from partitions.groups.group_model import (
     InstanceConfig,
     ReadConfig,
 )
+from partitions.groups.group_types import GroupType
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.replicas.state_machine import PartitionStateMachine
 from raftlog.consensus.errors import NoLeader, NotLeader
@@ -566,3 +567,20 @@ async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for
     log.ready.set()  # the wait ended, the table still not readable
     with pytest.raises(NoLeader):  # COORDINATOR_LOAD_IN_PROGRESS at the doors, as Kafka's loading one
         await refused
+
+
+async def test_the_classic_and_share_groups_run_here_are_held_in_the_nodes_one_map(
+    log: MemoryLog, coordinator: GroupCoordinator, clock: Clock
+) -> None:
+    """``held_map``: the node's classic and share coordinators keep their groups in one map by name."""
+    await log.ensure_topic()
+    assert (await coordinator.share.heartbeat("s", "m", 0, ("t",))).member_epoch == 1
+    joining = coordinator.classic.join(
+        "k", "", client_id="c", client_host="", protocol_type="consumer", protocols=[("range", b"")],
+        session_timeout_ms=10_000, rebalance_timeout_ms=10_000, require_known_id=False, now_ms=clock(),
+    )  # fmt: skip
+    assert (
+        coordinator.held.holder("s") is GroupType.SHARE and coordinator.held.holder("k") is GroupType.CLASSIC
+    )
+    assert list(coordinator.classic.groups) == ["k"] and len(coordinator.held) == 2
+    joining.cancel()
