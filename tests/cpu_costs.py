@@ -1,13 +1,16 @@
-"""Each test file's CPU seconds: the worker's own and its reaped children's (nodes, JVMs, browsers, the
-fault harness: every process a test starts and waits for, with their own children), summed over the
-file's tests. The suite's time on two cores is its CPU over two, so this says what a file costs the
-suite where ``file_costs.py`` (wall time, on a shared machine) cannot:
+"""Each test file's CPU seconds: the worker's own (exact: the tests' own code, in-process nodes, property
+tests) and its reaped children's (nodes, JVMs, browsers, the fault harness: every process a test starts
+and waits for, with their own children), summed over the file's tests. The suite's time on two cores is
+its CPU over two, so this says what a file costs the suite where ``file_costs.py`` (wall time, on a
+shared machine) cannot:
 
     .venv/bin/python -m pytest -n 6 --dist loadfile --no-loadscope-reorder --cpu-costs /tmp/cpu
     .venv/bin/python tests/cpu_costs.py /tmp/cpu [--most 40]
 
 A child still running when its test ends is counted with the test that reaps it (a session fixture's
-cluster: the file that ends the session), one never reaped not at all."""
+cluster: the file that ends the session; the worker's node fork server, with every node it forked: the
+file during which it is reaped), one never reaped not at all: the reaped column is a lower bound for
+most files and a lump for a few; ``scripts/suite_cpu.py --json`` names each process's CPU instead."""
 
 from __future__ import annotations
 
@@ -24,12 +27,10 @@ import pytest
 _state: dict[str, object] = {}
 
 
-def _cpu_s() -> float:
-    used = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        used += usage.ru_utime + usage.ru_stime
-    return used
+def _cpu_s() -> tuple[float, float]:
+    """(the worker's own CPU seconds, those of the children it reaped)."""
+    own, reaped = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime
 
 
 def add_option(parser: pytest.Parser) -> None:
@@ -44,16 +45,21 @@ def add_option(parser: pytest.Parser) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     prefix = session.config.getoption("--cpu-costs", None)
     if prefix:
-        _state.update(prefix=prefix, last=_cpu_s(), files=collections.Counter())
+        _state.update(
+            prefix=prefix, last=_cpu_s(), worker=collections.Counter(), reaped=collections.Counter()
+        )
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
     if "prefix" not in _state:
         return
-    now = _cpu_s()
-    files = _state["files"]
-    assert isinstance(files, collections.Counter)
-    files[nodeid.split("::", 1)[0]] += now - float(_state["last"])  # type: ignore[arg-type]
+    now, last = _cpu_s(), _state["last"]
+    assert isinstance(last, tuple)
+    path = nodeid.split("::", 1)[0]
+    for kind, used in (("worker", now[0] - last[0]), ("reaped", now[1] - last[1])):
+        files = _state[kind]
+        assert isinstance(files, collections.Counter)
+        files[path] += used
     _state["last"] = now
 
 
@@ -62,7 +68,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     path = pathlib.Path(f"{_state['prefix']}.{worker}.json")
-    path.write_text(json.dumps(dict(_state["files"]), indent=1, sort_keys=True))  # type: ignore[call-overload]
+    path.write_text(json.dumps({kind: dict(_state[kind]) for kind in ("worker", "reaped")}, indent=1))  # type: ignore[call-overload]
 
 
 def main(argv: list[str]) -> int:
@@ -71,13 +77,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--most", type=int, default=40)
     args = parser.parse_args(argv)
     prefix = pathlib.Path(args.prefix)
-    files: collections.Counter[str] = collections.Counter()
+    worker: collections.Counter[str] = collections.Counter()
+    reaped: collections.Counter[str] = collections.Counter()
     for part in sorted(prefix.parent.glob(prefix.name + ".*.json")):
-        files.update(json.loads(part.read_text()))
+        written = json.loads(part.read_text())
+        worker.update(written["worker"])
+        reaped.update(written["reaped"])
+    files = worker + reaped
     total = sum(files.values())
-    print(f"{total:,.0f} CPU s in {len(files)} files")
+    print(
+        f"{total:,.0f} CPU s in {len(files)} files: the workers' own {sum(worker.values()):,.0f}, reaped "
+        f"children {sum(reaped.values()):,.0f}"
+    )
+    print("   total share   worker   reaped  file")
     for path, seconds in files.most_common(args.most):
-        print(f"{seconds:8.1f} {100 * seconds / total:5.1f}%  {path}")
+        print(f"{seconds:8.1f} {100 * seconds / total:5.1f}% {worker[path]:8.1f} {reaped[path]:8.1f}  {path}")
     return 0
 
 
