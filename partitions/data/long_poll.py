@@ -9,6 +9,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 
 from partitions.replicas.manager import Replica
+from raftlog.errors import RaftlogError
 from raftlog.storage.log import last_stable_offset
 
 
@@ -36,7 +37,7 @@ async def wait_any(
         for topic, partition, offset in reads:
             try:
                 replica = ready_leader(topic, partition)
-            except Exception:  # its read answers the error
+            except RaftlogError:  # its read answers the error
                 return
             replica.waiters += 1  # before the high watermark is read: see replicas.Notifying
             watcher = functools.partial(wake, replica, topic, partition, offset)
@@ -59,7 +60,7 @@ async def wait_any(
                 try:
                     if ready_leader(topic, partition) is not replica:
                         return  # opened anew: its read finds the one now there
-                except Exception:
+                except RaftlogError:  # its read answers the error
                     return
                 if not _waits(replica, offset, stable):
                     return
