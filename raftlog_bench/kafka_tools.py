@@ -7,7 +7,8 @@ on each, from the jars
 ``scripts/kafka/install.sh`` installs (the classes ``bin/kafka-*-perf-test.sh`` run):
 
 - ``ProducerPerformance`` (``kafka-producer-perf-test.sh``): ``--records`` records of each size into a
-  topic of ``--partitions`` partitions, acks=all, unthrottled;
+  topic of ``--partitions`` partitions, acks=all, unthrottled, by ``--producers`` processes at once (each
+  its share of the records);
 - ``ConsumerPerformance`` (``kafka-consumer-perf-test.sh``): that topic read by one consumer, then by a
   group of ``--group-members`` consumer processes (each reads its share; the group's rate is every
   record read over the span from the first one's start to the last one's end);
@@ -19,7 +20,7 @@ printed per million records the tool moved. The table sets each row's two values
 ratio raftlog/Kafka. Each tool is bounded by ``--tool-timeout``; nothing is asserted on speed.
 
     raftlog bench kafka-tools [--record-sizes 1024,100] [--records 1000000,3000000] [--partitions 3]
-        [--group-members 3] [--e2e-records 5000] [--systems raftlog,kafka] [--json OUT]
+        [--producers 1] [--group-members 3] [--e2e-records 5000] [--systems raftlog,kafka] [--json OUT]
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class Config:
     wait_quiet: float = 0.0
     dir: str = os.curdir
     keep: bool = False  # the clusters' data and the tools' outputs kept in --dir
+    producers: int = 1
 
 
 class Tools:
@@ -164,14 +166,19 @@ class Tools:
             other = max(0.0, use.other_pct - 100 * tool_cpu_s / use.seconds)
         return texts, CpuOfRun(use.nodes_total_s, use.seconds, other), tool_cpu_s
 
-    def produce(self, topic: str, size: int, records: int) -> list[ToolRun]:
+    def produce(self, topic: str, size: int, records: int, producers: int) -> list[ToolRun]:
+        share = math.ceil(records / producers)
         command = self.argv(
-            "ProducerPerformance", "--topic", topic, "--num-records", str(records),
+            "ProducerPerformance", "--topic", topic, "--num-records", str(share),
             "--record-size", str(size), "--throughput", "-1",
             "--producer-props", "acks=all", f"bootstrap.servers={self.bootstrap}",
         )  # fmt: skip
-        (text,), cpu, tool_cpu = self.run(f"ProducerPerformance, {records:,} records of {size} B", [command])
-        runs = producer_runs(self.system, size, parse_producer(text), cpu)
+        commands = [command] * producers
+        who = "" if producers == 1 else f"{producers} producers, "
+        texts, cpu, tool_cpu = self.run(
+            f"ProducerPerformance, {who}{share * producers:,} records of {size} B", commands
+        )
+        runs = producer_runs(self.system, size, [parse_producer(text) for text in texts], cpu)
         return _with_tool_cpu(runs, tool_cpu)
 
     def consume(self, topic: str, size: int, records: int, members: int) -> list[ToolRun]:
@@ -226,7 +233,7 @@ def measure(tools: Tools, create: Callable[[str, int], None], config: Config) ->
     for size, records in zip(config.record_sizes, config.records, strict=True):
         topic = f"{prefix}-{size}"
         create(topic, config.partitions)
-        runs += tools.produce(topic, size, records)
+        runs += tools.produce(topic, size, records, config.producers)
         runs += tools.consume(topic, size, records, 1)
         if config.group_members > 1:
             runs += tools.consume(topic, size, records, config.group_members)
@@ -291,6 +298,8 @@ def _remove(directory: str, config: Config) -> None:
 
 def problem(config: Config) -> str | None:
     """What stops the run before anything starts: bad options, Kafka's jars (its tools) or java missing."""
+    if not 1 <= config.producers <= 64:
+        return f"--producers takes 1 to 64 processes, not {config.producers}"
     if len(config.records) != len(config.record_sizes):
         return f"--records gives {len(config.records)} counts for {len(config.record_sizes)} --record-sizes"
     unknown = set(config.systems) - set(SYSTEMS)
@@ -324,6 +333,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--partitions", type=int, default=Config.partitions, help="of each topic (default 3)")
     parser.add_argument(
+        "--producers", type=int, default=Config.producers,
+        help="ProducerPerformance processes at once, each its share of --records (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
         "--group-members", type=int, default=Config.group_members,
         help="consumer processes of the group read (default 3; 1: no group read)",
     )  # fmt: skip
@@ -351,7 +364,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     config = Config(
         tuple(args.record_sizes), tuple(args.records), max(1, args.partitions), max(1, args.group_members),
         max(0, args.e2e_records), tuple(args.systems), args.tool_timeout, args.wait_quiet, args.dir,
-        args.keep,
+        args.keep, args.producers,
     )  # fmt: skip
     trouble = problem(config)
     if trouble is not None:

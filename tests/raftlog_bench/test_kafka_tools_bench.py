@@ -61,9 +61,19 @@ def test_the_producers_last_line_is_its_summary_not_a_progress_report() -> None:
     summary = parse_producer(PRODUCER)
     assert (summary.records, summary.records_per_s, summary.mb_per_s) == (300_000, 4948.5, 4.83)
     assert (summary.p50_ms, summary.p99_ms, summary.p999_ms) == (5845, 9476, 9968)
-    (run,) = producer_runs("raftlog", 1024, summary, CPU)
+    (run,) = producer_runs("raftlog", 1024, [summary], CPU)
     assert (run.row, run.value, run.records) == ("produce 1 KiB", 4948.5, 300_000)
     assert run.cpu_s_per_million == pytest.approx(4.8)  # 1.44 s over 300,000 records
+
+
+def test_producers_at_once_sent_every_record_over_the_longest_ones_run() -> None:
+    """Two processes of 300,000 records, one at 4,948.5 records/s (60.6 s), one twice as fast (30.3 s):
+    600,000 records over 60.6 s, not the 14,845.5 records/s the sum of their rates would say."""
+    fast = parse_producer(PRODUCER.replace("4948.5 records/sec", "9897.0 records/sec"))
+    (run,) = producer_runs("raftlog", 1024, [parse_producer(PRODUCER), fast], CPU)
+    assert (run.row, run.records) == ("produce 1 KiB, 2 producers", 600_000)
+    assert run.value == pytest.approx(600_000 / (300_000 / 4948.5))
+    assert run.detail["p99_ms"] == 9476
 
 
 def test_one_consumer_is_measured_by_its_fetch_rate_without_its_wait_for_partitions() -> None:
@@ -107,8 +117,8 @@ def test_output_without_a_summary_is_an_error_that_shows_its_end() -> None:
 
 
 def test_the_table_sets_each_row_beside_kafkas_with_the_ratio_and_cpu_per_million() -> None:
-    ours = producer_runs("raftlog", 1024, parse_producer(PRODUCER), CPU)
-    theirs = producer_runs("kafka", 1024, parse_producer(PRODUCER.replace("4948.5", "2474.25")), CPU)
+    ours = producer_runs("raftlog", 1024, [parse_producer(PRODUCER)], CPU)
+    theirs = producer_runs("kafka", 1024, [parse_producer(PRODUCER.replace("4948.5", "2474.25"))], CPU)
     latency = end_to_end_runs("raftlog", 1024, parse_end_to_end(END_TO_END, 500), CPU)
     text = table([*ours, *theirs, *latency])
     produce = next(line for line in text.splitlines() if line.startswith("produce 1 KiB"))
@@ -135,5 +145,7 @@ def test_without_kafkas_jars_it_stops_before_starting_anything_and_names_the_ins
 def test_its_options_are_checked_before_a_cluster_starts() -> None:
     config = kafka_tools.Config(record_sizes=(1024, 100), records=(1000,))
     assert kafka_tools.problem(config) == "--records gives 1 counts for 2 --record-sizes"
+    no_producer = kafka_tools.Config(producers=0)
+    assert kafka_tools.problem(no_producer) == "--producers takes 1 to 64 processes, not 0"
     config = kafka_tools.Config(systems=("raftlog", "nats"))
     assert kafka_tools.problem(config) == "--systems takes raftlog, kafka; not nats"
