@@ -23,6 +23,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from raftlog_bench import kafka_tools
 from raftlog_client.local_cluster import LocalCluster
+from raftlog_contract import METRICS_PATH
 
 FETCH_COUNT = 'raftlog_kafka_request_seconds_count{api="Fetch"'
 SIZE = 100
@@ -32,7 +33,7 @@ def fetches(cluster: LocalCluster) -> float:
     """Fetch requests the cluster's nodes answered so far (each node's /metrics)."""
     total = 0.0
     for url in cluster.servers:
-        with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+        with urllib.request.urlopen(url + METRICS_PATH, timeout=10) as answer:
             for line in answer.read().decode().splitlines():
                 if line.startswith(FETCH_COUNT):
                     total += float(line.rsplit(" ", 1)[1])
