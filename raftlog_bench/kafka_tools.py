@@ -245,7 +245,7 @@ def measure(tools: Tools, create: Callable[[str, int], None], config: Config) ->
     return runs
 
 
-def _creator(system: str, bootstrap: str) -> Callable[[str, int], None]:
+def topic_creator(system: str, bootstrap: str) -> Callable[[str, int], None]:
     """Topics made with replication factor 3 through the AdminClient, waiting until each partition has a
     leader and three in-sync replicas (``KafkaAdmin``, the same call on both systems, each named)."""
     from raftlog_bench.kafka_peer import KafkaAdmin
@@ -269,7 +269,7 @@ def run_raftlog(config: Config, parent: str) -> list[ToolRun]:
         with LocalCluster(os.path.join(directory, "cluster")) as cluster:
             say(f"raftlog: 3 nodes up, Kafka listeners {cluster.bootstrap_servers}, pids {cluster.pids}")
             tools = Tools("raftlog", cluster.bootstrap_servers, dict(cluster.pids), directory, config)
-            return measure(tools, _creator("raftlog", cluster.bootstrap_servers), config)
+            return measure(tools, topic_creator("raftlog", cluster.bootstrap_servers), config)
     finally:
         _remove(directory, config)
 
@@ -283,7 +283,7 @@ def run_kafka(config: Config, parent: str) -> list[ToolRun]:
         cluster.start()
         say(f"kafka: 3 KRaft brokers up: {cluster.bootstrap_servers}, pids {cluster.pids}")
         tools = Tools("kafka", cluster.bootstrap_servers, cluster.pids, directory, config)
-        return measure(tools, _creator("kafka", cluster.bootstrap_servers), config)
+        return measure(tools, topic_creator("kafka", cluster.bootstrap_servers), config)
     finally:
         cluster.stop()
         _remove(directory, config)

@@ -56,7 +56,7 @@ def main() -> int:
     directory = tempfile.mkdtemp(prefix="group-fetch-probe-", dir=args.dir)
     with LocalCluster(os.path.join(directory, "cluster")) as cluster:
         tools = kafka_tools.Tools("raftlog", cluster.bootstrap_servers, dict(cluster.pids), directory, config)
-        kafka_tools._creator("raftlog", cluster.bootstrap_servers)("probe", args.partitions)
+        kafka_tools.topic_creator("raftlog", cluster.bootstrap_servers)("probe", args.partitions)
         tools.produce("probe", SIZE, args.records, 1)
         for members in (1, 3, 1, 3):
             before = fetches(cluster)
