@@ -13,7 +13,7 @@ import datetime
 import functools
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafka_fixtures import RawKafka
@@ -228,6 +228,33 @@ def _coordinator(bootstrap: str, group: str) -> RawKafka:
     return RawKafka(address)
 
 
+class AtCoordinator:
+    """Requests to the node coordinating ``group``, as a Kafka client sends them: an answer that the group
+    is coordinated elsewhere or still loading (``NOT_YET``; its partition's leader moved, say by the leader
+    balancer) finds the coordinator again and asks again, for up to 60 s."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.bootstrap, self.group = bootstrap, group
+        self.raw = _coordinator(bootstrap, group)
+
+    def ask(self, call: Callable[[RawKafka], Any | None], what: str) -> Any:
+        """``call``'s answer from the coordinator; ``call`` returns None for an answer of ``NOT_YET``."""
+
+        def answered() -> tuple[Any] | None:
+            answer = call(self.raw)
+            if answer is None:
+                self.raw.close()
+                self.raw = _coordinator(self.bootstrap, self.group)
+                return None
+            return (answer,)  # a tuple: an answer that is empty is an answer all the same
+
+        (answer,) = wait_for(answered, what, 60, every_s=0.5)
+        return answer
+
+    def close(self) -> None:
+        self.raw.close()
+
+
 def commit_v10(raw: RawKafka, group: str, topics: list[tuple[uuid.UUID | None, dict[int, int]]]) -> Any:
     cls = wire.request_class(OFFSET_COMMIT, 10)
     entries = tuple(
@@ -253,7 +280,17 @@ def commit_v10(raw: RawKafka, group: str, topics: list[tuple[uuid.UUID | None, d
 
 
 def fetch_offsets(raw: RawKafka, version: int, group: str, topics: list[tuple[Any, list[int]]] | None) -> Any:
-    """The group's topics' offsets: by name (v9) or by id (v10), every topic for None."""
+    """The group's topics' offsets from the node ``raw`` reaches: by name (v9) or by id (v10), every
+    topic for None (``AtCoordinator.ask`` with ``offsets_fetched`` asks until the coordinator answers)."""
+    answer = offsets_fetched(raw, version, group, topics)
+    assert answer is not None, f"{group}: the node asked does not coordinate it now"
+    return answer
+
+
+def offsets_fetched(
+    raw: RawKafka, version: int, group: str, topics: list[tuple[Any, list[int]]] | None
+) -> Any:
+    """One OffsetFetch: None if the group's answer is ``NOT_YET``."""
     cls = wire.request_class(OFFSET_FETCH, version)
     entry = wire.sibling(cls, "OffsetFetchRequestTopics")
     key = "topic_id" if version >= 10 else "name"
@@ -266,6 +303,8 @@ def fetch_offsets(raw: RawKafka, version: int, group: str, topics: list[tuple[An
                              member_epoch=-1, topics=asked)  # fmt: skip
     body = wire.build(cls, groups=(group_entry,), require_stable=True)
     (answer,) = raw.call(OFFSET_FETCH, version, body).groups
+    if answer.error_code in NOT_YET:
+        return None
     assert answer.error_code == ErrorCode.none, answer
     return _in_any_order(
         (getattr(t, "topic_id", None) or getattr(t, "name", None),
@@ -282,10 +321,10 @@ def commits_and_fetches_offsets_by_id(bootstrap: str) -> None:
     its id."""
     name, topic_id, _ = _created(bootstrap, "ids-offsets", partitions=2)
     group = f"ids-offsets-{uuid.uuid4().hex[:8]}"
-    raw = _coordinator(bootstrap, group)
+    coordinator = AtCoordinator(bootstrap, group)
     try:
 
-        def committed() -> dict[Any, list[Any]] | None:
+        def committed(raw: RawKafka) -> dict[Any, list[Any]] | None:
             answer = commit_v10(
                 raw, group, [(topic_id, {0: 5, 1: 7, 9: 1}), (NOWHERE, {0: 1}), (ZERO, {3: 1})]
             )
@@ -294,17 +333,22 @@ def commits_and_fetches_offsets_by_id(bootstrap: str) -> None:
             )
             return None if {code for _, code in codes[topic_id]} & NOT_YET else codes
 
-        assert wait_for(committed, f"{group}'s commit", 60, every_s=0.5) == {
+        assert coordinator.ask(committed, f"{group}'s commit") == {
             topic_id: [(0, ErrorCode.none), (1, ErrorCode.none), (9, ErrorCode.unknown_topic_or_partition)],
             NOWHERE: [(0, UNKNOWN_ID)],
             ZERO: [(3, UNKNOWN_ID)],
         }
         offsets = [(0, 5, -1, "", ErrorCode.none), (1, 7, -1, "", ErrorCode.none)]
-        assert fetch_offsets(raw, 10, group, [(topic_id, [0, 1]), (NOWHERE, [0, 2])]) == {
+
+        def fetched(version: int, topics: list[tuple[Any, list[int]]] | None) -> Any:
+            asked = functools.partial(offsets_fetched, version=version, group=group, topics=topics)
+            return coordinator.ask(asked, f"{group}'s offsets (OffsetFetch v{version})")
+
+        assert fetched(10, [(topic_id, [0, 1]), (NOWHERE, [0, 2])]) == {
             topic_id: offsets,
             NOWHERE: [(0, -1, -1, "", UNKNOWN_ID), (2, -1, -1, "", UNKNOWN_ID)],
         }
-        assert fetch_offsets(raw, 9, group, [(name, [0, 1])]) == {name: offsets}
-        assert fetch_offsets(raw, 10, group, None) == {topic_id: offsets}  # every topic, with its id
+        assert fetched(9, [(name, [0, 1])]) == {name: offsets}
+        assert fetched(10, None) == {topic_id: offsets}  # every topic, with its id
     finally:
-        raw.close()
+        coordinator.close()
