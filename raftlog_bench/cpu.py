@@ -114,14 +114,16 @@ class CpuMeter:
         self._own = own_cpu_s()
         self._machine = machine_busy_s()
 
-    def stop(self) -> CpuUse:
+    def stop(self, children_s: float = 0.0) -> CpuUse:
+        """The window's use; ``children_s``: CPU seconds of helper processes of this one over the window
+        (reader processes, ``readers.py``), counted as the client's rather than as other processes'."""
         elapsed = time.perf_counter() - self._start
         nodes: dict[str, float] = {}
         for node, pid in self._pids.items():
             before, after = self._nodes[node], process_cpu_s(pid)
             if before is not None and after is not None:
                 nodes[node] = after - before
-        client = own_cpu_s() - self._own
+        client = own_cpu_s() - self._own + children_s
         machine = machine_busy_s()
         other = None
         if machine is not None and self._machine is not None and elapsed > 0:

@@ -69,11 +69,11 @@ from raftlog_bench.arguments import (
     standalone_parser,
 )
 from raftlog_bench.cluster_http import parse_servers
+from raftlog_bench.loop import install_event_loop
 from raftlog_bench.output import emit, say
 from raftlog_bench.peers import PEERS
 from raftlog_bench.perf_report import Report, Workload, format_report, goals
 from raftlog_bench.perf_systems import (
-    install_event_loop,
     load_child,
     preflight,
     run_kafka,
@@ -84,6 +84,7 @@ from raftlog_bench.perf_systems import (
 )
 from raftlog_bench.processes import PeerMissing
 from raftlog_bench.raftlog_target import FETCH_FORMATS, LEADERS_SETTLE_S, PRODUCE_FORMATS, ROUTES
+from raftlog_bench.readers import READERS_MAX
 from raftlog_bench.targets import COMPRESSIONS
 
 KiB = 1024
@@ -166,6 +167,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="raftlog reads: the stored batches, decoded and CRC-checked by the client, "
                         "columnar msgpack pages, or the JSON answer of binary-flavour rows "
                         "(batch)")  # fmt: skip
+    parser.add_argument("--readers", type=int, default=1, metavar="N",
+                        help="raftlog over HTTP: read the consume phase in N processes, partition p by "
+                        "process p mod N, as an application that parses answers faster than one Python "
+                        "process does; their CPU counts as the client's (1)")  # fmt: skip
     parser.add_argument("--client", choices=CLIENTS, default=None,
                         help="raftlog through its HTTP API, or through Kafka's protocol with "
                         "confluent-kafka (librdkafka: idempotent, acks=all, linger 5 ms; single records "
@@ -240,6 +245,12 @@ def problem(args: argparse.Namespace) -> str | None:
         (all(size <= MiB for size in args.record_size), "--record-size values must be <= 1 MiB"),
         (0 < args.consume_seconds <= 600, "--consume-seconds must be in (0, 600]"),
         (1 <= args.fetch_mib <= 64, "--fetch-mib must be in [1, 64]"),
+        (1 <= args.readers <= READERS_MAX, f"--readers must be in [1, {READERS_MAX}]"),
+        (
+            args.readers == 1 or (client == "http" and args.system == "raftlog" and not args.compare),
+            "--readers reads raftlog over HTTP alone: --client http, no --compare (run a peer with"
+            " --system after)",
+        ),
         (0 <= args.single_rate <= 100_000, "--single-rate must be in [0, 100000]"),
         (0 < args.single_seconds <= 600, "--single-seconds must be in (0, 600]"),
         (1 <= args.single_record_size <= MiB, "--single-record-size must be in [1, 1 MiB]"),

@@ -20,6 +20,7 @@ from raftlog_bench.cpu import CpuMeter, named_threads_cpu_s, wait_quiet
 from raftlog_bench.perf_e2e import Follows, e2e_phase
 from raftlog_bench.perf_report import SLOW_WAIT_S, PhaseResult, Workload
 from raftlog_bench.raftlog_target import RaftlogTarget
+from raftlog_bench.readers import consume_in_processes
 from raftlog_bench.stats import size_label
 from raftlog_bench.tally import Tally, phase_result, showing
 from raftlog_bench.targets import Layout, SendFailed, Target
@@ -78,9 +79,19 @@ async def produce_phase(
 
 
 async def consume_phase(
-    target: Target, layout: Layout, acked: Counter[int], seconds: float, pids: dict[str, int]
+    target: Target,
+    layout: Layout,
+    acked: Counter[int],
+    seconds: float,
+    pids: dict[str, int],
+    readers: int = 1,
 ) -> PhaseResult:
-    """One reader per partition from its first record until every acknowledged record was read."""
+    """One reader per partition from its first record until every acknowledged record was read; with
+    ``readers`` > 1 (raftlog over HTTP) in that many processes (``readers.py``)."""
+    if readers > 1:
+        if not isinstance(target, RaftlogTarget):
+            raise ValueError(f"reader processes read raftlog over HTTP, not {target.system}")
+        return await consume_in_processes(target, layout, acked, seconds, pids, readers)
     tally = Tally()
     meter = CpuMeter(pids)
     start = time.perf_counter()
@@ -285,7 +296,10 @@ async def drive(
                 results.append(produced)
                 if workload.consume:
                     await quiet(workload)
-                    results.append(await consume_phase(target, layout, acked, workload.consume_seconds, pids))
+                    consumed = await consume_phase(
+                        target, layout, acked, workload.consume_seconds, pids, workload.readers
+                    )
+                    results.append(consumed)
                     for members in GROUP_SIZES if hasattr(target, "consume_group") else ():
                         await quiet(workload)
                         results.append(

@@ -53,6 +53,9 @@ class Workload:
     # process, for single_seconds (perf_e2e.py); 0: no such phase
     e2e_rate: float = 0.0
     e2e_record_bytes: int = 1024
+    # raftlog over HTTP: the consume phase's reads in this many processes, partition p read by process
+    # p mod readers (readers.py); 1: every reader in the bench's own process
+    readers: int = 1
 
 
 @dataclass(frozen=True, slots=True)

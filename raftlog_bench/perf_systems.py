@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, Protocol, TypeVar
 
+from raftlog_bench.loop import install_event_loop
 from raftlog_bench.output import say
 from raftlog_bench.peers import NatsCluster, NatsTarget, RabbitCluster, RabbitTarget
 from raftlog_bench.perf_phases import DRAIN_TIMEOUT_S, drive, quiet, slow_wait_probe
@@ -30,16 +31,6 @@ from raftlog_bench.targets import Layout
 from raftlog_client.local_cluster import LocalCluster
 
 T = TypeVar("T")
-
-
-def install_event_loop() -> str:
-    """uvloop for the load generator when installed (the ``bench`` extra), the same for every system."""
-    try:
-        import uvloop
-    except ImportError:
-        return "asyncio"
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return "uvloop"
 
 
 def run_raftlog(

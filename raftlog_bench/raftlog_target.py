@@ -11,6 +11,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -46,6 +48,22 @@ REMOVAL_SETTLE_MAX_S = 120.0
 ROUTES = ("leader", "any")
 PRODUCE_FORMATS = ("batch", "json")
 FETCH_FORMATS = ("batch", "columnar", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSpec:
+    """What a reader in another process needs to read a target's partitions as the target would
+    (``readers.py``): where the cluster is, how to read, and the leaders the target last saw."""
+
+    servers: list[str]
+    admin_token: str | None
+    fetch_bytes: int
+    route: str
+    fetch_format: str
+    layout: Layout
+    records_paths: list[str]
+    url_of_node: dict[str, str]
+    leader_url: dict[int, str]
 
 
 class RaftlogTarget:
@@ -118,6 +136,27 @@ class RaftlogTarget:
 
     async def connect(self) -> None:
         self._http = Http(self.servers, self.admin_token, 2048)
+
+    def read_spec(self) -> ReadSpec:
+        if self.layout is None:
+            raise RuntimeError("read_spec before create()")
+        return ReadSpec(
+            self.servers, self.admin_token, self.fetch_bytes, self.route, self.fetch_format, self.layout,
+            list(self._records_paths), dict(self._url_of_node), dict(self._leader_url),
+        )  # fmt: skip
+
+    @classmethod
+    async def reader(cls, spec: ReadSpec) -> RaftlogTarget:
+        """A target that reads what ``spec`` describes (made by ``read_spec`` in another process)."""
+        target = cls(
+            spec.servers, spec.admin_token, spec.fetch_bytes, spec.route, fetch_format=spec.fetch_format
+        )
+        await target.connect()
+        target.layout = spec.layout
+        target._records_paths = list(spec.records_paths)
+        target._url_of_node = dict(spec.url_of_node)
+        target._leader_url = dict(spec.leader_url)
+        return target
 
     async def create(self, layout: Layout) -> None:
         self.layout = layout
@@ -243,7 +282,11 @@ class RaftlogTarget:
     def _encode(self, records: list[ProducerRecord]) -> bytes:
         return encode_batch(0, records, 0, int(time.time() * 1000), compression=self._codec)
 
-    async def consume(self, partition: int, records: int, deadline: float) -> tuple[int, int]:
+    async def consume(
+        self, partition: int, records: int, deadline: float, counted: Callable[[int], None] | None = None
+    ) -> tuple[int, int]:
+        """Read ``partition`` from its start until ``records`` were read or ``deadline``: (records, bytes).
+        ``counted`` hears each answer's records as they come (a reader process's progress)."""
         if self.layout is None:
             raise RuntimeError("consume before create()")
         offset = 0
@@ -274,7 +317,7 @@ class RaftlogTarget:
                 read = len(values)
             elif self.fetch_format == "json":  # Confluent v2's binary flavour: base64 values in JSON rows
                 rows = orjson.loads(body)
-                values = [pybase64.b64decode(row["value"]) for row in rows]
+                values = [pybase64.b64decode(row["value"], validate=True) for row in rows]
                 read = len(rows)
             else:
                 page = msgpack.unpackb(body, raw=False)
@@ -283,6 +326,8 @@ class RaftlogTarget:
                 break
             offset += read
             nbytes += sum(map(len, values))
+            if counted is not None:
+                counted(read)
         return offset, nbytes
 
     async def delete(self) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from raftlog_bench import cluster as bench_cluster
-from raftlog_bench import perf, perf_phases, perf_report, perf_systems
+from raftlog_bench import perf, perf_phases, perf_report, perf_systems, readers
 from raftlog_bench.arguments import standalone_parser
 from raftlog_bench.cluster_report import LatencySummary
 from raftlog_bench.cpu import CpuMeter, CpuUse
@@ -176,6 +176,10 @@ def test_option_checks() -> None:
     assert "--restart-mib" in str(
         perf.problem(_args("--servers", "http://127.0.0.1:1", "--restart-mib", "10"))
     )
+    assert "--readers must be in [1, 16]" in str(perf.problem(_args("--readers", "0")))
+    for other in (["--compare", "nats"], ["--client", "kafka"], ["--system", "kafka"]):
+        assert "--readers reads raftlog over HTTP" in str(perf.problem(_args("--readers", "2", *other)))
+    assert perf.workload_of(_args("--readers", "3")).readers == 3
     assert parse_peers("nats, rabbitmq,nats") == ["nats", "rabbitmq"]
     assert parse_peers("kafka,kafka-fsync") == ["kafka", "kafka-fsync"]
     with pytest.raises(Exception, match="peers are"):
@@ -220,6 +224,8 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path, client: str) -> N
         "--single-rate", "100", "--single-seconds", "1", "--consume-seconds", "10", "--json", str(out),
         "--settle-seconds", "0.5", "--client", client, "--e2e-rate", "100",
     ]  # fmt: skip
+    if client == "http":  # the reads in two processes of their own (readers.py), partitions 0 and 2, 1
+        argv += ["--readers", "2"]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=150, check=False)
     print(done.stdout)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -235,6 +241,9 @@ def test_perf_runs_against_a_cluster_it_starts(tmp_path: Path, client: str) -> N
         assert phases[group]["records"] == phases[group]["expected"] == phases["produce"]["records"]
     assert phases["produce"]["records"] > 0 and phases["produce"]["errors"] == {}
     assert phases["consume"]["records"] == phases["consume"]["expected"] == phases["produce"]["records"]
+    if client == "http":
+        assert "2 reader processes" in done.stderr
+        assert phases["consume"]["client_cpu_pct"] > 0  # the readers' CPU, counted as the client's
     assert phases["single"]["records"] == phases["single"]["expected"] == 100
     assert set(phases["produce"]["server_cpu_pct"]) == {"n1", "n2", "n3"}
     assert "records/s" in done.stdout
@@ -445,3 +454,9 @@ def test_slow_waits_are_the_histograms_observations_past_fifty_milliseconds() ->
     assert perf_report.format_slow_waits([single])[1] == (
         "raftlog   single phase, waits over 50 ms on the nodes: journal fsyncs 3, GC pauses 0"
     )
+
+
+def test_reader_processes_share_the_partitions_round_robin() -> None:
+    assert readers.shares(3, 2) == [[0, 2], [1]]
+    assert readers.shares(8, 3) == [[0, 3, 6], [1, 4, 7], [2, 5]]
+    assert readers.shares(2, 4) == [[0], [1]]  # no process without a partition
