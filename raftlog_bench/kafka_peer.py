@@ -296,7 +296,9 @@ class KafkaCluster:
     def _wait_ready(self) -> None:
         from confluent_kafka.admin import AdminClient  # the bench extra's: only when Kafka runs
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        # log_level 2 (critical only): librdkafka would log every refused connect to a broker still
+        # starting, twenty lines a second; the wait's own progress line says how many are up
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 2})
         deadline = time.monotonic() + START_TIMEOUT_S
         said = 0.0
         while True:
