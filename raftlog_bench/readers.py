@@ -2,12 +2,13 @@
 reads, each process its share of the partitions (partition p to process p mod N), as an application that
 reads faster than one Python process parses answers runs more of them.
 
-One process reading Confluent v2 JSON tops out near 140,000 rows of 1 KiB a second on this machine
-(``orjson`` parsing the answer and ``pybase64`` decoding the values: docs/performance.md), below what the
-nodes serve; librdkafka, the client of the Kafka rows, decodes in its own threads outside the GIL. The
-processes are spawned and connected before the phase's clock starts (a Python start is not a read), read
-from a common signal, count their records into shared counters for the progress line, and hand back their
-records, bytes and CPU seconds, which the report counts as the client's."""
+One process reading Confluent v2 JSON read 94,000-103,000 rows of 1 KiB a second on a 2-core machine
+(``orjson`` parsing the answer and ``pybase64`` decoding the values, 9-10 µs of CPU a row:
+docs/performance.md), below what the nodes serve; librdkafka, the client of the Kafka rows, decodes in
+its own threads outside the GIL. The processes are spawned and connected before the phase's clock starts
+(a Python start is not a read), read from a common signal, count their records into shared counters for
+the progress line, and hand back their records, bytes and CPU seconds, which the report counts as the
+client's."""
 
 from __future__ import annotations
 
