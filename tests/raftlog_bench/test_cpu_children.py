@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from raftlog_bench.cpu import process_cpu_s
+from raftlog_bench.cpu import CpuMeter, process_cpu_s
 
 CHILD_CPU_S = 0.3  # what the child spends before it waits to be ended
 
@@ -33,3 +33,16 @@ def test_a_process_cpu_includes_its_live_children() -> None:
         assert child.stdin is not None
         child.stdin.close()
         child.wait(timeout=30)
+
+
+def test_helper_processes_cpu_is_the_clients_not_other_processes() -> None:
+    """The bench's reader processes (``readers.py``) hand back their CPU seconds; the window counts them
+    as the client's, and takes them out of what it calls other processes'."""
+    plain = CpuMeter({}).stop()
+    helped = CpuMeter({}).stop(children_s=CHILD_CPU_S)
+    assert helped.client_s >= CHILD_CPU_S
+    assert helped.client_s - CHILD_CPU_S < CHILD_CPU_S  # this process itself spent next to nothing
+    assert plain.client_s < CHILD_CPU_S
+    # others = the machine's busy time less the client's and the nodes': the readers' seconds are taken
+    # out of it (here more than the machine spent in the window: none left for other processes)
+    assert helped.other_pct in (None, 0.0)
