@@ -43,8 +43,9 @@ TEST_ENV = PYTHONDONTWRITEBYTECODE=
 # Python workers past the 10 s Spark gives them to connect. Loaded with four CPU-bound processes: see
 # docs/testing.md. Loaded six-worker runs took up to 5.6 GiB more than the idle machine at their peak: a machine
 # with less than 10 GiB available runs two (WORKERS=N chooses).
-# On a fresh clone tests/warm_rewrites.py first writes pytest's rewritten byte-code of every test module
-# once (10 s), which the six workers would otherwise each write at once (11 CPU s a worker).
+# On a fresh clone tests/warm_rewrites.py first writes pytest's rewritten byte-code of every test module,
+# the byte-code of what they import and hypothesis's caches once (about 20 s of one core, beside mypy),
+# which the six workers would otherwise each write at once (11 CPU s a worker).
 # The units go out dearest first (tests/file_costs.json, in collection order: --no-loadscope-reorder) so
 # the workers finish together.
 WORKERS ?= $(shell awk '/MemAvailable/ {print ($$2 >= 10 * 1024 * 1024) ? 6 : 2}' \
