@@ -79,6 +79,10 @@ def test_modules_without_their_rewritten_byte_code_get_it_once(tmp_path: pathlib
     kept = [p.read_text() for p in (tmp_path / ".hypothesis" / "constants").iterdir()]
     assert sorted(text.splitlines()[0].rsplit("/", 1)[1] for text in kept) == ["__init__.py", "module.py"]
     assert any("48213" in text for text in kept)  # the product's modules, no test's
+    (folder / "test_broken.py").unlink()
+    written = warm_rewrites.cache_of(folder / "test_one.py").stat().st_mtime_ns
+    assert warm_rewrites.main([str(root)]) == 0  # nothing lacks its byte-code: nothing is done
+    assert warm_rewrites.cache_of(folder / "test_one.py").stat().st_mtime_ns == written
 
 
 def test_nothing_is_written_where_byte_code_is_off(
