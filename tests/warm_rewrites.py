@@ -111,8 +111,8 @@ def main(argv: list[str]) -> int:
     if not stale or sys.dont_write_bytecode:  # pytest writes none either then (make clears the setting)
         return 0
     started = time.monotonic()
-    print(f"warm_rewrites: rewriting the asserts of {len(stale)} test modules once, before the workers start",
-          file=sys.stderr, flush=True)  # fmt: skip
+    print(f"warm_rewrites: rewriting the asserts of {len(stale)} test modules and compiling what they import,"
+          " once, before the workers start", file=sys.stderr, flush=True)  # fmt: skip
     for module in stale:
         rewrite(module)
     repo = root.resolve().parent
