@@ -9,7 +9,7 @@ module lacks its rewritten byte-code (and does nothing, about 0.1 s, when none d
 ``make unit-fast`` run it before pytest):
 
 - each such test module's and conftest's rewritten byte-code, with pytest's own functions
-  (``rewrite_asserts``, ``_write_pyc_fp``; ``tests/test_warm_rewrites.py`` checks the code is the code
+  (``_rewrite_test``, ``_write_pyc_fp``; ``tests/test_warm_rewrites.py`` checks the code is the code
   pytest writes), without importing the module;
 - the ordinary byte-code of the project's packages, ``scripts/`` and the tests' helpers (``compileall``);
 - hypothesis's caches that a collection fills: the literals of each project module
@@ -25,9 +25,7 @@ two steps a worker's first collection took 13.6-15.9 (a fresh copy of the tree e
 
 from __future__ import annotations
 
-import ast
 import compileall
-import importlib.util
 import os
 import pathlib
 import re
@@ -35,16 +33,14 @@ import sys
 import time
 import types
 
-import pytest
-from _pytest.assertion.rewrite import _write_pyc_fp, rewrite_asserts
+from _pytest.assertion.rewrite import PYC_TAIL, _rewrite_test, _write_pyc_fp
 from hypothesis.internal.charmap import charmap, intervals_from_codec
 from hypothesis.internal.constants_ast import constants_from_module, is_local_module_file
 
 
 def cache_of(module: pathlib.Path) -> pathlib.Path:
-    """Where pytest keeps ``module``'s rewritten byte-code (``_pytest.assertion.rewrite.PYC_TAIL``)."""
-    tag = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}"
-    return module.parent / "__pycache__" / f"{module.stem}.{tag}.pyc"
+    """Where pytest keeps ``module``'s rewritten byte-code."""
+    return module.parent / "__pycache__" / (module.stem + PYC_TAIL)
 
 
 def unrewritten(root: pathlib.Path) -> list[pathlib.Path]:
@@ -68,7 +64,7 @@ def packages_of(repo: pathlib.Path) -> list[pathlib.Path]:
     return [folder for folder in sorted(repo.iterdir()) if (folder / "__init__.py").is_file()]
 
 
-def hypothesis_constants(repo: pathlib.Path) -> None:
+def hypothesis_caches(repo: pathlib.Path) -> None:
     """Hypothesis's cache of the literals in the project's own modules (``.hypothesis/constants``, one file
     per module's source), which it reads while generating: written here by its own function from each
     module's file, so that the workers do not each parse every module for it (5 CPU s a worker on a
@@ -86,22 +82,19 @@ def hypothesis_constants(repo: pathlib.Path) -> None:
 
 def rewrite(module: pathlib.Path) -> None:
     """``module``'s rewritten byte-code, as pytest's ``AssertionRewritingHook.exec_module`` writes it
-    (``_rewrite_test`` with the assertion pass hook off, then ``_write_pyc``: a hash-checked pyc, renamed
-    into place whole), named by its absolute path as pytest's import names it. A module that does not
-    parse is left to the run, which reports it."""
+    (``_rewrite_test``, whose one setting, the assertion pass hook, the suite leaves off; then
+    ``_write_pyc``'s hash-checked pyc, renamed into place whole), named by its absolute path as pytest's
+    import names it. A module that does not parse is left to the run, which reports it."""
     module = module.resolve()
-    source = module.read_bytes()
     try:
-        tree = ast.parse(source, filename=str(module))
+        source_hash, code = _rewrite_test(module, None)  # type: ignore[arg-type]  # None: no settings
     except SyntaxError:
         return
-    rewrite_asserts(tree, source, str(module), None)
-    code = compile(tree, str(module), "exec", dont_inherit=True)
     pyc = cache_of(module)
     pyc.parent.mkdir(exist_ok=True)
     writing = pyc.with_name(f"{pyc.name}.{os.getpid()}")
     with open(writing, "wb") as out:
-        _write_pyc_fp(out, importlib.util.source_hash(source), code)
+        _write_pyc_fp(out, source_hash, code)
     os.replace(writing, pyc)
 
 
@@ -117,7 +110,7 @@ def main(argv: list[str]) -> int:
         rewrite(module)
     repo = root.resolve().parent
     compile_imported(repo, root)
-    hypothesis_constants(repo)
+    hypothesis_caches(repo)
     left = len(unrewritten(root))
     print(f"warm_rewrites: done in {time.monotonic() - started:.1f} s ({left} modules still without)",
           file=sys.stderr, flush=True)  # fmt: skip
