@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
-from kafka_fixtures import http_client
+from kafka_fixtures import hand_leadership, http_client
 
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
 from raftlog.storage.partitioner import partition_for_key
@@ -146,17 +146,6 @@ def _describe(cluster: LocalCluster, group: str, into: list[Any]) -> bool:
         print(f"{group}: described again after {exc}")
         return False
     return True
-
-
-def _transferred(request: urllib.request.Request) -> bool:
-    """The transfer asked; False (to ask again) while the partition's leader cannot hand it over yet."""
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return bool(answer.status == 200)
-    except urllib.error.HTTPError as error:
-        if error.code in (409, 503):  # a move or an election under way: asked again
-            return False
-        raise
 
 
 def _committed(url: str, group: str, partition: int) -> int:
@@ -335,11 +324,7 @@ def test_a_member_that_left_is_not_waited_for_when_the_coordinator_moves(kafka_c
         leaving.stop.set()
         leaving.join(60)  # closed: its LeaveGroup answered
         moved = time.monotonic()
-        request = urllib.request.Request(
-            f"{kafka_cluster.urls[target]}/v1/partitions/__consumer_groups/1/transfer_leadership?target={target}",
-            method="POST",
-        )
-        wait_for(lambda: _transferred(request), f"__consumer_groups/1 handed to {target}", LIMIT_S)
+        hand_leadership(kafka_cluster, "__consumer_groups", 1, target, LIMIT_S)
         wait_for(
             lambda: staying.assigned() == tuple(range(PARTITIONS)),
             "the member left holds every partition",
