@@ -8,8 +8,6 @@ import pathlib
 import socket
 import ssl
 import struct
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +18,6 @@ from kio.serial import entity_reader, entity_writer
 from kafka_api import wire
 from raftlog_client.blocking import BlockingClient
 from raftlog_client.local_cluster import LocalCluster
-from tests.waiting import wait_for
 
 SHARE_LOCK_MS = 4_000  # a share group's record lock: 4 s, not Kafka's 30 s (test_share_groups waits one out)
 
@@ -153,23 +150,3 @@ def set_group_configs(cluster: LocalCluster, group: str, configs: dict[str, str]
         raw.close()
     (response,) = answer.responses
     assert response.error_code == 0, response
-
-
-def hand_leadership(cluster: LocalCluster, topic: str, partition: int, target: str, limit_s: float) -> None:
-    """``topic``'s ``partition`` handed to node ``target`` through its admin endpoint (as the leader
-    balancer hands partitions over), asked again while a move or an election is under way (409, 503)."""
-    request = urllib.request.Request(
-        f"{cluster.urls[target]}/v1/partitions/{topic}/{partition}/transfer_leadership?target={target}",
-        method="POST",
-    )
-
-    def transferred() -> bool:
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                return bool(answer.status == 200)
-        except urllib.error.HTTPError as error:
-            if error.code in (409, 503):
-                return False
-            raise
-
-    wait_for(transferred, f"{topic}/{partition} handed to {target}", limit_s)

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
-from kafka_fixtures import hand_leadership, http_client
+from kafka_fixtures import http_client
+from leadership import hand_leadership
 
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
 from raftlog.storage.partitioner import partition_for_key

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-from kafka_fixtures import RawKafka, hand_leadership, http_client
+from kafka_fixtures import RawKafka, http_client
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from leadership import hand_leadership
 
 from kafka_api import wire
 from partitions.groups.coordinator import GROUP_PARTITIONS_DEFAULT
