@@ -88,8 +88,8 @@ from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.groups.streams.coordinator import StreamsGroupCoordinator
 from partitions.groups.table_access import ClassicTable, ConsumerTable
 from partitions.internal_topic import TableLog
-from partitions.names import check_group_name, check_instance_name
-from raftlog.consensus.errors import ConsensusError
+from partitions.names import GROUPS_TOPIC, check_group_name, check_instance_name
+from raftlog.consensus.errors import ConsensusError, NoLeader
 from raftlog.errors import RaftlogError, check
 from raftlog.storage.log import wall_clock_ms
 from raftlog.storage.partitioner import partition_for_key
@@ -252,7 +252,7 @@ class GroupCoordinator:
         NotLeader, naming where to go, unless this node coordinates it now."""
         await self._log.ensure_topic()
         if led is not None:
-            self.read(led)
+            self._read_made(led)
 
     def coordinator_partition(self, group: str) -> int:
         return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
@@ -273,6 +273,18 @@ class GroupCoordinator:
             raise UnknownConsumerInstance(group, "*") from None
         table, term = self._log.table(partition)
         return partition, table, self._session(partition, term)
+
+    def _read_made(self, group: str) -> tuple[int, GroupTable, _Session]:
+        """``read`` once the coordinator topic was made: a topic made (here or through another node) that
+        this node's metadata has not applied yet is NoLeader, which both doors answer as a coordinator to
+        ask again (503, COORDINATOR_LOAD_IN_PROGRESS), as while its partitions elect their first leaders;
+        never as an instance that does not exist (a loaded node answered an instance's creation with
+        "no instance '*'")."""
+        try:
+            self.coordinator_partition(group)
+        except UnknownTopic:
+            raise NoLeader(GROUPS_TOPIC) from None
+        return self.read(group)
 
     def _instance(self, group: str, instance_id: str) -> tuple[int, InstanceView, _Session]:
         """The member, with its session touched (any instance call is a heartbeat)."""
@@ -314,7 +326,7 @@ class GroupCoordinator:
             what = f"a consumer instance of format {member.format}"
             raise FeatureNotFinalized(what, gate.feature, gate.level)
         await self.ensure_topic()
-        partition, table, session = self.read(group)
+        partition, table, session = self._read_made(group)
         current = table.groups.get(group)
         self.check_type(group, GroupType.HTTP)  # one group, one protocol
         try:
@@ -442,7 +454,7 @@ class GroupCoordinator:
         and its offsets found once its members are gone."""
         check_group_name(group)
         await self.ensure_topic()
-        partition, table, _ = self.read(group)
+        partition, table, _ = self._read_made(group)
         current = table.groups.get(group)
         if current is None or not set(topics) <= set(current.committed_topics):
             await self.propose(partition, Committed(group, tuple(sorted(set(topics))), self.wall()))

@@ -210,6 +210,37 @@ def coordinator(log: MemoryLog, clock: Clock) -> GroupCoordinator:
     return GroupCoordinator(log, monotonic=clock, wall=clock)
 
 
+class LaggingLog(MemoryLog):
+    """The coordinator topic made through another node (TopicExists there) and not yet applied to this
+    node's metadata: ``ensure_topic`` returns, the topic stays unknown here until ``created``."""
+
+    async def ensure_topic(self) -> None:
+        return None
+
+
+async def test_a_topic_made_but_not_known_here_yet_is_asked_again_never_an_instance_that_is_gone(
+    clock: Clock,
+) -> None:
+    """What a loaded node answered an instance's creation ("no instance '*'", HTTP 404: the client was
+    told to give up) is NoLeader now, which both doors answer as a coordinator to ask again (503,
+    COORDINATOR_LOAD_IN_PROGRESS): the creation, a commit's record and a share member's call. An instance
+    asked of a node with no coordinator topic at all is still one that does not exist."""
+    lagging = LaggingLog()
+    lagging.topics["t"] = 4
+    coordinator = GroupCoordinator(lagging, monotonic=clock, wall=clock)
+    with pytest.raises(UnknownConsumerInstance):
+        coordinator.view("g", "a")
+    with pytest.raises(NoLeader):
+        await coordinator.create_instance("g", "a", InstanceConfig())
+    with pytest.raises(NoLeader):
+        await coordinator.record_commit("g", ["t"])
+    with pytest.raises(NoLeader):
+        await coordinator.ensure_topic(led="g")
+    lagging.created = True  # the metadata applied it: asked again, the creation goes through
+    assert (await coordinator.create_instance("g", "a", InstanceConfig())).instance_id == "a"
+    assert coordinator.view("g", "a").member.instance_id == "a"
+
+
 async def test_instances_share_partitions_and_commits_are_fenced(coordinator: GroupCoordinator) -> None:
     a = await coordinator.create_instance("g", "a", InstanceConfig(offset_reset="earliest"))
     with pytest.raises(ConsumerInstanceExists):
