@@ -252,7 +252,7 @@ class GroupCoordinator:
         NotLeader, naming where to go, unless this node coordinates it now."""
         await self._log.ensure_topic()
         if led is not None:
-            self._read_made(led)
+            self.read(led, made=True)
 
     def coordinator_partition(self, group: str) -> int:
         return partition_for_key(group.encode("utf-8", "surrogatepass"), self._log.partitions())
@@ -264,27 +264,21 @@ class GroupCoordinator:
             self._sessions[partition] = session
         return session
 
-    def read(self, group: str) -> tuple[int, GroupTable, _Session]:
+    def read(self, group: str, made: bool = False) -> tuple[int, GroupTable, _Session]:
         """The group's coordinator partition, its table and soft state (NotLeader unless this node leads
-        it; UnknownConsumerInstance while there is no coordinator topic)."""
+        it; UnknownConsumerInstance while there is no coordinator topic). ``made``: the topic was made just
+        before (``ensure_topic``, here or through another node), so one this node's metadata has not
+        applied yet is NoLeader, which both doors answer as a coordinator to ask again (503,
+        COORDINATOR_LOAD_IN_PROGRESS), as while its partitions elect their first leaders; never an
+        instance that does not exist (a loaded node answered an instance's creation "no instance '*'")."""
         try:
             partition = self.coordinator_partition(group)
         except UnknownTopic:
+            if made:
+                raise NoLeader(GROUPS_TOPIC) from None
             raise UnknownConsumerInstance(group, "*") from None
         table, term = self._log.table(partition)
         return partition, table, self._session(partition, term)
-
-    def _read_made(self, group: str) -> tuple[int, GroupTable, _Session]:
-        """``read`` once the coordinator topic was made: a topic made (here or through another node) that
-        this node's metadata has not applied yet is NoLeader, which both doors answer as a coordinator to
-        ask again (503, COORDINATOR_LOAD_IN_PROGRESS), as while its partitions elect their first leaders;
-        never as an instance that does not exist (a loaded node answered an instance's creation with
-        "no instance '*'")."""
-        try:
-            self.coordinator_partition(group)
-        except UnknownTopic:
-            raise NoLeader(GROUPS_TOPIC) from None
-        return self.read(group)
 
     def _instance(self, group: str, instance_id: str) -> tuple[int, InstanceView, _Session]:
         """The member, with its session touched (any instance call is a heartbeat)."""
@@ -326,7 +320,7 @@ class GroupCoordinator:
             what = f"a consumer instance of format {member.format}"
             raise FeatureNotFinalized(what, gate.feature, gate.level)
         await self.ensure_topic()
-        partition, table, session = self._read_made(group)
+        partition, table, session = self.read(group, made=True)
         current = table.groups.get(group)
         self.check_type(group, GroupType.HTTP)  # one group, one protocol
         try:
@@ -454,7 +448,7 @@ class GroupCoordinator:
         and its offsets found once its members are gone."""
         check_group_name(group)
         await self.ensure_topic()
-        partition, table, _ = self._read_made(group)
+        partition, table, _ = self.read(group, made=True)
         current = table.groups.get(group)
         if current is None or not set(topics) <= set(current.committed_topics):
             await self.propose(partition, Committed(group, tuple(sorted(set(topics))), self.wall()))
