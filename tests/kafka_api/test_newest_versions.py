@@ -1,5 +1,5 @@
-"""The versions Kafka 4.4 added that kio 0.6.5 lacks (generated into kafka_api/kio_extra by kio's own
-generator, scripts/kio_extra.py), on a real cluster: ApiVersions v5's cluster and node check (KIP-1242),
+"""The versions Kafka 4.4 added that kio 0.6.5 lacks (built from Kafka's own schema files by
+kafka_api/message_classes.py), on a real cluster: ApiVersions v5's cluster and node check (KIP-1242),
 TxnOffsetCommit v6's topics by id. (DeleteGroups v3's message: test_delete_groups.py; Kafka's Java
 client 4.4 negotiates all three: test_exactly_once.py's consume-transform-produce commits with
 TxnOffsetCommit v6.)"""
