@@ -11,9 +11,10 @@ The fault harness's nodes come the same way: ``python -m jepsen.nodeshim`` (its 
 node), inside a test host's network namespace when the launch names one (``ip netns exec``'s argv).
 
 The server forks only while single-threaded and while the code it imported is the code on disk: a source
-file changed since its imports makes it answer "stale" and exit, and the launcher execs the node instead.
-It reports each node's exit over the connection that asked for it (``Popen``'s return code) and SIGTERMs
-a ``die_with_launcher`` node whose connection closes. It ends with its launcher (parent-death signal)."""
+file changed since its imports makes it answer "stale" (the launcher execs the node instead) and end once
+the nodes it forked have ended. It reports each node's exit over the connection that asked for it
+(``Popen``'s return code) and SIGTERMs a ``die_with_launcher`` node whose connection closes. It ends with
+its launcher (parent-death signal)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,7 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.launched: dict[int, _Launched] = {}
         self.times: dict[str, int] = {}
+        self.stale = False
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_read, False)
         os.set_blocking(wake_write, False)
@@ -117,11 +119,15 @@ class Server:
         self.selector.register(wake_read, selectors.EVENT_READ, "children")
 
     def serve(self) -> None:
-        while True:
+        """Forks launches until its code changes on disk (``stale``); then refuses them and serves only
+        the nodes it forked (their exits reported, their launchers followed) until the last has ended. It
+        must outlive them: a ``die_with_launcher`` node gets the parent-death signal when this server
+        ends, which would stop the nodes of launchers that still run them."""
+        while not (self.stale and not self.launched):
             for key, _ in self.selector.select():
                 if key.data == "listener":
                     if not self._accept():
-                        return
+                        self.stale = True
                 elif key.data == "children":
                     while True:
                         try:
@@ -134,7 +140,7 @@ class Server:
                     self._launcher_gone(key.data)
 
     def _accept(self) -> bool:
-        """One launch; False when this server must end (its code changed on disk)."""
+        """One launch; False when it was refused because this server's code changed on disk."""
         connection, _ = self.listener.accept()
         fds: list[int] = []
         try:
@@ -287,6 +293,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m raftlog_node.forkserver")
     parser.add_argument("socket", help="the Unix socket to listen on (created; must not exist)")
     parser.add_argument("--room", default="", help="padding: the room a node's command line is written in")
+    parser.add_argument("--watch", action="append", default=[],
+                        help="a further file whose change makes the server stale (its tests)")  # fmt: skip
     args = parser.parse_args()
     terminate_with_parent()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -298,7 +306,7 @@ def main() -> None:
 
     server = Server(listener)
     write_command_line([sys.executable, "-m", "raftlog_node.forkserver", args.socket])
-    server.times = _source_times()
+    server.times = {**_source_times(), **{path: os.stat(path).st_mtime_ns for path in args.watch}}
     gc.freeze()  # the imported objects stay out of collections: their pages stay shared with the forks
     server.serve()
 

@@ -215,6 +215,47 @@ def test_a_request_trickled_in_holds_the_server_no_longer_than_its_bound(
     assert isinstance(node, launch.ForkedNode) and node.wait(ANSWER_S) == 2
 
 
+def test_a_stale_server_keeps_serving_the_nodes_it_forked_until_the_last_has_ended(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source file changed while a run's clusters are up: the server forks no more (the next launch is
+    exec'd) but stays until its nodes end, since a ``die_with_launcher`` node dies with it (parent-death
+    signal). Ending at once stopped every node of the run's still-running clusters."""
+    watched = tmp_path / "watched.py"
+    watched.write_text("X = 1\n")
+    path = str(tmp_path / "forks.sock")
+    with open(tmp_path / "forkserver.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "raftlog_node.forkserver", path, "--room", forkserver.room(),
+             "--watch", str(watched)],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    monkeypatch.setenv(launch.SOCKET_ENV, path)
+    try:
+        wait_for(lambda: os.path.exists(path) or server.poll() is not None, "the server's socket", ANSWER_S)
+        argv, url = _node_argv(tmp_path)
+        with open(tmp_path / "n1.out", "wb") as out:
+            node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, die_with_launcher=True)
+        assert isinstance(node, launch.ForkedNode)
+        with _running(node):
+            wait_for(lambda: ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+            later = time.time_ns() + 1_000_000_000
+            os.utime(watched, ns=(later, later))
+            (tmp_path / "other").mkdir()
+            refused, _ = _node_argv(tmp_path / "other", "--no-such-option")
+            execd = launch.launch(refused, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            assert isinstance(execd, subprocess.Popen) and execd.wait(ANSWER_S) == 2, "stale: exec'd"
+            assert "refused a launch: stale" in (tmp_path / "forkserver.log").read_text()
+            assert server.poll() is None and node.poll() is None and ready(url), "its node still serves"
+            node.terminate()
+            assert node.wait(ANSWER_S) == 0, "its exit reported by the server, as before it was stale"
+        assert server.wait(ANSWER_S) == 0, "and, its last node gone, the server ends"
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(ANSWER_S)
+
+
 def test_a_node_outlives_a_killed_server_and_its_handle_still_follows_it(
     server: subprocess.Popen[bytes], tmp_path: pathlib.Path
 ) -> None:
