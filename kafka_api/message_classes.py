@@ -23,6 +23,7 @@ import json
 import pathlib
 import re
 import sys
+import threading
 import types
 import uuid
 from collections.abc import Mapping
@@ -117,9 +118,14 @@ def message_class(name: str, version: int) -> type:
     ``version``, made once. Its classes are the attributes of a module of their own,
     ``kafka_api.message_classes.<message>_v<version>``, as kio's generated classes are of theirs
     (``wire.sibling`` finds a message's parts there)."""
-    top, module = build(schema(name), version)
-    sys.modules[module.__name__] = module
-    return top
+    document = schema(name)
+    with _REGISTERING:  # two threads asking at once get the same classes (wire.sibling reads the module)
+        module = sys.modules.get(_module_name(document, version))
+        if module is None:
+            _, module = build(document, version)
+            sys.modules[module.__name__] = module
+        made: type = getattr(module, document["name"])
+        return made
 
 
 def build(document: Mapping[str, Any], version: int) -> tuple[type, types.ModuleType]:
@@ -131,13 +137,20 @@ def build(document: Mapping[str, Any], version: int) -> tuple[type, types.Module
     return builder.entity(document["name"], document["fields"], top=True), builder.module
 
 
+_REGISTERING = threading.Lock()
+
+
+def _module_name(document: Mapping[str, Any], version: int) -> str:
+    return f"{__name__}.{snake_case(document['name'])}_v{version}"
+
+
 class _Builder:
     """One message at one version: each nested class made once, by name, as kio's generator's ``seen``."""
 
     def __init__(self, document: Mapping[str, Any], version: int) -> None:
         self.version = version
         self.structs = {struct["name"]: struct for struct in document.get("commonStructs", ())}
-        self.module = types.ModuleType(f"{__name__}.{snake_case(document['name'])}_v{version}")
+        self.module = types.ModuleType(_module_name(document, version))
         self.made: dict[str, type] = {}
         flexible = version in versions(document["flexibleVersions"])
         self.kind = document["type"]
