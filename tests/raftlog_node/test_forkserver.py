@@ -33,17 +33,24 @@ ANSWER_S = 30.0
 @pytest.fixture
 def server(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[subprocess.Popen[bytes]]:
     """A fork server of its own, named by the environment as the suite's is."""
+    process = _fork_server(tmp_path, monkeypatch)
+    yield process
+    process.terminate()
+    process.wait(ANSWER_S)
+
+
+def _fork_server(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, *extra: str
+) -> subprocess.Popen[bytes]:
     path = str(tmp_path / "forks.sock")
     with open(tmp_path / "forkserver.log", "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "raftlog_node.forkserver", path, "--room", forkserver.room()],
+            [sys.executable, "-m", "raftlog_node.forkserver", path, "--room", forkserver.room(), *extra],
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     monkeypatch.setenv(launch.SOCKET_ENV, path)
     wait_for(lambda: os.path.exists(path) or process.poll() is not None, "the fork server's socket", ANSWER_S)
-    yield process
-    process.terminate()
-    process.wait(ANSWER_S)
+    return process
 
 
 def _node_argv(root: pathlib.Path, *extra: str) -> tuple[list[str], str]:
@@ -68,15 +75,27 @@ def _running(process: launch.NodeProcess) -> Iterator[None]:
             process.wait(ANSWER_S)
 
 
-def test_a_forked_node_is_the_node_an_exec_makes(
-    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
-) -> None:
+@contextlib.contextmanager
+def _serving(
+    tmp_path: pathlib.Path, new_session: bool = False, die_with_launcher: bool = False
+) -> Iterator[tuple[launch.ForkedNode, list[str], str]]:
+    """A node forked as ``launch`` is asked, once it answers: its handle, argv and URL."""
     argv, url = _node_argv(tmp_path)
     with open(tmp_path / "n1.out", "wb") as out:
-        node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        node = launch.launch(
+            argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=new_session,
+            die_with_launcher=die_with_launcher,
+        )  # fmt: skip
     assert isinstance(node, launch.ForkedNode), "the fork server started it"
     with _running(node):
         wait_for(lambda: ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+        yield node, argv, url
+
+
+def test_a_forked_node_is_the_node_an_exec_makes(
+    server: subprocess.Popen[bytes], tmp_path: pathlib.Path
+) -> None:
+    with _serving(tmp_path, new_session=True) as (node, argv, url):
         assert node.poll() is None, (tmp_path / "n1.out").read_text()
         assert _command_line(node.pid) == argv  # ps, and whoever finds a node by its command line
         assert os.getsid(node.pid) == node.pid  # its own session, as start_new_session asked
@@ -223,22 +242,9 @@ def test_a_stale_server_keeps_serving_the_nodes_it_forked_until_the_last_has_end
     signal). Ending at once stopped every node of the run's still-running clusters."""
     watched = tmp_path / "watched.py"
     watched.write_text("X = 1\n")
-    path = str(tmp_path / "forks.sock")
-    with open(tmp_path / "forkserver.log", "wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "raftlog_node.forkserver", path, "--room", forkserver.room(),
-             "--watch", str(watched)],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    monkeypatch.setenv(launch.SOCKET_ENV, path)
+    server = _fork_server(tmp_path, monkeypatch, "--watch", str(watched))
     try:
-        wait_for(lambda: os.path.exists(path) or server.poll() is not None, "the server's socket", ANSWER_S)
-        argv, url = _node_argv(tmp_path)
-        with open(tmp_path / "n1.out", "wb") as out:
-            node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, die_with_launcher=True)
-        assert isinstance(node, launch.ForkedNode)
-        with _running(node):
-            wait_for(lambda: ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+        with _serving(tmp_path, die_with_launcher=True) as (node, _, url):
             later = time.time_ns() + 1_000_000_000
             os.utime(watched, ns=(later, later))
             (tmp_path / "other").mkdir()
@@ -261,12 +267,7 @@ def test_a_node_outlives_a_killed_server_and_its_handle_still_follows_it(
 ) -> None:
     """The server killed (not the launcher): a node launched without die_with_launcher goes on serving, its
     handle says it runs instead of failing, and signals and waits go through the node's pidfd."""
-    argv, url = _node_argv(tmp_path)
-    with open(tmp_path / "n1.out", "wb") as out:
-        node = launch.launch(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    assert isinstance(node, launch.ForkedNode)
-    with _running(node):
-        wait_for(lambda: ready(url) or node.poll() is not None, f"ready; see {tmp_path}/n1.out", READY_S)
+    with _serving(tmp_path, new_session=True) as (node, _, url):
         server.kill()
         server.wait(ANSWER_S)
         assert node.poll() is None and ready(url)
