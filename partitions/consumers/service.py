@@ -276,7 +276,7 @@ class ConsumerService:
         committed offset; None while nothing is committed); the partitions of the topics it read or
         committed that no member holds."""
         current, positions = self._groups.describe(group)
-        kafka = self._groups.live(group)
+        kafka = self._groups.live(group, recorded=True)
 
         async def row(tp: TopicPartition, position: int | None) -> MemberPartition:
             found = await self._committed(group, tp)
@@ -348,7 +348,7 @@ class ConsumerService:
 
     def _summary(self, group: Group, coordinator_partition: int) -> GroupSummary:
         """One line of a group, whichever door its members use (their state as Kafka names it)."""
-        kafka = self._groups.live(group.name)
+        kafka = self._groups.live(group.name, recorded=True)
         if kafka is not None:
             return GroupSummary(
                 group.name, kafka.generation, kafka.protocol, len(kafka.members), coordinator_partition,

@@ -236,9 +236,10 @@ class GroupCoordinator:
         # the classic protocol's calls, to the classic groups or, as classic members, a consumer group's
         self.classic_calls = ClassicCalls(self.classic, self.consumer, self.readable)
 
-    def live(self, group: str) -> LiveGroup | None:
-        """The group's classic members as ``classic`` holds them; None when it has none."""
-        found = self.classic.live(group)
+    def live(self, group: str, recorded: bool = False) -> LiveGroup | None:
+        """The group's classic members as ``classic`` holds them; None when it has none. ``recorded``
+        (a description): as the table holds them while this coordinator has not loaded them yet."""
+        found = self.classic.live(group, recorded)
         return found if found is not None and found.members else None
 
     def live_names(self) -> list[str]:

@@ -203,8 +203,14 @@ class HeldGroups:
 
     # -- what the node's coordinator sees (``partitions.groups.live.LiveGroup``) ----------------------
 
-    def live(self, name: str) -> LiveGroup | None:
+    def live(self, name: str, recorded: bool = False) -> LiveGroup | None:
+        """The group as this node runs it; with ``recorded``, one whose partition it leads but has not
+        loaded in this term yet (a coordinator just elected, before its next tick) as the table holds it,
+        members and all, as DescribeGroups answers it (``view``)."""
         group = self.groups.get(name)
+        if recorded:
+            with contextlib.suppress(GroupRefusal):  # not led here: what this node still holds
+                group = self.view(name)
         if group is None or not group.members:
             return None
         members = tuple(

@@ -397,6 +397,27 @@ async def test_recorded_members_hold_the_group_against_http_members_and_deletion
     assert joining.value.members == deleting.value.members == 2
 
 
+async def test_a_description_before_the_new_coordinator_loads_the_group_shows_its_recorded_members() -> None:
+    """Between the election and the next tick that loads the group, a description (the HTTP door's, the
+    CLI's) is of the group as the table holds it, as DescribeGroups answers: not an Empty group with no
+    members. A whole run beside two CPU burners met that window: the leader balancer had handed the
+    partition over and the CLI, a moment later, read 'Empty, 0 member(s)'."""
+    shared = Replicated()
+    a, b = await _stable_pair(_node(shared, "n1"))
+    shared.failover("n2")
+    coordinator = GroupCoordinator(NodeLog(shared, "n2"))
+    assert coordinator.live("g") is None  # what it runs: nothing yet
+    described = coordinator.live("g", recorded=True)
+    assert described is not None and "g" not in coordinator.classic.groups  # described, not loaded
+    assert (described.state, described.generation) == ("Stable", 1)
+    assert {(m.member_id, m.client_id) for m in described.members} == {
+        (a.member_id, "client"),
+        (b.member_id, "client"),
+    }
+    shared.failover("n3")  # led elsewhere now: what it still holds, which is nothing
+    assert coordinator.live("g", recorded=True) is None
+
+
 async def test_a_coordinator_that_leads_the_group_again_later_runs_it_as_written_meanwhile() -> None:
     shared = Replicated()
     first = _node(shared, "n1")
