@@ -38,6 +38,7 @@ def main() -> int:
             victim, leader = scenario.pick_victim(cluster)
             survivors = [n.node_id for n in cluster.nodes if n.node_id != victim]
             terms = scenario.controller_terms(cluster, survivors)
+            probe_term = scenario.partition_term(cluster, "probe", leader)
             with scenario.probing([cluster.url(n) for n in survivors]) as probe:
                 probe.event(f"the probe's leader is {leader}")
                 stopped_s = scenario.restart_under_probe(
@@ -47,6 +48,11 @@ def main() -> int:
             print(
                 f"the controller's term on {', '.join(survivors)}: {terms} before, "
                 f"{scenario.controller_terms(cluster, survivors)} after",
+                flush=True,
+            )
+            print(
+                f"the probe partition's term on {leader}: {probe_term} before, "
+                f"{scenario.partition_term(cluster, 'probe', leader)} after",
                 flush=True,
             )
             print(probe.report(), flush=True)

@@ -250,11 +250,18 @@ class Elections(Quiescence):
             logger.debug("group %s: first leader %s in term %d", self.group_id, self.node_id, term)
             return
         CoreBase.leader_changes[cause] += 1
+        # how long this replica had gone without its previous leader's word: what tells an election of a
+        # stalled or dead leader's followers (about an election timeout or more) from one of a leader
+        # still heard (a transfer's)
+        silent = ""
+        if old and old != self.node_id:
+            silent = f", {old} last heard {self._clock() - self._leader_seen_at:.2f} s before"
         logger.info(
-            "group %s: leader %s -> %s in term %d (%s)",
+            "group %s: leader %s -> %s in term %d (%s%s)",
             self.group_id,
             old or "none",
             self.node_id,
             term,
             cause,
+            silent,
         )

@@ -111,8 +111,13 @@ def test_a_leader_change_is_counted_once_by_the_new_leader_and_logged(
     clock = FakeClock()
     script = _script(clock)
     before = dict(RaftCore.leader_changes)
+    clock.now += 2.5  # F last heard L as the script settled
     with caplog.at_level(logging.INFO, logger="raftlog.consensus.core"):
         script.elect(F, [L, G])
     assert RaftCore.leader_changes["election"] == before["election"] + 1
     assert sum(RaftCore.leader_changes.values()) == sum(before.values()) + 1
-    assert f"leader {L} -> {F} in term {_term(script, F)} (election)" in caplog.text
+    # with how long the winner had not heard the leader it replaced
+    assert (
+        f"leader {L} -> {F} in term {_term(script, F)} (election, {L} last heard 2.50 s before)"
+        in caplog.text
+    )

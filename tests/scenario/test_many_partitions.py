@@ -5,6 +5,7 @@ the cluster serves throughout."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import urllib.error
@@ -212,14 +213,17 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
     with probing([cluster.url(n) for n in survivors]) as probe:
         probe.event(f"the probe's leader is {probe_leader}")
         restart_under_probe(cluster, victim, probe, BIG + 1, exit_s=60, open_s=SETTLE_S)
-    assert partition_term(cluster, "probe", probe_leader) == probe_term, (
-        "the probe partition held an election"
-    )
-    assert controller_terms(cluster, survivors) == terms, "the controller held an election"
-    report = probe.report() + "".join(
-        f"\n{n}: {held_back(before[n], buckets(cluster.url(n)))}" for n in survivors
+    report = (
+        probe.report()
+        + "".join(f"\n{n}: {held_back(before[n], buckets(cluster.url(n)))}" for n in survivors)
+        + "\nwhat the nodes logged of the probe partition's group:\n"
+        + "\n".join(group_lines(cluster, "probe-0."))
     )
     print(report)  # shown with -s, or beside a failure
+    assert partition_term(cluster, "probe", probe_leader) == probe_term, (
+        f"the probe partition held an election: {report}"
+    )
+    assert controller_terms(cluster, survivors) == terms, f"the controller held an election: {report}"
     assert probe.sent > 10 and probe.failures == [], report
 
     # deleting the large topic costs the controller no election and stops no produce elsewhere
@@ -243,6 +247,20 @@ def test_under_many_partitions_a_restart_deposes_no_leader_and_a_delete_costs_no
     assert all(sample == terms for sample in seen), f"the controller held an election: {terms} -> {seen}"
     print(probe.report())
     assert probe.sent > 10 and probe.failures == [], probe.report()
+
+
+def group_lines(cluster: ProcessCluster, group_prefix: str) -> list[str]:
+    """Each node's log lines about a Raft group (leader changes and their causes, check-quorum step-downs),
+    its opening excepted, in time order: what a failure needs to tell a stall from a deposed leader."""
+    found = []
+    for node in cluster.nodes:
+        with open(os.path.join(cluster.root, node.node_id, "node.log"), errors="replace") as log:
+            found += [
+                f"{node.node_id}: {line.rstrip()}"
+                for line in log
+                if f"group {group_prefix}" in line and " opened " not in line
+            ]
+    return sorted(found, key=lambda line: line.partition(": ")[2])
 
 
 def pick_victim(cluster: ProcessCluster) -> tuple[str, str]:
