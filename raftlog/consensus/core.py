@@ -210,10 +210,12 @@ class RaftCore(  # one class per job (core_*.py) over their shared state (core_b
         self._handles_release_at: float | None = None
         self._handles_idle_index = 0
         # Pre-vote (see core_elections): the term this replica asks pre-votes for (None: not asking),
-        # the ids of the nodes that granted them, and when it last heard from a leader of its term.
+        # the ids of the nodes that granted them, when it last heard from a leader of its term, and when
+        # it started (it grants no pre-vote in its first shortest election timeout: decisions.in_lease).
         self._prevote_term = None
         self._prevoters = set()
         self._leader_seen_at = 0.0
+        self._started_at = clock()
         # Starved thread (see core_stall): when this replica was last ticked, whether it was a
         # (non-quiet) leader then, and the election deadline a late tick put off (put off once only).
         self._ticked_at = None

@@ -119,6 +119,7 @@ class CoreBase(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     _prevote_term: int | None
     _prevoters: set[Any]
     _leader_seen_at: float
+    _started_at: float
     _last_leader_id: str | None
     _leader_lost: str | None
     _campaign_cause: str

@@ -14,7 +14,9 @@ Pre-vote (Raft thesis 9.6, ``CoreConfig.pre_vote``): a follower whose election t
 peers ``request_vote`` with ``pre`` for the term after its own, changing and persisting nothing; a peer
 grants it (``response_vote`` with ``pre``) when that term is above its own, the asker's log is at least
 as up to date, and it has no leader it trusts: it heard from one within the shortest election timeout,
-or is quiet with its leader's node connected. Only with a majority of grants does the asker raise its
+or is quiet with its leader's node connected, or started within the shortest election timeout (a replica
+just opened knows no leader yet, and its grant would help a peer whose thread fell behind its leader's
+heartbeats depose a leader the rest still hear). Only with a majority of grants does the asker raise its
 term and hold the election. A node that restarts, or comes back from a partition, thus takes over no
 group whose leader still works (without pre-vote its higher term deposed every such leader: thousands
 of elections at once when a node with thousands of replicas came back). A leader that is asked answers
@@ -146,6 +148,7 @@ class Elections(Quiescence):
                 quiet=self._quiet,
                 leader_connected=leader in self._SyncObj__connectedNodes,
                 leader_seen_at=self._leader_seen_at,
+                started_at=self._started_at,
                 election_timeout_min_s=self._config.election_timeout_min_ms / 1000,
             ),
             leading=leading,

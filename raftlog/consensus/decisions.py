@@ -110,14 +110,19 @@ def in_lease(
     quiet: bool,
     leader_connected: bool,
     leader_seen_at: float,
+    started_at: float,
     election_timeout_min_s: float,
 ) -> bool:
     """This replica trusts a leader and grants no pre-vote: it leads, or it heard its leader within the
-    shortest election timeout, or, quiet, its leader's node is connected."""
+    shortest election timeout, or, quiet, its leader's node is connected, or it knows no leader but
+    started (was opened) within the shortest election timeout. A replica just started has had no time to
+    hear a leader that works: as its own first election deadline is that far off, so is its first grant
+    (else a node restarting under many groups helped any peer whose thread fell behind its leader's
+    heartbeats depose a leader the rest still heard)."""
     if leading:
         return True
     if not leader_known:
-        return False
+        return now - started_at < election_timeout_min_s
     if quiet:
         return leader_connected
     return now - leader_seen_at < election_timeout_min_s
@@ -132,7 +137,8 @@ def pre_vote(
     """The answer to a pre-vote request for ``term``, changing no term and no vote: "ignore" (not above
     this replica's term); within a lease (``in_lease``), "heartbeat" (a leader: heartbeat now, its asker
     does not hear it), "wake_leader" (a quiet follower: wake, ask the leader to heartbeat and trust it one
-    more election timeout), "trust_leader" (a follower hearing its leader: no answer); else "grant" for a
+    more election timeout), "trust_leader" (a follower hearing its leader, or
+    one just started, which may not have heard it yet: no answer); else "grant" for a
     log at least as up to date, "refuse" (no answer) for a stale one."""
     if term <= current_term:
         return "ignore"

@@ -104,6 +104,10 @@ class PatchedSimReplica(RaftCore):
             clock=clock,
         )
         self.applied = self.machine.applied
+        # Started long ago: the scripts play time by putting deadlines in the past and forgetting when a
+        # leader was heard, and every replica has lived as long (a test of a replica just started, which
+        # grants no pre-vote in its first election timeout, sets this itself).
+        self._started_at = float("-inf")
 
     def propose(self, sequence: int, callback: Any) -> None:
         self.submit(sequence.to_bytes(8, "big"), callback)

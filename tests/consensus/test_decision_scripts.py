@@ -5,8 +5,8 @@ to the next, as in etcd raft's interaction tests; nothing here runs pysyncobj, a
 
 Commands (``key=value`` arguments; lists are comma-separated; a log position is ``index/term``):
 
-- ``replica id= voters= term= voted= role= leader= commit= quiet= connected= seen=``: set the replica's
-  state (any of them); prints it.
+- ``replica id= voters= term= voted= role= leader= commit= quiet= connected= seen= started=``: set the
+  replica's state (any of them); prints it.
 - ``config election-timeout=MIN..MAX heartbeat-interval= fallback= pre-vote=on|off``: the timings, seconds.
 - ``log T1 T2 ...``: the log holds index 1.. with these terms.
 - ``commit own= NODE=INDEX...``: a leader counts the match indexes (``own``: what it holds durably).
@@ -71,6 +71,7 @@ class Replica:
     quiet: bool = False
     connected: set[str] = field(default_factory=set)
     seen: float = 0.0
+    started: float = 0.0  # when the replica was opened
     log: list[int] = field(default_factory=list)  # the term of each index from 1
     granted: set[str] = field(default_factory=set)  # votes (or pre-votes) counted in this round
     asking: int | None = None  # the term pre-votes are asked for
@@ -116,6 +117,7 @@ class Replica:
         if "connected" in a:
             self.connected = set(a["connected"].split(",")) - {""}
         self.seen = float(a.get("seen", self.seen))
+        self.started = float(a.get("started", self.started))
         return self.state()
 
     def do_config(self, case: Case) -> str:
@@ -229,6 +231,7 @@ class Replica:
             quiet=self.quiet,
             leader_connected=self.leader in self.connected,
             leader_seen_at=self.seen,
+            started_at=self.started,
             election_timeout_min_s=self.timeout_min_s,
         )
         answer = decisions.pre_vote(

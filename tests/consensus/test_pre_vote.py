@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sim_cluster import F, G, L, PatchedSimReplica, Script, connect, disconnect
+from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script, connect, disconnect
 
 from raftlog.consensus.file_journal import FileJournal
 
@@ -181,3 +181,49 @@ def test_a_transfer_skips_the_pre_vote(tmp_path: Path) -> None:
             break
     assert script.nodes[F]._isLeader(), f"the transfer target was not elected: {terms(script)}"
     assert script.nodes[F].term == script.nodes[L].term
+
+
+@pytest.mark.parametrize("started_s_ago", [0.0, 25.0])
+def test_a_replica_just_restarted_helps_no_follower_depose_the_leader_the_others_hear(
+    started_s_ago: float, tmp_path: Path
+) -> None:
+    """G restarts and knows no leader yet; F's thread fell behind its leader's heartbeats past its election
+    deadline, and asks for pre-votes. L refuses (it leads); G, within the shortest election timeout of
+    its start (20 s here), refuses too, so L leads on in its term. (The control: a G that started longer
+    ago and still heard no leader grants, and F deposes L: what the grace keeps a node's restart from
+    lending a hand to.)"""
+    clock = FakeClock()
+    paths = {name: str(tmp_path / name.replace(":", "_")) for name in NAMES}
+    options = {name: {"quiesce": False, "pre_vote": True, "clock": clock} for name in NAMES}
+    script = Script(PatchedSimReplica, {name: FileJournal(paths[name]) for name in NAMES}, options)
+    script.elect(L, [F, G])
+    acked: list[int] = []
+    script.nodes[L].propose(1, lambda result, error: acked.append(error))
+    script.tick(L)
+    script.catch_up(L, [F, G])
+    assert acked == [0]
+    term = script.nodes[L].term
+
+    script.network.crash(G)  # G stops; it starts again on its journal, knowing no leader
+    restarted = PatchedSimReplica(G, [L, F], script.network, journal=FileJournal(paths[G]), **options[G])
+    restarted._started_at = clock.now - started_s_ago
+    script.nodes[G] = restarted
+    script.network.crashed.discard(G)
+    connect(script, L, G)
+    connect(script, F, G)
+    assert restarted.term == term and restarted.leader_id is None
+
+    script.nodes[F]._leader_seen_at = 0.0  # F has not heard L for an election timeout
+    campaign(script, F)
+    assert script.network.pending(F, G) == ["request_vote"]
+    script.deliver(F, G)
+    if started_s_ago < 20.0:
+        assert script.network.pending(G, F) == [], "a replica just started granted a pre-vote"
+        script.settle(NAMES)
+        assert script.nodes[L]._isLeader() and terms(script) == dict.fromkeys(NAMES, term)
+        assert script.nodes[F].leader_id == script.nodes[L].node_id
+    else:
+        assert script.network.pending(G, F) == ["response_vote"]
+        script.deliver(G, F)  # granted: F holds the election, and L steps down for its term
+        script.settle(NAMES)
+        assert script.nodes[F]._isLeader() and terms(script) == dict.fromkeys(NAMES, term + 1)
