@@ -117,6 +117,12 @@ CATALOGUE: dict[str, Family] = {
         "counter", "Elections this node's replicas stood for after an election timeout."
     ),
     "raft_pre_vote_rounds": Family("counter", "Pre-vote rounds this node's replicas asked for."),
+    "raft_pre_votes_granted": Family("counter", "Pre-votes this node's replicas granted a peer."),
+    "raft_pre_votes_refused_starting": Family(
+        "counter",
+        "Pre-votes this node's replicas refused in their first shortest election timeout, knowing no leader "
+        "yet.",
+    ),
     "leader_changes": Family(
         "counter",
         "Leaderships this node's replicas won, by cause: election, transfer, check_quorum, leader_gone "

@@ -19,6 +19,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tests.scenario import test_many_partitions as scenario
 from tests.scenario.cluster import ProcessCluster
 
+# What each node's replicas did about elections (``raftlog.consensus.group.election_counts``)
+ELECTIONS = ("pre_vote_rounds", "pre_votes_granted", "pre_votes_refused_starting", "elections_on_timeout")
+
+
+def elections(cluster: ProcessCluster, node_id: str) -> dict[str, float]:
+    values = scenario.metrics(cluster.url(node_id))
+    return {name: values.get(f"raftlog_raft_{name}_total", 0.0) for name in ELECTIONS}
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -39,6 +47,7 @@ def main() -> int:
             survivors = [n.node_id for n in cluster.nodes if n.node_id != victim]
             terms = scenario.controller_terms(cluster, survivors)
             probe_term = scenario.partition_term(cluster, "probe", leader)
+            counted = {n: elections(cluster, n) for n in survivors}
             with scenario.probing([cluster.url(n) for n in survivors]) as probe:
                 probe.event(f"the probe's leader is {leader}")
                 stopped_s = scenario.restart_under_probe(
@@ -55,6 +64,11 @@ def main() -> int:
                 f"{scenario.partition_term(cluster, 'probe', leader)} after",
                 flush=True,
             )
+            print("during the restart (the restarted node: since it started):", flush=True)
+            for node in cluster.nodes:
+                now = elections(cluster, node.node_id)
+                grew = {k: v - counted.get(node.node_id, {}).get(k, 0.0) for k, v in now.items()}
+                print(f"  {node.node_id}: " + ", ".join(f"{k} {v:.0f}" for k, v in grew.items()), flush=True)
             print(probe.report(), flush=True)
         finally:
             cluster.stop_all()

@@ -64,6 +64,10 @@ class CoreBase(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     # and a new group's first ones excluded), and pre-vote rounds they asked for (see group.election_counts).
     elections_on_timeout = 0
     pre_vote_rounds = 0
+    # Pre-votes they granted, and those they refused in their first shortest election timeout knowing no
+    # leader yet (core_elections: a replica just started grants none).
+    pre_votes_granted = 0
+    pre_votes_refused_starting = 0
     # Starved thread: leader ticks whose late start was credited, follower deadlines put off for a late tick.
     stalls_credited = 0
     late_deadlines = 0

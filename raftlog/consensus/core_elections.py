@@ -169,7 +169,10 @@ class Elections(Quiescence):
             self._SyncObj__raftElectionDeadline = now + self._election_timeout_s()
             self._send(leader, {"type": "wake", "term": self._SyncObj__raftCurrentTerm})
         elif answer == "grant":
+            CoreBase.pre_votes_granted += 1
             self._send(node, {"type": "response_vote", "term": term, "pre": True})
+        elif answer == "trust_leader" and leader is None:
+            CoreBase.pre_votes_refused_starting += 1  # (knowing no leader, only a start leases)
 
     def _on_pre_vote_granted(self, node: Any, message: ResponseVote) -> None:
         # (a learner's or a stranger's grant counts for nothing)

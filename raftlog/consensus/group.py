@@ -45,11 +45,15 @@ def role_changes() -> int:
 
 def election_counts() -> dict[str, int]:
     """Elections the replicas of this process stood for on an election timeout (a leadership transfer's
-    and a new group's first campaigns are not counted) and pre-vote rounds they asked for: with pre-vote,
-    an election on timeout means a majority of the group had lost its leader (any thread)."""
+    and a new group's first campaigns are not counted), pre-vote rounds they asked for, pre-votes they
+    granted, and pre-votes they refused in their first shortest election timeout knowing no leader yet:
+    with pre-vote, an election on timeout means a majority of the group had lost its leader (any
+    thread)."""
     return {
         "elections_on_timeout": RaftCore.elections_on_timeout,
         "pre_vote_rounds": RaftCore.pre_vote_rounds,
+        "pre_votes_granted": RaftCore.pre_votes_granted,
+        "pre_votes_refused_starting": RaftCore.pre_votes_refused_starting,
     }
 
 

@@ -14,6 +14,7 @@ import pytest
 from sim_cluster import F, FakeClock, G, L, PatchedSimReplica, Script, connect, disconnect
 
 from raftlog.consensus.file_journal import FileJournal
+from raftlog.consensus.group import election_counts
 
 NAMES = [L, F, G]
 
@@ -216,14 +217,18 @@ def test_a_replica_just_restarted_helps_no_follower_depose_the_leader_the_others
     script.nodes[F]._leader_seen_at = 0.0  # F has not heard L for an election timeout
     campaign(script, F)
     assert script.network.pending(F, G) == ["request_vote"]
+    counted = election_counts()
     script.deliver(F, G)
+    grew = {name: n - counted[name] for name, n in election_counts().items()}
     if started_s_ago < 20.0:
         assert script.network.pending(G, F) == [], "a replica just started granted a pre-vote"
+        assert (grew["pre_votes_refused_starting"], grew["pre_votes_granted"]) == (1, 0)
         script.settle(NAMES)
         assert script.nodes[L]._isLeader() and terms(script) == dict.fromkeys(NAMES, term)
         assert script.nodes[F].leader_id == script.nodes[L].node_id
     else:
         assert script.network.pending(G, F) == ["response_vote"]
+        assert (grew["pre_votes_refused_starting"], grew["pre_votes_granted"]) == (0, 1)
         script.deliver(G, F)  # granted: F holds the election, and L steps down for its term
         script.settle(NAMES)
         assert script.nodes[F]._isLeader() and terms(script) == dict.fromkeys(NAMES, term + 1)
