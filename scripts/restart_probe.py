@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 
@@ -26,6 +27,44 @@ ELECTIONS = ("pre_vote_rounds", "pre_votes_granted", "pre_votes_refused_starting
 def elections(cluster: ProcessCluster, node_id: str) -> dict[str, float]:
     values = scenario.metrics(cluster.url(node_id))
     return {name: values.get(f"raftlog_raft_{name}_total", 0.0) for name in ELECTIONS}
+
+
+# A new leader's line (raftlog.consensus.core_elections): the old leader, the new one, and the cause
+LEADER_LINE = re.compile(r"leader (\S+) -> (\S+) in term \d+ \((\w+)")
+
+
+def log_lines(root: str, node_id: str) -> list[str]:
+    with open(os.path.join(root, node_id, "node.log"), errors="replace") as log:
+        return log.read().splitlines()
+
+
+def leader_changes(root: str, marks: dict[str, int], victim: str) -> dict[str, int]:
+    """The elections the nodes logged since ``marks`` (each node's log length before the stop), by what
+    they replaced: a group the stopped node led, a group with no leader known to the winner, a leader of
+    the other two deposed before the restarted node served again or after; and check-quorum step-downs.
+    (Each line starts with its time, ``YYYY-MM-DD HH:MM:SS,mmm``.)"""
+    new = {node: log_lines(root, node)[mark:] for node, mark in marks.items()}
+    restarted_at = next((line[:23] for line in new[victim] if "serving HTTP" in line), "9999")
+    counts = dict.fromkeys(
+        ("the stopped node's groups", "leaderless groups won", "deposed before the restart",
+         "deposed after the restart", "check-quorum step-downs"), 0
+    )  # fmt: skip
+    for lines in new.values():
+        for line in lines:
+            if "(check_quorum)" in line and "stepping down" in line:
+                counts["check-quorum step-downs"] += 1
+            found = LEADER_LINE.search(line)
+            if found is None or found.group(3) != "election":
+                continue
+            old, winner = found.group(1), found.group(2)
+            if old == victim:
+                counts["the stopped node's groups"] += 1
+            elif old == "none":
+                counts["leaderless groups won"] += 1
+            elif old != winner:
+                after = line[:23] >= restarted_at
+                counts["deposed after the restart" if after else "deposed before the restart"] += 1
+    return counts
 
 
 def main() -> int:
@@ -48,6 +87,7 @@ def main() -> int:
             terms = scenario.controller_terms(cluster, survivors)
             probe_term = scenario.partition_term(cluster, "probe", leader)
             counted = {n: elections(cluster, n) for n in survivors}
+            marks = {n.node_id: len(log_lines(root, n.node_id)) for n in cluster.nodes}
             with scenario.probing([cluster.url(n) for n in survivors]) as probe:
                 probe.event(f"the probe's leader is {leader}")
                 stopped_s = scenario.restart_under_probe(
@@ -69,6 +109,10 @@ def main() -> int:
                 now = elections(cluster, node.node_id)
                 grew = {k: v - counted.get(node.node_id, {}).get(k, 0.0) for k, v in now.items()}
                 print(f"  {node.node_id}: " + ", ".join(f"{k} {v:.0f}" for k, v in grew.items()), flush=True)
+            changes = leader_changes(root, marks, victim)
+            print(
+                "elections since the stop: " + ", ".join(f"{k} {v}" for k, v in changes.items()), flush=True
+            )
             print(probe.report(), flush=True)
         finally:
             cluster.stop_all()
