@@ -137,9 +137,9 @@ def pre_vote(
     """The answer to a pre-vote request for ``term``, changing no term and no vote: "ignore" (not above
     this replica's term); within a lease (``in_lease``), "heartbeat" (a leader: heartbeat now, its asker
     does not hear it), "wake_leader" (a quiet follower: wake, ask the leader to heartbeat and trust it one
-    more election timeout), "trust_leader" (a follower hearing its leader, or
-    one just started, which may not have heard it yet: no answer); else "grant" for a
-    log at least as up to date, "refuse" (no answer) for a stale one."""
+    more election timeout), "trust_leader" (a follower hearing its leader, or one just started, which may
+    not have heard it yet: no answer); else "grant" for a log at least as up to date, "refuse" (no answer)
+    for a stale one."""
     if term <= current_term:
         return "ignore"
     if leased:
