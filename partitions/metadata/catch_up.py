@@ -14,6 +14,11 @@ So the node counts as caught up, and its Kafka listener opens and ``/status/read
   group follows the controller with); or
 - it holds none, and its follower has restored the controller leader's snapshot once.
 
+A node that forms a new cluster holding a controller replica is caught up only once its controller log
+holds the cluster's formation (``FormCluster``, the first command, which the leader's operator proposes
+within a tick of its election): before that the cluster's levels are the base ones, and a client told
+ready was refused a change the cluster's own levels allow (a schema registration: 409/40932).
+
 Peer calls are served meanwhile (the node's replicas answer for themselves), but one about a topic or
 partition the node does not know is answered ``NoLeader``, which every caller asks again, not
 ``UnknownTopic`` (``api/internal.py``): a node of the previous release follows a stale leader hint to it.
@@ -49,12 +54,14 @@ class CatchUp(Worker):
         holds_replica: Callable[[], bool],
         followed: Callable[[], bool],
         fetch: FetchSnapshot,
+        formed: Callable[[], bool] = lambda: True,
     ) -> None:
         """``controller()``: the controller leader, None while unknown or while this node leads but has
         not applied what was committed before its election; ``followed()``: the follower of a node
         without a replica restored the leader's snapshot; ``fetch(node, known_index)``: the peer call
         answering the controller's applied index (and its snapshot, when the index is not
-        ``known_index``)."""
+        ``known_index``); ``formed()``: this node's controller log holds the cluster's formation, or the
+        node does not form one (see the module docstring)."""
         super().__init__()
         self.node_id = node_id
         self._applied_index = applied_index
@@ -62,6 +69,7 @@ class CatchUp(Worker):
         self._holds_replica = holds_replica
         self._followed = followed
         self._fetch = fetch
+        self._formed = formed
         self._target: int | None = None  # the controller leader's applied index, as it answered
         self._done = asyncio.Event()
 
@@ -75,6 +83,8 @@ class CatchUp(Worker):
     def _reached(self) -> bool:
         if not self._holds_replica():
             return self._followed()
+        if not self._formed():
+            return False
         leader = self._controller()
         if leader is None:
             return False

@@ -159,6 +159,7 @@ class MetadataFrontend:
             lambda: self._group is not None and self._catching_up is None,
             lambda: self._follower is not None and self._follower.synced,
             fetch,
+            formed=lambda: not self._unformed(),
         )
         self._fence.start()
 

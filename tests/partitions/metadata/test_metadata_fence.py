@@ -1,6 +1,7 @@
 """The fence of a node just (re)started (``partitions.metadata.catch_up``): it is lifted only once the node
 applied the controller's metadata up to what the controller leader had applied when asked, or leads the
-controller group, or (without a controller replica) its follower restored the leader's snapshot."""
+controller group, or (without a controller replica) its follower restored the leader's snapshot; a node
+forming a new cluster, only once its controller log holds the formation."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Controller:
         self.leader_applied = 40
         self.asked: list[tuple[str, int | None]] = []
         self.refuse = 1  # answers NoLeader this many times first
+        self.formed = True  # the controller log holds the cluster's formation (or the node forms none)
 
     async def fetch(self, node: str, known_index: int | None) -> ControllerSnapshot:
         self.asked.append((node, known_index))
@@ -34,7 +36,7 @@ class Controller:
 
     def fence(self) -> CatchUp:
         return CatchUp("n3", lambda: self.applied, lambda: self.leader, lambda: self.replica,
-                       lambda: self.followed, self.fetch)  # fmt: skip
+                       lambda: self.followed, self.fetch, lambda: self.formed)  # fmt: skip
 
 
 async def settle() -> None:
@@ -90,6 +92,22 @@ async def test_the_controller_leader_itself_and_a_follower_that_restored_a_snaps
         await settle()
         assert not fence.caught_up and following.asked == [], "a follower's own snapshot restore counts"
         following.followed = True
+        await asyncio.wait_for(fence.wait(), 5)
+    finally:
+        await fence.close()
+
+
+async def test_a_node_forming_a_new_cluster_is_fenced_until_its_log_holds_the_formation() -> None:
+    """Its controller leader elected, nothing committed before: without the formation applied the
+    cluster's levels are the base ones, and a client told ready was refused a registry change (409)."""
+    forming = Controller()
+    forming.applied, forming.leader, forming.formed = 0, "n3", False
+    fence = forming.fence()
+    fence.start()
+    try:
+        await settle()
+        assert not fence.caught_up, "said caught up before the cluster's levels were formed"
+        forming.applied, forming.formed = 1, True  # FormCluster, the log's first command, applied
         await asyncio.wait_for(fence.wait(), 5)
     finally:
         await fence.close()
