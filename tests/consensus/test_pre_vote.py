@@ -19,9 +19,20 @@ from raftlog.consensus.group import election_counts
 NAMES = [L, F, G]
 
 
-def elected_script(tmp_path: Path, pre_vote: bool = True, quiesce: bool = True) -> Script:
-    journals = {name: FileJournal(str(tmp_path / name.replace(":", "_"))) for name in NAMES}
-    options = {name: {"quiesce": quiesce, "pre_vote": pre_vote} for name in NAMES}
+def journal_path(tmp_path: Path, name: str) -> str:
+    return str(tmp_path / name.replace(":", "_"))
+
+
+def replica_options(pre_vote: bool, quiesce: bool, clock: FakeClock | None) -> dict[str, Any]:
+    return {"quiesce": quiesce, "pre_vote": pre_vote} | ({} if clock is None else {"clock": clock})
+
+
+def elected_script(
+    tmp_path: Path, pre_vote: bool = True, quiesce: bool = True, clock: FakeClock | None = None
+) -> Script:
+    """L elected by F and G, each on a FileJournal under ``tmp_path``, and one entry committed."""
+    journals = {name: FileJournal(journal_path(tmp_path, name)) for name in NAMES}
+    options = {name: replica_options(pre_vote, quiesce, clock) for name in NAMES}
     script = Script(PatchedSimReplica, dict(journals), options)
     script.elect(L, [F, G])
     acked: list[int] = []
@@ -194,19 +205,13 @@ def test_a_replica_just_restarted_helps_no_follower_depose_the_leader_the_others
     ago and still heard no leader grants, and F deposes L: what the grace keeps a node's restart from
     lending a hand to.)"""
     clock = FakeClock()
-    paths = {name: str(tmp_path / name.replace(":", "_")) for name in NAMES}
-    options = {name: {"quiesce": False, "pre_vote": True, "clock": clock} for name in NAMES}
-    script = Script(PatchedSimReplica, {name: FileJournal(paths[name]) for name in NAMES}, options)
-    script.elect(L, [F, G])
-    acked: list[int] = []
-    script.nodes[L].propose(1, lambda result, error: acked.append(error))
-    script.tick(L)
-    script.catch_up(L, [F, G])
-    assert acked == [0]
+    script = elected_script(tmp_path, quiesce=False, clock=clock)
     term = script.nodes[L].term
 
     script.network.crash(G)  # G stops; it starts again on its journal, knowing no leader
-    restarted = PatchedSimReplica(G, [L, F], script.network, journal=FileJournal(paths[G]), **options[G])
+    journal = FileJournal(journal_path(tmp_path, G))
+    options = replica_options(pre_vote=True, quiesce=False, clock=clock)
+    restarted = PatchedSimReplica(G, [L, F], script.network, journal=journal, **options)
     restarted._started_at = clock.now - started_s_ago
     script.nodes[G] = restarted
     script.network.crashed.discard(G)
