@@ -28,17 +28,7 @@ from partitions.registry.protobuf_compile import MAIN_FILE, compile_files
 from partitions.registry.protobuf_context import Names
 from partitions.registry.protobuf_convert import Converter
 from partitions.registry.protobuf_diff import COMPATIBLE_CHANGES, compare
-from partitions.registry.protobuf_elements import (
-    BOOLEAN,
-    ENUM,
-    LIST,
-    MAP,
-    NUMBER,
-    STRING,
-    Option,
-    Primitive,
-    ProtoFile,
-)
+from partitions.registry.protobuf_elements import Kind, Option, Primitive, ProtoFile
 from partitions.registry.protobuf_format import canonical_text, normalized_text
 from partitions.registry.protobuf_text import Written, without_map_entry_options, written_file
 from partitions.registry.schema_types import PROTOBUF, InvalidRecord, InvalidSchema, ParsedSchema, Resolved
@@ -151,7 +141,7 @@ class ProtobufSchema:
             if field.full_name == _CONFLUENT_META.get(full_name):
                 meta_value = _meta_map(value)
                 if meta_value:
-                    meta.append(Option(field.full_name, MAP, meta_value, True))
+                    meta.append(Option(field.full_name, Kind.MAP, meta_value, True))
             elif not field.full_name.startswith("confluent."):
                 values = list(value) if field.is_repeated else [value]
                 custom.extend(
@@ -238,18 +228,18 @@ class ProtobufSchema:
         return (), message.SerializeToString()
 
 
-def _kind(field: Any, value: Any) -> str:
+def _kind(field: Any, value: Any) -> Kind:
     if isinstance(value, bool):
-        return BOOLEAN
+        return Kind.BOOLEAN
     if isinstance(value, str):
-        return STRING
+        return Kind.STRING
     if field.type == field.TYPE_ENUM:
-        return ENUM
+        return Kind.ENUM
     if isinstance(value, Message):
-        return MAP
+        return Kind.MAP
     if isinstance(value, list):
-        return LIST
-    return NUMBER
+        return Kind.LIST
+    return Kind.NUMBER
 
 
 def _option_value(field: Any, value: Any, in_map: bool) -> Any:
@@ -266,13 +256,13 @@ def _option_value(field: Any, value: Any, in_map: bool) -> Any:
             if value in field.enum_type.values_by_number
             else value
         )
-        return Primitive(ENUM, value) if in_map else value
+        return Primitive(Kind.ENUM, value) if in_map else value
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if in_map and isinstance(value, bool):
-        return Primitive(BOOLEAN, value)
+        return Primitive(Kind.BOOLEAN, value)
     if in_map and isinstance(value, int | float):
-        return Primitive(NUMBER, value)
+        return Primitive(Kind.NUMBER, value)
     return value
 
 

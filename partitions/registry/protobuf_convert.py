@@ -10,10 +10,7 @@ from typing import Any
 from google.protobuf import descriptor_pb2
 
 from partitions.registry.protobuf_elements import (
-    BOOLEAN,
-    ENUM,
     SCALARS,
-    STRING,
     Enum,
     EnumConstant,
     Extend,
@@ -21,6 +18,7 @@ from partitions.registry.protobuf_elements import (
     F,
     Field,
     Group,
+    Kind,
     Message,
     OneOf,
     Option,
@@ -33,56 +31,58 @@ from partitions.registry.protobuf_text import Written, WrittenField
 
 # The standard options Confluent's toProtoFile keeps, in its order, with Wire's kind of each.
 FILE_OPTIONS = (
-    ("java_package", STRING),
-    ("java_outer_classname", STRING),
-    ("java_multiple_files", BOOLEAN),
-    ("java_generate_equals_and_hash", BOOLEAN),
-    ("java_string_check_utf8", BOOLEAN),
-    ("optimize_for", ENUM),
-    ("go_package", STRING),
-    ("cc_generic_services", BOOLEAN),
-    ("java_generic_services", BOOLEAN),
-    ("py_generic_services", BOOLEAN),
-    ("deprecated", BOOLEAN),
-    ("cc_enable_arenas", BOOLEAN),
-    ("objc_class_prefix", STRING),
-    ("csharp_namespace", STRING),
-    ("swift_prefix", STRING),
-    ("php_class_prefix", STRING),
-    ("php_namespace", STRING),
-    ("php_metadata_namespace", STRING),
-    ("ruby_package", STRING),
+    ("java_package", Kind.STRING),
+    ("java_outer_classname", Kind.STRING),
+    ("java_multiple_files", Kind.BOOLEAN),
+    ("java_generate_equals_and_hash", Kind.BOOLEAN),
+    ("java_string_check_utf8", Kind.BOOLEAN),
+    ("optimize_for", Kind.ENUM),
+    ("go_package", Kind.STRING),
+    ("cc_generic_services", Kind.BOOLEAN),
+    ("java_generic_services", Kind.BOOLEAN),
+    ("py_generic_services", Kind.BOOLEAN),
+    ("deprecated", Kind.BOOLEAN),
+    ("cc_enable_arenas", Kind.BOOLEAN),
+    ("objc_class_prefix", Kind.STRING),
+    ("csharp_namespace", Kind.STRING),
+    ("swift_prefix", Kind.STRING),
+    ("php_class_prefix", Kind.STRING),
+    ("php_namespace", Kind.STRING),
+    ("php_metadata_namespace", Kind.STRING),
+    ("ruby_package", Kind.STRING),
 )
 MESSAGE_OPTIONS = (
-    ("no_standard_descriptor_accessor", BOOLEAN),
-    ("deprecated", BOOLEAN),
-    ("map_entry", BOOLEAN),
+    ("no_standard_descriptor_accessor", Kind.BOOLEAN),
+    ("deprecated", Kind.BOOLEAN),
+    ("map_entry", Kind.BOOLEAN),
 )
 FIELD_OPTIONS = (
-    ("ctype", ENUM),
-    ("packed", BOOLEAN),
-    ("jstype", ENUM),
-    ("deprecated", BOOLEAN),
-    ("debug_redact", BOOLEAN),
-    ("retention", ENUM),
+    ("ctype", Kind.ENUM),
+    ("packed", Kind.BOOLEAN),
+    ("jstype", Kind.ENUM),
+    ("deprecated", Kind.BOOLEAN),
+    ("debug_redact", Kind.BOOLEAN),
+    ("retention", Kind.ENUM),
 )
-ENUM_OPTIONS = (("allow_alias", BOOLEAN), ("deprecated", BOOLEAN))
-ENUM_VALUE_OPTIONS = (("deprecated", BOOLEAN), ("debug_redact", BOOLEAN))
-SERVICE_OPTIONS = (("deprecated", BOOLEAN),)
-METHOD_OPTIONS = (("deprecated", BOOLEAN), ("idempotency_level", ENUM))
+ENUM_OPTIONS = (("allow_alias", Kind.BOOLEAN), ("deprecated", Kind.BOOLEAN))
+ENUM_VALUE_OPTIONS = (("deprecated", Kind.BOOLEAN), ("debug_redact", Kind.BOOLEAN))
+SERVICE_OPTIONS = (("deprecated", Kind.BOOLEAN),)
+METHOD_OPTIONS = (("deprecated", Kind.BOOLEAN), ("idempotency_level", Kind.ENUM))
 
 
-def _standard_options(options: Any, known: tuple[tuple[str, str], ...]) -> list[Option]:
+def _standard_options(options: Any, known: tuple[tuple[str, Kind], ...]) -> list[Option]:
     found = []
     for name, kind in known:
         if options.HasField(name):
             value = getattr(options, name)
-            if kind == ENUM:
+            if kind == Kind.ENUM:
                 value = options.DESCRIPTOR.fields_by_name[name].enum_type.values_by_number[value].name
             found.append(Option(name, kind, value))
     if any(f.name == "targets" for f, _ in options.ListFields()):
         enum_type = options.DESCRIPTOR.fields_by_name["targets"].enum_type
-        found.extend(Option("targets", ENUM, enum_type.values_by_number[t].name) for t in options.targets)
+        found.extend(
+            Option("targets", Kind.ENUM, enum_type.values_by_number[t].name) for t in options.targets
+        )
     return found
 
 
@@ -107,7 +107,9 @@ class Converter:
         self.as_written = written if as_written else None  # the text whose options, ranges, defaults print
         self.proto3 = file.syntax == "proto3"
 
-    def options(self, options: Any, known: tuple[tuple[str, str], ...], key: tuple[str, ...]) -> list[Option]:
+    def options(
+        self, options: Any, known: tuple[tuple[str, Kind], ...], key: tuple[str, ...]
+    ) -> list[Option]:
         if self.as_written is not None:
             return list(self.as_written.options.get(key, []))
         return _standard_options(options, known) + self.custom_options(options)

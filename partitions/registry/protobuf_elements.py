@@ -6,14 +6,13 @@ The printer (protobuf_format) and the compatibility check (protobuf_diff) read t
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import descriptor_pb2
 
 F = descriptor_pb2.FieldDescriptorProto
-STRING, BOOLEAN, ENUM, NUMBER, MAP, LIST = "STRING", "BOOLEAN", "ENUM", "NUMBER", "MAP", "LIST"
-OPTION = "OPTION"  # a text's (name).sub = value: the value is the Option of sub
 MAX_TAG = 536870911  # Protobuf's largest field number; ranges to it print "max"
 
 SCALARS = {
@@ -36,18 +35,33 @@ SCALARS = {
 SCALAR_NAMES = frozenset(SCALARS.values())
 
 
+class Kind(enum.StrEnum):
+    """What an option's value is (Wire's ``OptionElement.Kind``)."""
+
+    STRING = "STRING"
+    BOOLEAN = "BOOLEAN"
+    ENUM = "ENUM"
+    NUMBER = "NUMBER"
+    MAP = "MAP"
+    LIST = "LIST"
+    OPTION = "OPTION"  # a text's (name).sub = value: the value is the Option of sub
+
+
+SCALAR_KINDS = frozenset({Kind.BOOLEAN, Kind.ENUM, Kind.NUMBER})  # printed bare; a Primitive in a map or list
+
+
 @dataclass(frozen=True, slots=True)
 class Primitive:
     """A value inside an option's map, with its kind (Wire's ``OptionPrimitive``)."""
 
-    kind: str
+    kind: Kind
     value: Any
 
 
 @dataclass(slots=True)
 class Option:
     name: str
-    kind: str
+    kind: Kind
     value: Any  # str | bool | int | float | dict[str, Any] | list[Any]
     parenthesized: bool = False
 

@@ -13,21 +13,16 @@ from typing import Any
 
 from partitions.registry.protobuf_context import Names
 from partitions.registry.protobuf_elements import (
-    BOOLEAN,
-    ENUM,
-    LIST,
-    MAP,
     MAX_TAG,
-    NUMBER,
-    OPTION,
+    SCALAR_KINDS,
     SCALAR_NAMES,
-    STRING,
     Enum,
     EnumConstant,
     Extend,
     Extensions,
     Field,
     Group,
+    Kind,
     Message,
     OneOf,
     Option,
@@ -331,7 +326,7 @@ class Printer:
         if field.default is not None:
             options.append(Option("default", _default_kind(field.type), field.default))
         if field.json_name is not None:
-            options.append(Option("json_name", STRING, field.json_name))
+            options.append(Option("json_name", Kind.STRING, field.json_name))
         options = self.options(options)
         if options:
             text += " " + self.option_list(options)
@@ -359,15 +354,15 @@ class Printer:
 
     def option(self, option: Option) -> str:
         name = f"({option.name})" if option.parenthesized else option.name
-        if option.kind == STRING:
+        if option.kind == Kind.STRING:
             return f'{name} = "{escape(str(option.value))}"'
-        if option.kind in (BOOLEAN, ENUM, NUMBER):
-            return f"{name} = {_scalar(option.value, self.normalize and option.kind == NUMBER)}"
-        if option.kind == MAP:
+        if option.kind in SCALAR_KINDS:
+            return f"{name} = {_scalar(option.value, self.normalize and option.kind == Kind.NUMBER)}"
+        if option.kind == Kind.MAP:
             return f"{name} = {{\n{self.option_map(option.value)}}}"
-        if option.kind == LIST:
+        if option.kind == Kind.LIST:
             return f"{name} = {self.option_list_value(option.value)}"
-        if option.kind == OPTION:
+        if option.kind == Kind.OPTION:
             return f"{name}.{self.option(option.value)}"
         return name
 
@@ -390,22 +385,22 @@ class Printer:
                 return self.value(value[0])
             return f"[\n{_listed([self.value(v) for v in value])}]"
         if isinstance(value, Primitive):
-            if value.kind == STRING:
+            if value.kind == Kind.STRING:
                 return self.value(value.value)
-            return _scalar(value.value, self.normalize and value.kind == NUMBER)
+            return _scalar(value.value, self.normalize and value.kind == Kind.NUMBER)
         if isinstance(value, Option):
             return self.option(value)
         return _scalar(value)
 
 
-def _default_kind(field_type: str) -> str:
+def _default_kind(field_type: str) -> Kind:
     if field_type == "bool":
-        return BOOLEAN
+        return Kind.BOOLEAN
     if field_type == "string":
-        return STRING
+        return Kind.STRING
     if field_type in SCALAR_NAMES:
-        return NUMBER
-    return ENUM
+        return Kind.NUMBER
+    return Kind.ENUM
 
 
 def _range_text(value: int | tuple[int, int] | str, normalize: bool) -> str:

@@ -16,15 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partitions.registry.protobuf_elements import (
-    BOOLEAN,
-    ENUM,
-    LIST,
-    MAP,
     MAX_TAG,
-    NUMBER,
-    OPTION,
-    STRING,
+    SCALAR_KINDS,
     Extensions,
+    Kind,
     Option,
     Primitive,
     Reserved,
@@ -352,29 +347,29 @@ class _Walk:
             raise ValueError(f"expected {separator!r} in option {name}")
         kind, value = self.kind_and_value()
         if sub_name is not None:
-            value, kind = Option(sub_name, kind, value), OPTION
+            value, kind = Option(sub_name, kind, value), Kind.OPTION
         return Option(name, kind, value, parenthesized)
 
-    def kind_and_value(self) -> tuple[str, Any]:
+    def kind_and_value(self) -> tuple[Kind, Any]:
         token = self.peek()
         if token == "{":
-            return MAP, self.option_map()
+            return Kind.MAP, self.option_map()
         if token == "[":
-            return LIST, self.option_list_value()
+            return Kind.LIST, self.option_list_value()
         if token[:1] in ("'", '"'):
             text = ""
             while self.peek()[:1] in ("'", '"'):
                 text += _unescape(self.take()[1:-1])
-            return STRING, text
+            return Kind.STRING, text
         if token == "-" and self.peek(1):
             self.take()
-            return NUMBER, "-" + self.take()
+            return Kind.NUMBER, "-" + self.take()
         self.take()
         if token[:1].isdigit() or token[:1] in "-+." or token in ("inf", "nan"):
-            return NUMBER, token
+            return Kind.NUMBER, token
         if token in ("true", "false"):
-            return BOOLEAN, token
-        return ENUM, token
+            return Kind.BOOLEAN, token
+        return Kind.ENUM, token
 
     def option_map(self) -> dict[str, Any]:
         self.take()  # {
@@ -386,7 +381,7 @@ class _Walk:
                 nested = found.setdefault(option.name, {})
                 nested[value.name] = value.value
             else:
-                if option.kind in (BOOLEAN, ENUM, NUMBER):
+                if option.kind in SCALAR_KINDS:
                     value = Primitive(option.kind, value)
                 previous = found.get(option.name)
                 if previous is None:
@@ -405,7 +400,7 @@ class _Walk:
         values = []
         while self.peek() not in ("]", ""):
             kind, value = self.kind_and_value()
-            values.append(Primitive(kind, value) if kind in (BOOLEAN, ENUM, NUMBER) else value)
+            values.append(Primitive(kind, value) if kind in SCALAR_KINDS else value)
             if self.peek() == ",":
                 self.take()
         self.take()  # ]
