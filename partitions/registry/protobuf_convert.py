@@ -9,24 +9,8 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2
 
-from partitions.registry.protobuf_elements import (
-    SCALARS,
-    Enum,
-    EnumConstant,
-    Extend,
-    Extensions,
-    F,
-    Field,
-    Group,
-    Kind,
-    Message,
-    OneOf,
-    Option,
-    ProtoFile,
-    Reserved,
-    Rpc,
-    Service,
-)
+from partitions.registry import protobuf_elements as elements
+from partitions.registry.protobuf_elements import SCALARS, F, Kind
 from partitions.registry.protobuf_text import Written, WrittenField
 
 # The standard options Confluent's toProtoFile keeps, in its order, with Wire's kind of each.
@@ -70,18 +54,18 @@ SERVICE_OPTIONS = (("deprecated", Kind.BOOLEAN),)
 METHOD_OPTIONS = (("deprecated", Kind.BOOLEAN), ("idempotency_level", Kind.ENUM))
 
 
-def _standard_options(options: Any, known: tuple[tuple[str, Kind], ...]) -> list[Option]:
+def _standard_options(options: Any, known: tuple[tuple[str, Kind], ...]) -> list[elements.Option]:
     found = []
     for name, kind in known:
         if options.HasField(name):
             value = getattr(options, name)
             if kind == Kind.ENUM:
                 value = options.DESCRIPTOR.fields_by_name[name].enum_type.values_by_number[value].name
-            found.append(Option(name, kind, value))
+            found.append(elements.Option(name, kind, value))
     if any(f.name == "targets" for f, _ in options.ListFields()):
         enum_type = options.DESCRIPTOR.fields_by_name["targets"].enum_type
         found.extend(
-            Option("targets", Kind.ENUM, enum_type.values_by_number[t].name) for t in options.targets
+            elements.Option("targets", Kind.ENUM, enum_type.values_by_number[t].name) for t in options.targets
         )
     return found
 
@@ -98,7 +82,7 @@ class Converter:
         self,
         file: descriptor_pb2.FileDescriptorProto,
         written: Written | None,
-        custom_options: Callable[[Any], list[Option]],
+        custom_options: Callable[[Any], list[elements.Option]],
         as_written: bool = True,
     ) -> None:
         self.file = file
@@ -109,7 +93,7 @@ class Converter:
 
     def options(
         self, options: Any, known: tuple[tuple[str, Kind], ...], key: tuple[str, ...]
-    ) -> list[Option]:
+    ) -> list[elements.Option]:
         if self.as_written is not None:
             return list(self.as_written.options.get(key, []))
         return _standard_options(options, known) + self.custom_options(options)
@@ -117,7 +101,7 @@ class Converter:
     def written_field(self, scope: tuple[str, ...], name: str) -> WrittenField | None:
         return self.written.fields.get((scope, name)) if self.written is not None else None
 
-    def proto_file(self) -> ProtoFile:
+    def proto_file(self) -> elements.ProtoFile:
         file = self.file
         imports, public, weak = [], [], []
         for index, name in enumerate(file.dependency):
@@ -127,13 +111,15 @@ class Converter:
                 weak.append(name)
             else:
                 imports.append(name)
-        types: list[Message | Enum] = [self.message(m, (m.name,)) for m in file.message_type]
+        types: list[elements.Message | elements.Enum] = [
+            self.message(m, (m.name,)) for m in file.message_type
+        ]
         types += [self.enum(e, (e.name,)) for e in file.enum_type]
         if self.written is not None:
             syntax = self.written.syntax
         else:
             syntax = file.syntax if file.syntax in ("proto2", "proto3") else None
-        return ProtoFile(
+        return elements.ProtoFile(
             package=file.package or None,
             syntax=syntax,
             imports=imports,
@@ -145,22 +131,22 @@ class Converter:
             options=self.options(file.options, FILE_OPTIONS, ("file",)),
         )
 
-    def extends(self, fields: Any, scope: tuple[str, ...]) -> list[Extend]:
-        grouped: dict[str, list[Field]] = {}
+    def extends(self, fields: Any, scope: tuple[str, ...]) -> list[elements.Extend]:
+        grouped: dict[str, list[elements.Field]] = {}
         for fd in fields:
             written = self.written_field(scope, fd.name)
             extendee = written.extendee if written is not None and written.extendee else fd.extendee
             grouped.setdefault(extendee, []).append(self.field(fd, scope, in_oneof=False))
-        return [Extend(name, fields) for name, fields in grouped.items()]
+        return [elements.Extend(name, fields) for name, fields in grouped.items()]
 
-    def message(self, descriptor: descriptor_pb2.DescriptorProto, scope: tuple[str, ...]) -> Message:
-        fields: list[Field] = []
+    def message(self, descriptor: descriptor_pb2.DescriptorProto, scope: tuple[str, ...]) -> elements.Message:
+        fields: list[elements.Field] = []
         oneofs = [
-            OneOf(o.name, [], self.options(o.options, (), ("oneof", *scope, o.name)))
+            elements.OneOf(o.name, [], self.options(o.options, (), ("oneof", *scope, o.name)))
             for o in descriptor.oneof_decl
         ]
         map_entries: set[str] = set()
-        groups: list[Group] = []
+        groups: list[elements.Group] = []
         for fd in descriptor.field:
             group = self.group(fd, descriptor, scope)
             if group is not None:  # Wire's element of a text's group; its message is no nested type
@@ -177,7 +163,7 @@ class Converter:
                 if field_element.type.startswith("map<"):
                     map_entries.add(fd.type_name.rsplit(".", 1)[-1])
                 fields.append(field_element)
-        nested: list[Message | Enum] = [
+        nested: list[elements.Message | elements.Enum] = [
             self.message(m, (*scope, m.name)) for m in descriptor.nested_type if m.name not in map_entries
         ]
         nested += [self.enum(e, (*scope, e.name)) for e in descriptor.enum_type]
@@ -185,13 +171,13 @@ class Converter:
             reserveds = list(self.as_written.reserveds.get(("message", *scope), []))
             extensions = list(self.as_written.extensions.get(scope, []))
         else:
-            reserveds = [Reserved([_range(r.start, r.end - 1)]) for r in descriptor.reserved_range]
-            reserveds += [Reserved([name]) for name in descriptor.reserved_name]
+            reserveds = [elements.Reserved([_range(r.start, r.end - 1)]) for r in descriptor.reserved_range]
+            reserveds += [elements.Reserved([name]) for name in descriptor.reserved_name]
             extensions = [
-                Extensions([_range(r.start, r.end - 1)], _standard_options(r.options, ()))
+                elements.Extensions([_range(r.start, r.end - 1)], _standard_options(r.options, ()))
                 for r in descriptor.extension_range
             ]
-        return Message(
+        return elements.Message(
             name=descriptor.name,
             fields=fields,
             oneofs=[o for o in oneofs if o.fields or o.groups],
@@ -208,7 +194,7 @@ class Converter:
         fd: descriptor_pb2.FieldDescriptorProto,
         message: descriptor_pb2.DescriptorProto,
         scope: tuple[str, ...],
-    ) -> Group | None:
+    ) -> elements.Group | None:
         written = self.written_field(scope, fd.name)
         if fd.type != F.TYPE_GROUP or written is None or not written.group:
             return None
@@ -216,9 +202,11 @@ class Converter:
         if body is None:
             return None
         fields = [self.field(f, (*scope, body.name), in_oneof=False) for f in body.field]
-        return Group(written.label, body.name, fd.number, fields)
+        return elements.Group(written.label, body.name, fd.number, fields)
 
-    def field(self, fd: descriptor_pb2.FieldDescriptorProto, scope: tuple[str, ...], in_oneof: bool) -> Field:
+    def field(
+        self, fd: descriptor_pb2.FieldDescriptorProto, scope: tuple[str, ...], in_oneof: bool
+    ) -> elements.Field:
         written = self.written_field(scope, fd.name)
         if written is not None:
             label, type_name = (None if in_oneof else written.label), written.type
@@ -229,7 +217,7 @@ class Converter:
             options, default = list(written.options), written.default
         else:
             options = _standard_options(fd.options, FIELD_OPTIONS) + self.custom_options(fd.options)
-        return Field(
+        return elements.Field(
             label=label,
             type=type_name,
             name=fd.name,
@@ -248,9 +236,9 @@ class Converter:
             return None
         return "required" if fd.label == F.LABEL_REQUIRED else "optional"
 
-    def enum(self, descriptor: descriptor_pb2.EnumDescriptorProto, path: tuple[str, ...]) -> Enum:
+    def enum(self, descriptor: descriptor_pb2.EnumDescriptorProto, path: tuple[str, ...]) -> elements.Enum:
         constants = [
-            EnumConstant(
+            elements.EnumConstant(
                 v.name, v.number, self.options(v.options, ENUM_VALUE_OPTIONS, ("value", *path, v.name))
             )
             for v in descriptor.value
@@ -258,21 +246,23 @@ class Converter:
         if self.as_written is not None:
             reserveds = list(self.as_written.reserveds.get(("enum", *path), []))
         else:
-            reserveds = [Reserved([_range(r.start, r.end)]) for r in descriptor.reserved_range]
-            reserveds += [Reserved([name]) for name in descriptor.reserved_name]
+            reserveds = [elements.Reserved([_range(r.start, r.end)]) for r in descriptor.reserved_range]
+            reserveds += [elements.Reserved([name]) for name in descriptor.reserved_name]
         options = self.options(descriptor.options, ENUM_OPTIONS, ("enum", *path))
-        return Enum(descriptor.name, constants, options, reserveds)
+        return elements.Enum(descriptor.name, constants, options, reserveds)
 
-    def service(self, descriptor: descriptor_pb2.ServiceDescriptorProto) -> Service:
+    def service(self, descriptor: descriptor_pb2.ServiceDescriptorProto) -> elements.Service:
         rpcs = []
         for m in descriptor.method:
             request, response = m.input_type, m.output_type
             if self.written is not None:
                 request, response = self.written.rpc_types.get((descriptor.name, m.name), (request, response))
             options = self.options(m.options, METHOD_OPTIONS, ("rpc", descriptor.name, m.name))
-            rpcs.append(Rpc(m.name, request, response, m.client_streaming, m.server_streaming, options))
+            rpcs.append(
+                elements.Rpc(m.name, request, response, m.client_streaming, m.server_streaming, options)
+            )
         options = self.options(descriptor.options, SERVICE_OPTIONS, ("service", descriptor.name))
-        return Service(descriptor.name, rpcs, options)
+        return elements.Service(descriptor.name, rpcs, options)
 
 
 def _range(start: int, end_inclusive: int) -> int | tuple[int, int]:
