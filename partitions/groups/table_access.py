@@ -9,7 +9,7 @@ groups the node runs and the feature gate. This module does not import the coord
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from typing import Protocol
 
 from partitions.features import (
@@ -36,7 +36,7 @@ from partitions.groups.group_commands import (
     GroupCommand,
     StreamsGroupRecord,
 )
-from partitions.groups.group_model import ClassicMember, Group, Recorded
+from partitions.groups.group_model import Group, Recorded
 from partitions.groups.group_types import GroupType, Holders, held_by
 from partitions.groups.live import LiveGroup
 from partitions.groups.share.coordinator import ShareGroup
@@ -264,28 +264,18 @@ class ClassicTable:
             if group.classic_members
         ]
 
-    async def record_classic(
-        self,
-        group: str,
-        protocol_type: str,
-        protocol: str,
-        generation: int,
-        leader: str | None,
-        members: Sequence[ClassicMember],
-        rebalancing: bool = False,
-    ) -> None:
+    async def record_classic(self, group: str, record: Callable[[int], ClassicGroupMetadata]) -> None:
         """A group of Kafka clients completed a rebalance (or emptied), or lost members and collects
-        joins again (``rebalancing``): its metadata, members and assignments outlive its coordinator.
-        RecordTooLarge past the table's bounds; NotLeader, no quorum... when not written. Not written
-        while the cluster's feature level predates kind 9 (release 0.1.0 cannot read it): a coordinator
-        failover then loses the members, as in 0.1.0."""
+        joins again (``rebalancing``): its metadata, members and assignments (``record``, stamped with
+        the leader's wall clock) outlive its coordinator. RecordTooLarge past the table's bounds;
+        NotLeader, no quorum... when not written. Not written while the cluster's feature level predates
+        kind 9 (release 0.1.0 cannot read it): a coordinator failover then loses the members, as in
+        0.1.0."""
         groups = self._groups
         if groups.features is not None and not groups.features.allows(CLASSIC_GROUP_METADATA):
             return
         partition, _, _ = groups.read(group)
-        command = ClassicGroupMetadata(
-            group, protocol_type, protocol, generation, leader, tuple(members), groups.wall(), rebalancing
-        )
+        command = record(groups.wall())
         excess = command.excess()
         if excess is not None:
             raise RecordTooLarge(*excess)

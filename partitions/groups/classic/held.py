@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from partitions.groups.assignors import TopicPartition
@@ -28,6 +28,7 @@ from partitions.groups.classic.members import (
     fail,
 )
 from partitions.groups.consumer_protocol import NotAnAssignment, decode_assignment
+from partitions.groups.group_commands import ClassicGroupMetadata
 from partitions.groups.group_model import ClassicMember, Recorded
 from partitions.groups.group_types import GroupType
 from partitions.groups.held_map import HeldMap
@@ -62,16 +63,9 @@ class GroupRecords(Protocol):
         """Refused when a protocol other than ``asking`` holds the group (``group_types``)."""
         ...
 
-    async def record_classic(
-        self,
-        group: str,
-        protocol_type: str,
-        protocol: str,
-        generation: int,
-        leader: str | None,
-        members: Sequence[ClassicMember],
-        rebalancing: bool = False,
-    ) -> None: ...
+    async def record_classic(self, group: str, record: Callable[[int], ClassicGroupMetadata]) -> None:
+        """Write the group's metadata: ``record``, given the leader's wall clock (ms)."""
+        ...
 
 
 class Unrecorded:
@@ -89,16 +83,7 @@ class Unrecorded:
     def check_type(self, group: str, asking: GroupType) -> None:
         return None
 
-    async def record_classic(
-        self,
-        group: str,
-        protocol_type: str,
-        protocol: str,
-        generation: int,
-        leader: str | None,
-        members: Sequence[ClassicMember],
-        rebalancing: bool = False,
-    ) -> None:
+    async def record_classic(self, group: str, record: Callable[[int], ClassicGroupMetadata]) -> None:
         return None
 
 
@@ -177,20 +162,23 @@ class HeldGroups:
         name, generation = group.name, group.generation
         protocol_type, protocol, leader = group.protocol_type or "", group.protocol or "", group.leader
         rebalancing = group.state is GroupState.PREPARING_REBALANCE and bool(group.members)
-        members = [
+        members = tuple(
             ClassicMember(
                 m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
                 m.session_timeout_ms, dict(m.protocols).get(protocol, b""), m.assignment,
             )
             for m in group.members.values()
-        ]  # fmt: skip
+        )  # fmt: skip
+
+        def record(now_ms: int) -> ClassicGroupMetadata:
+            return ClassicGroupMetadata(
+                name, protocol_type, protocol, generation, leader, members, now_ms, rebalancing
+            )
 
         async def write() -> None:
             refusal = None
             try:
-                await self._records.record_classic(
-                    name, protocol_type, protocol, generation, leader, members, rebalancing
-                )
+                await self._records.record_classic(name, record)
             except RaftlogError as exc:
                 log.info("group %s: generation %d not written: %s", name, generation, exc)
                 refusal = _not_written(exc)
