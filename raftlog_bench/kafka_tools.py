@@ -45,6 +45,7 @@ from raftlog_bench.arguments import (
     add_dir_argument,
     add_json_argument,
     add_wait_quiet_argument,
+    config_of,
     positive_ints,
     refused,
     standalone_parser,
@@ -322,36 +323,26 @@ def run(config: Config) -> list[ToolRun]:
     return runs
 
 
+# Each option sets Config's field of its name and defaults to it: (option, type, help).
+OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
+    ("--record-sizes", positive_ints,
+     "bytes per record of the producer and consumer runs (default 1024,100)"),
+    ("--records", positive_ints,
+     "records produced and read of each size, in --record-sizes' order (default 1000000,3000000)"),
+    ("--partitions", int, "of each topic (default 3)"),
+    ("--producers", int, "ProducerPerformance processes at once, each its share of --records (default 1)"),
+    ("--group-members", int, "consumer processes of the group read (default 3; 1: no group read)"),
+    ("--e2e-records", int, "EndToEndLatency's records of 1 KiB (default 5000; 0: not run)"),
+    ("--systems", lambda text: tuple(text.split(",")), "which systems, in order (default raftlog,kafka)"),
+    ("--tool-timeout", float,
+     "seconds each tool run may take before the benchmark stops with an error (default 600)"),
+)  # fmt: skip
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--record-sizes", type=positive_ints, default=Config.record_sizes,
-        help="bytes per record of the producer and consumer runs (default 1024,100)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--records", type=positive_ints, default=Config.records,
-        help="records produced and read of each size, in --record-sizes' order (default 1000000,3000000)",
-    )  # fmt: skip
-    parser.add_argument("--partitions", type=int, default=Config.partitions, help="of each topic (default 3)")
-    parser.add_argument(
-        "--producers", type=int, default=Config.producers,
-        help="ProducerPerformance processes at once, each its share of --records (default 1)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--group-members", type=int, default=Config.group_members,
-        help="consumer processes of the group read (default 3; 1: no group read)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--e2e-records", type=int, default=Config.e2e_records,
-        help="EndToEndLatency's records of 1 KiB (default 5000; 0: not run)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--systems", type=lambda text: tuple(text.split(",")), default=SYSTEMS,
-        help="which systems, in order (default raftlog,kafka)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--tool-timeout", type=float, default=Config.tool_timeout,
-        help="seconds each tool run may take before the benchmark stops with an error (default 600)",
-    )  # fmt: skip
+    for option, kind, text in OPTIONS:
+        default = getattr(Config, option.removeprefix("--").replace("-", "_"))
+        parser.add_argument(option, type=kind, default=default, help=text)
     parser.add_argument(
         "--keep", action="store_true", help="keep the clusters' data and the tools' outputs in --dir"
     )
@@ -361,10 +352,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    config = Config(
-        tuple(args.record_sizes), tuple(args.records), max(1, args.partitions), max(1, args.group_members),
-        max(0, args.e2e_records), tuple(args.systems), args.tool_timeout, args.wait_quiet, args.dir,
-        args.keep, args.producers,
+    config = config_of(
+        Config, args, partitions=max(1, args.partitions), group_members=max(1, args.group_members),
+        e2e_records=max(0, args.e2e_records),
     )  # fmt: skip
     trouble = problem(config)
     if trouble is not None:
