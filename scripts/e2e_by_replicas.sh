@@ -15,12 +15,11 @@ ROUNDS=${2:-2}
 NAME=e2e_by_replicas
 # shellcheck source=scripts/e2e_cluster.sh
 source scripts/e2e_cluster.sh
-"$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r1 --partitions 1 --replication-factor 1 >/dev/null
-"$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r3 --partitions 1 --replication-factor 3 >/dev/null
+topic_create e2e-r1 1
+topic_create e2e-r3 3
 for round in $(seq 1 "$ROUNDS"); do
     for topic in e2e-r3 e2e-r1; do
-        output=$(timeout 600 java -Xms64m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.EndToEndLatency \
-            127.0.0.1:19092 "$topic" "$RECORDS" all 1024 2>&1) || { echo "$output" >&2; exit 1; }
-        echo "round $round, $topic: $(grep -E "Avg latency|Percentiles" <<<"$output" | tr '\n' ' ')"
+        latencies=$(end_to_end "$topic" "$RECORDS")
+        echo "round $round, $topic: $latencies"
     done
 done

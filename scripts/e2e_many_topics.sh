@@ -16,7 +16,7 @@ TOPICS=${2:-2000}
 NAME=e2e_many_topics
 # shellcheck source=scripts/e2e_cluster.sh
 source scripts/e2e_cluster.sh
-"$RAFTLOG" --server http://127.0.0.1:18081 topic create e2e-r1 --partitions 1 --replication-factor 1 >/dev/null
+topic_create e2e-r1 1
 pids=$(pgrep -f "raftlog_node --node-id n[123] --data-dir $DATA/data/")
 cpu_ticks() { local total=0; for pid in $pids; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$total"; }
 hz=$(getconf CLK_TCK)
@@ -40,8 +40,6 @@ print(f"{count} other topics made in {time.monotonic() - began:.1f} s", end="")
 PY
 echo ", the nodes' CPU meanwhile $(( ($(cpu_ticks) - before) * 1000 / hz )) ms"
 before=$(cpu_ticks)
-output=$(timeout 600 java -Xms64m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.EndToEndLatency \
-    127.0.0.1:19092 e2e-r1 "$RECORDS" all 1024 2>&1) || { echo "$output" >&2; exit 1; }
+latencies=$(end_to_end e2e-r1 "$RECORDS")
 after=$(cpu_ticks)
-echo "beside $TOPICS topics: nodes $(( (after - before) * 1000000 / hz / RECORDS )) µs CPU a record;" \
-    "$(grep -E "Avg latency|Percentiles" <<<"$output" | tr '\n' ' ')"
+echo "beside $TOPICS topics: nodes $(( (after - before) * 1000000 / hz / RECORDS )) µs CPU a record; $latencies"
