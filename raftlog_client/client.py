@@ -418,20 +418,35 @@ class RaftlogClient:
         read_committed: bool = False,
     ) -> Any:
         """One fetch request: the parsed JSON answer, or the bytes for the record-batch type."""
-        params: dict[str, str | int] = {"offset": offset, "timeout": timeout_ms}
-        if max_bytes is not None:
-            params["max_bytes"] = max_bytes
+        params: dict[str, str | int] = {"offset": offset}
         if read_committed:
             params["isolation"] = "read_committed"
-        _, answer = await self._request(
-            "GET",
-            records_path(topic, partition),
-            params=params,
-            accept=accept,
-            repeatable=True,
-            timeout_s=self.timeout_s + timeout_ms / 1000,
+        return await self._long_poll(
+            "GET", records_path(topic, partition), params, timeout_ms, max_bytes, accept=accept,
             raw=accept == RECORD_BATCH,
-        )
+        )  # fmt: skip
+
+    async def _long_poll(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int],
+        timeout_ms: int,
+        max_bytes: int | None,
+        *,
+        accept: str | None = None,
+        raw: bool = False,
+    ) -> Any:
+        """A read the server holds up to ``timeout_ms`` until it has records (a fetch, a group member's
+        poll, a share member's acquire), answering at most ``max_bytes`` if given: repeatable, and given
+        that wait beyond the client's own timeout. The answer, as ``_request`` returns it."""
+        query = {**params, "timeout": timeout_ms}
+        if max_bytes is not None:
+            query["max_bytes"] = max_bytes
+        _, answer = await self._request(
+            method, path, params=query, accept=accept, repeatable=True,
+            timeout_s=self.timeout_s + timeout_ms / 1000, raw=raw,
+        )  # fmt: skip
         return answer
 
     async def fetch(
@@ -661,16 +676,13 @@ class GroupConsumer:
         await self.assignment()
 
     async def poll(self, *, timeout_ms: int = 1000, max_bytes: int | None = None) -> list[FetchedRecord]:
-        params: dict[str, str | int] = {"timeout": timeout_ms}
-        if max_bytes is not None:
-            params["max_bytes"] = max_bytes
+        params: dict[str, str | int] = {}
         if self.generation is not None:
             params["generation"] = self.generation
         try:
-            _, rows = await self.client._request(
-                "GET", f"{self._base}/records", params=params, accept=BINARY_V2, repeatable=True,
-                timeout_s=self.client.timeout_s + timeout_ms / 1000,
-            )  # fmt: skip
+            rows = await self.client._long_poll(
+                "GET", f"{self._base}/records", params, timeout_ms, max_bytes, accept=BINARY_V2
+            )
         except RequestFailed as exc:
             if exc.error_code not in (STALE_GENERATION, UNKNOWN_INSTANCE):
                 raise

@@ -104,16 +104,13 @@ class ShareConsumer:
     ) -> list[ShareRecord]:
         """Records acquired for this member (locked for ``lock_ms``), waiting up to ``timeout_ms`` for one.
         A retry after an answer that was lost leaves what that attempt acquired locked until it expires."""
-        params: dict[str, str | int] = {"max_records": max_records, "timeout": timeout_ms}
-        if max_bytes is not None:
-            params["max_bytes"] = max_bytes
+        params: dict[str, str | int] = {"max_records": max_records}
         if self.offset_reset is not None:
             params["share.auto.offset.reset"] = self.offset_reset
         try:
-            _, answer = await self.client._request(
-                "POST", f"{self._base}/records", params=params, repeatable=True,
-                timeout_s=self.client.timeout_s + timeout_ms / 1000,
-            )  # fmt: skip
+            answer = await self.client._long_poll(
+                "POST", f"{self._base}/records", params, timeout_ms, max_bytes
+            )
         except RequestFailed as exc:
             if exc.error_code != UNKNOWN_MEMBER:
                 raise
