@@ -41,15 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from raftlog_bench.arguments import (
-    add_dir_argument,
-    add_json_argument,
-    add_wait_quiet_argument,
-    config_of,
-    positive_ints,
-    refused,
-    standalone_parser,
-)
+from raftlog_bench import arguments
 from raftlog_bench.cpu import CpuMeter, wait_quiet
 from raftlog_bench.kafka_peer import KAFKA_VERSION, kafka_libs, log_config
 from raftlog_bench.kafka_tools_output import (
@@ -325,9 +317,9 @@ def run(config: Config) -> list[ToolRun]:
 
 # Each option sets Config's field of its name and defaults to it: (option, type, help).
 OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
-    ("--record-sizes", positive_ints,
+    ("--record-sizes", arguments.positive_ints,
      "bytes per record of the producer and consumer runs (default 1024,100)"),
-    ("--records", positive_ints,
+    ("--records", arguments.positive_ints,
      "records produced and read of each size, in --record-sizes' order (default 1000000,3000000)"),
     ("--partitions", int, "of each topic (default 3)"),
     ("--producers", int, "ProducerPerformance processes at once, each its share of --records (default 1)"),
@@ -346,19 +338,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the clusters' data and the tools' outputs in --dir"
     )
-    add_wait_quiet_argument(parser, "before each tool run,")
-    add_dir_argument(parser, "the clusters' directories")
-    add_json_argument(parser, "every run")
+    arguments.add_wait_quiet_argument(parser, "before each tool run,")
+    arguments.add_dir_argument(parser, "the clusters' directories")
+    arguments.add_json_argument(parser, "every run")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    config = config_of(
+    config = arguments.config_of(
         Config, args, partitions=max(1, args.partitions), group_members=max(1, args.group_members),
         e2e_records=max(0, args.e2e_records),
     )  # fmt: skip
     trouble = problem(config)
     if trouble is not None:
-        return refused("kafka-tools", trouble)
+        return arguments.refused("kafka-tools", trouble)
     say(f"kafka-tools: Apache Kafka {KAFKA_VERSION}'s perf tools; load average {os.getloadavg()}")
     runs = run(config)
     results: dict[str, Any] = {
@@ -371,7 +363,8 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_from_args(standalone_parser("kafka-tools", DESCRIPTION, add_arguments).parse_args(argv))
+    parser = arguments.standalone_parser("kafka-tools", DESCRIPTION, add_arguments)
+    return run_from_args(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
