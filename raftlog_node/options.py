@@ -32,6 +32,7 @@ from partitions.groups.defaults import (
     SHARE_LOCK_MS_DEFAULT,
 )
 from partitions.groups.defaults import REGEX_RESOLVE_BUDGET_MS_DEFAULT as REGEX_BUDGET_MS_DEFAULT
+from partitions.replicas.defaults import CONTROLLED_SHUTDOWN_MS_DEFAULT
 from partitions.replicas.defaults import RECOVERY_RATE_BYTES_PER_S_DEFAULT as RATE_BYTES_PER_S_DEFAULT
 from partitions.security.defaults import (
     DELEGATION_TOKEN_EXPIRY_TIME_MS_DEFAULT,
@@ -235,6 +236,11 @@ TUNING = (
            "MiB per second that all replicas of this node recovering records from their peers copy "
            "together (a replica whose log is behind the snapshot it installed)",
            default=RECOVERY_RATE_MIB_DEFAULT, low=1, high=1 << 20),
+    Option("--controlled-shutdown-ms",
+           "a stop (SIGTERM) first hands the leadership of every partition and of the controller this node "
+           "leads to another replica, for at most this long, so they move without an election timeout "
+           "(Kafka's controlled.shutdown.enable; 0: none, the others elect as after a crash)",
+           default=CONTROLLED_SHUTDOWN_MS_DEFAULT, low=0, high=600_000),
     Option("--journal-compaction-min-mib",
            "a Raft group's journal is compacted behind a snapshot once it holds more than this; a replica "
            "missing what was compacted installs the snapshot and recovers the records from its peers",

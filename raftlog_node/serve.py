@@ -210,6 +210,8 @@ async def serve(settings: ServeSettings) -> None:
         stall_watch.cancel()
         memory_giver.cancel()
         log.info("node %s stopping", config.node_id)
+        handed = await node.hand_over()  # before the doors close: their clients are told the new leaders
+        log.info("node %s: %s", config.node_id, handed.describe())
     finally:
         refused = (
             features_check.result() if features_check.done() and not features_check.cancelled() else None

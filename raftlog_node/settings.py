@@ -258,6 +258,7 @@ def node_config(args: argparse.Namespace) -> tuple[NodeConfig, HostPort, str | N
         journal_sync_thread_min_bytes=args.journal_sync_thread_min_kib * 1024,
         join=args.join,
         recovery_bytes_per_s=args.recovery_rate_mib * MiB,
+        controlled_shutdown_ms=args.controlled_shutdown_ms,
         cleaner_bytes_per_s=args.cleaner_rate_mib * MiB,
         cleaner_interval_ms=args.cleaner_interval_ms,
         inflated_batch_bytes_max=args.inflated_batch_max_mib * MiB,

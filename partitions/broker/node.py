@@ -87,7 +87,9 @@ from partitions.registry.store import ReplicatedSchemaLog
 from partitions.registry.types import TYPES
 from partitions.replicas import log_dirs
 from partitions.replicas.cluster_view import ClusterView
+from partitions.replicas.defaults import CONTROLLED_SHUTDOWN_MS_DEFAULT
 from partitions.replicas.failures import ReplicaFailure
+from partitions.replicas.handover import HandOver, hand_over
 from partitions.replicas.log_dirs import LogDir, ReplicaDir
 from partitions.replicas.manager import ReplicaManager
 from partitions.replicas.raft_host import RAFT_DIR, RaftHost
@@ -169,6 +171,8 @@ class NodeConfig:
     join: bool = False
     replicas_max: int = REPLICAS_MAX_DEFAULT  # partition replicas a node may hold (see placement)
     recovery_bytes_per_s: int = RATE_BYTES_PER_S_DEFAULT  # what all recoveries of replicas copy together
+    # a stop first hands over this node's leaderships for at most this long (0: none, as a crash)
+    controlled_shutdown_ms: int = CONTROLLED_SHUTDOWN_MS_DEFAULT
     # compaction of the node's compacted logs (raftlog.storage.cleaner): its pace and how often it looks
     cleaner_bytes_per_s: int = cleaner.RATE_BYTES_PER_S_DEFAULT
     cleaner_interval_ms: int = cleaner.INTERVAL_MS_DEFAULT
@@ -592,6 +596,33 @@ class Node:
 
     async def _leave_controller(self, node_id: str, why: str) -> None:
         await remote_peer(self.peers, node_id).leave_controller(why)
+
+    async def hand_over(self) -> HandOver:
+        """A stop's first step, Kafka's controlled shutdown (``partitions.replicas.handover``): gossip LEFT,
+        so the other nodes route nothing more here and hand this one no leadership, then the leadership of
+        every group this node leads to another voter that may lead (alive, connected, not in maintenance,
+        with every door), within ``controlled_shutdown_ms``. Only then do the doors and ``close`` follow."""
+        timeout_s = self.config.controlled_shutdown_ms / 1000
+        if self._closed:
+            return HandOver(0, 0)
+        if timeout_s > 0:
+            await self.presence.leave()
+        maintenance = set(self.frontend.metadata().node_flags["maintenance"])
+        routing = self.routing
+
+        def may_lead(node_id: str) -> bool:
+            return (
+                node_id not in maintenance
+                and routing.serving(node_id)
+                and routing.may_lead(node_id) is None
+                and self.raft.is_connected(node_id)
+            )
+
+        controller = self.frontend.replica_group()
+        groups = [replica.group for _, replica in self.replicas.items()]
+        return await hand_over(
+            [*groups, *([] if controller is None else [controller])], may_lead, timeout_s, self.node_id
+        )
 
     async def close(self) -> None:
         """Stop every part, in reverse order of their start; a second call does nothing."""

@@ -407,6 +407,10 @@ class MetadataFrontend:
         if self._tell_leave is not None:
             await self._tell_leave(node_id, why)
 
+    def replica_group(self) -> ReplicaGroup | None:
+        """This node's controller replica (None on a node that only follows the metadata)."""
+        return self._group
+
     def leader_group(self) -> ReplicaGroup:
         """This node's controller replica when it leads; NotLeader naming the leader otherwise."""
         if self._group is None:

@@ -114,13 +114,18 @@ class Presence:
         if self._seeds:
             self._spawn(self._rejoin_while_alone())
 
+    async def leave(self) -> None:
+        """Tell the cluster this node leaves (gossip LEFT, sent its full retransmit count): the others
+        route nothing more here. A stop's first step (``Node.hand_over``); ``close`` leaves too, once."""
+        await self.gossip.leave()
+
     async def close(self) -> None:
         self._closing = True
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         try:
-            await self.gossip.leave()
+            await self.leave()
         finally:
             await self.gossip.stop()
 

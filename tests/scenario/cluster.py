@@ -83,6 +83,17 @@ class ProcessCluster:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
 
+    def stop(self, node_id: str, timeout_s: float = 30.0) -> int:
+        """SIGTERM, as an operator stops a node; its exit code once it exited (SIGKILL past ``timeout_s``,
+        which then answers -9)."""
+        process = self.processes[node_id]
+        process.terminate()
+        try:
+            return process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()
+
     def pause(self, node_id: str) -> None:
         """SIGSTOP: the process is there but does nothing (a node too slow to answer)."""
         self.processes[node_id].send_signal(signal.SIGSTOP)
