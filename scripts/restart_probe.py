@@ -39,21 +39,24 @@ def log_lines(root: str, node_id: str) -> list[str]:
 
 
 def leader_changes(root: str, marks: dict[str, int], victim: str) -> dict[str, int]:
-    """The elections the nodes logged since ``marks`` (each node's log length before the stop), by what
-    they replaced: a group the stopped node led, a group with no leader known to the winner, a leader of
-    the other two deposed before the restarted node served again or after; and check-quorum step-downs.
+    """The leader changes the nodes logged since ``marks`` (each node's log length before the stop): the
+    stopped node's groups its controlled shutdown handed over (transfers); the elections by what they
+    replaced: a group the stopped node led, a group with no leader known to the winner, a leader of the
+    other two deposed before the restarted node served again or after; and check-quorum step-downs.
     (Each line starts with its time, ``YYYY-MM-DD HH:MM:SS,mmm``.)"""
     new = {node: log_lines(root, node)[mark:] for node, mark in marks.items()}
     restarted_at = next((line[:23] for line in new[victim] if "serving HTTP" in line), "9999")
     counts = dict.fromkeys(
-        ("the stopped node's groups", "leaderless groups won", "deposed before the restart",
-         "deposed after the restart", "check-quorum step-downs"), 0
+        ("handed over by the stop", "the stopped node's groups", "leaderless groups won",
+         "deposed before the restart", "deposed after the restart", "check-quorum step-downs"), 0
     )  # fmt: skip
     for lines in new.values():
         for line in lines:
             if "(check_quorum)" in line and "stepping down" in line:
                 counts["check-quorum step-downs"] += 1
             found = LEADER_LINE.search(line)
+            if found is not None and found.group(3) == "transfer" and found.group(1) == victim:
+                counts["handed over by the stop"] += 1
             if found is None or found.group(3) != "election":
                 continue
             old, winner = found.group(1), found.group(2)
@@ -111,7 +114,8 @@ def main() -> int:
                 print(f"  {node.node_id}: " + ", ".join(f"{k} {v:.0f}" for k, v in grew.items()), flush=True)
             changes = leader_changes(root, marks, victim)
             print(
-                "elections since the stop: " + ", ".join(f"{k} {v}" for k, v in changes.items()), flush=True
+                "leader changes since the stop: " + ", ".join(f"{k} {v}" for k, v in changes.items()),
+                flush=True,
             )
             print(probe.report(), flush=True)
         finally:
