@@ -17,14 +17,14 @@ from kafka_api import wire
 from kafka_api.coordinators import coordinating, heartbeat_answer
 from kafka_api.door import Door
 from kafka_api.errors import Caught, group_code, heartbeat_code
-from kafka_api.group_describe import DescribeShape
+from kafka_api.group_describe import DescribeShape, described_groups
 from kafka_api.topics import names_by_id, topic_ids
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.consumer.group import Heartbeat
+from partitions.groups.consumer.group import ConsumerGroup, Heartbeat
 from partitions.groups.consumer.topic_regex import EVERYONE, Viewer
 from partitions.security.acls import AclOperation, ResourceType
 
-READ, DESCRIBE, GROUP = AclOperation.READ, AclOperation.DESCRIBE, ResourceType.GROUP
+READ, GROUP = AclOperation.READ, ResourceType.GROUP
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe v1's member type
 
 
@@ -114,26 +114,10 @@ async def consumer_group_heartbeat(door: Door, request: wire.Request) -> Any:
 
 
 async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
-    body = request.body
     shape = DescribeShape(request)
-    cls, member_cls, assignment_cls, entry_cls = shape.response, shape.member, shape.assignment, shape.entry
-    described = shape.described
+    member_cls, assignment_cls, entry_cls = shape.member, shape.assignment, shape.entry
 
-    groups = []
-    for name in body.group_ids:
-        if not door.allows(DESCRIBE, GROUP, name):
-            groups.append(
-                described(
-                    name, ErrorCode.group_authorization_failed, str(door.refusal(DESCRIBE, GROUP, name))
-                )
-            )
-            continue
-        with Caught(group_code) as caught:  # every error is the group's answer
-            coordinating(door, name)
-            state = await door.coordinator.consumer.describe_for(name, viewer(door))
-        if caught.failed:
-            groups.append(described(name, caught.code, caught.message))
-            continue
+    def found(name: str, state: ConsumerGroup) -> Any:
         target = state.target
         members = tuple(
             wire.build(
@@ -146,9 +130,17 @@ async def consumer_group_describe(door: Door, request: wire.Request) -> Any:
             )
             for m in state.members.values()
         )  # fmt: skip
-        found = {
-            "group_state": state.state, "group_epoch": state.group_epoch,
-            "assignment_epoch": state.assignment_epoch, "assignor_name": state.assignor, "members": members,
-        }  # fmt: skip
-        groups.append(described(name, ErrorCode.none, None, **found))
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
+        return shape.described(
+            name, ErrorCode.none, None, group_state=state.state, group_epoch=state.group_epoch,
+            assignment_epoch=state.assignment_epoch, assignor_name=state.assignor, members=members,
+        )  # fmt: skip
+
+    groups = await described_groups(
+        door,
+        request.body.group_ids,
+        shape.described,
+        lambda name: door.coordinator.consumer.describe_for(name, viewer(door)),
+        found,
+        group_code,
+    )
+    return wire.build(shape.response, throttle_time=wire.NO_THROTTLE, groups=groups)

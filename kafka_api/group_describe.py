@@ -1,13 +1,46 @@
-"""The shape of a ConsumerGroupDescribe (KIP-848) or ShareGroupDescribe (KIP-932) answer, the same for
-both (``consumer_group_apis``, ``share_group_apis``): its classes, and a group's entry."""
+"""What ConsumerGroupDescribe (KIP-848), ShareGroupDescribe (KIP-932) and StreamsGroupDescribe (KIP-1071)
+share (``consumer_group_apis``, ``share_group_apis``, ``streams_group_apis``): ``described_groups``, the
+rule each group of the request is answered by, and ``DescribeShape``, the shape of the first two's answer
+(the same for both): its classes, and a group's entry."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
+from kafka_api.coordinators import coordinating
+from kafka_api.door import Door
+from kafka_api.errors import Caught, Mapper, code_of
+from partitions.security.acls import AclOperation, ResourceType
+
+T = TypeVar("T")
+
+
+async def described_groups(
+    door: Door,
+    names: Iterable[str],
+    described: Callable[[str, ErrorCode, str | None], Any],
+    describe: Callable[[str], Awaitable[T]],
+    found: Callable[[str, T], Any],
+    mapper: Mapper = code_of,
+) -> tuple[Any, ...]:
+    """Each named group's entry, as Kafka's describes answer it: refused (``described`` with the code and
+    message) without DESCRIBE on the group; else coordinated here and ``describe``'d, any error of the two
+    the group's answer (mapped by ``mapper``); else ``found``'s entry of what ``describe`` returned."""
+    groups = []
+    for name in names:
+        if not door.allows(AclOperation.DESCRIBE, ResourceType.GROUP, name):
+            refusal = str(door.refusal(AclOperation.DESCRIBE, ResourceType.GROUP, name))
+            groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
+            continue
+        with Caught(mapper) as caught:  # every error is the group's answer
+            coordinating(door, name)
+            state = await describe(name)
+        groups.append(described(name, caught.code, caught.message) if caught.failed else found(name, state))
+    return tuple(groups)
 
 
 class DescribeShape:

@@ -29,7 +29,7 @@ from kafka_api import throttling, wire
 from kafka_api.coordinators import coordinating, heartbeat_answer
 from kafka_api.door import Door
 from kafka_api.errors import Caught, group_coordinator_code
-from kafka_api.group_describe import DescribeShape
+from kafka_api.group_describe import DescribeShape, described_groups
 from kafka_api.pacing import Pacer
 from kafka_api.share_sessions import CLOSE_EPOCH, OPEN_EPOCH
 from kafka_api.topics import names_by_id, topic_ids
@@ -41,12 +41,13 @@ from partitions.groups.errors import (
     InvalidGroupRequest,
     UnknownGroup,
 )
+from partitions.groups.share.coordinator import ShareGroup
 from partitions.groups.share.partition import REJECT, RENEW
 from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
 from partitions.security.answer_holds import AnswerHold
 
-READ, DESCRIBE = AclOperation.READ, AclOperation.DESCRIBE
+READ = AclOperation.READ
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 MAX_RECORDS_DEFAULT = 500
 WAIT_MAX_MS = 30_000
@@ -104,26 +105,17 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
 
 async def share_group_describe(door: Door, request: wire.Request) -> Any:
     shape = DescribeShape(request)  # ConsumerGroupDescribe's shape
-    cls, member_cls, assignment_cls, entry_cls = shape.response, shape.member, shape.assignment, shape.entry
+    member_cls, assignment_cls, entry_cls = shape.member, shape.assignment, shape.entry
     described = shape.described
 
-    groups = []
-    for name in request.body.group_ids:
-        if not door.allows(DESCRIBE, GROUP, name):
-            refusal = str(door.refusal(DESCRIBE, GROUP, name))
-            groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
-            continue
-        group = None
-        with Caught() as caught:  # every error is the group's answer
-            coordinating(door, name)
-            with contextlib.suppress(UnknownGroup):  # answered below in Kafka's words
-                group = door.coordinator.share.describe(name)
-        if caught.failed:
-            groups.append(described(name, caught.code, caught.message))
-            continue
+    async def describe(name: str) -> ShareGroup | None:
+        with contextlib.suppress(UnknownGroup):  # answered by ``found`` in Kafka's words
+            return door.coordinator.share.describe(name)
+        return None
+
+    def found(name: str, group: ShareGroup | None) -> Any:
         if group is None:
-            groups.append(described(name, ErrorCode.group_id_not_found, _not_a_share_group(door, name)))
-            continue
+            return described(name, ErrorCode.group_id_not_found, _not_a_share_group(door, name))
         members = tuple(
             wire.build(
                 member_cls, member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.epoch,
@@ -134,19 +126,19 @@ async def share_group_describe(door: Door, request: wire.Request) -> Any:
             )
             for m in group.members.values()
         )  # fmt: skip
-        groups.append(
-            described(
-                name,
-                ErrorCode.none,
-                None,
-                group_state=group.state,
-                group_epoch=group.group_epoch,
-                assignment_epoch=group.assignment_epoch,
-                assignor_name="simple",
-                members=members,
-            )
+        return described(
+            name,
+            ErrorCode.none,
+            None,
+            group_state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name="simple",
+            members=members,
         )
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
+
+    groups = await described_groups(door, request.body.group_ids, described, describe, found)
+    return wire.build(shape.response, throttle_time=wire.NO_THROTTLE, groups=groups)
 
 
 def _not_a_share_group(door: Door, name: str) -> str:

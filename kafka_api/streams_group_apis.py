@@ -21,6 +21,7 @@ from kafka_api import wire
 from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
 from kafka_api.errors import Caught, group_code, heartbeat_code
+from kafka_api.group_describe import described_groups
 from partitions.errors import InvalidName
 from partitions.groups.errors import UnknownGroup
 from partitions.groups.streams.coordinator import ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS
@@ -255,39 +256,30 @@ async def streams_group_describe(door: Door, request: wire.Request) -> Any:
         values.update(found)
         return wire.build(group_cls, **values)
 
-    groups = []
-    for name in body.group_ids:
-        if not door.allows(DESCRIBE, GROUP, name):
-            refusal = str(door.refusal(DESCRIBE, GROUP, name))
-            groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
-            continue
-        state: StreamsGroup | None = None
-        with Caught(group_code) as caught:
-            coordinating(door, name)
-            with contextlib.suppress(UnknownGroup):  # answered below in Kafka's words
-                state = door.coordinator.streams.describe(name)
-        if caught.failed:
-            groups.append(described(name, caught.code, caught.message))
-            continue
+    async def describe(name: str) -> StreamsGroup | None:
+        with contextlib.suppress(UnknownGroup):  # answered by ``found`` in Kafka's words
+            return door.coordinator.streams.describe(name)
+        return None
+
+    def found(name: str, state: StreamsGroup | None) -> Any:
         if state is None:
-            groups.append(described(name, ErrorCode.group_id_not_found, f"Group {name} not found."))
-            continue
+            return described(name, ErrorCode.group_id_not_found, f"Group {name} not found.")
         status = 1 if getattr(body, "include_topology_description", False) else 0  # NOT_STORED: none kept
-        groups.append(
-            described(
-                name,
-                ErrorCode.none,
-                None,
-                group_state=state.state,
-                group_epoch=state.group_epoch,
-                assignment_epoch=state.assignment_epoch,
-                topology=_described_topology(cls, state),
-                members=tuple(_described_member(cls, state, m) for m in state.members.values()),
-                topology_description_status=status,
-                assignor_name="sticky",
-            )
+        return described(
+            name,
+            ErrorCode.none,
+            None,
+            group_state=state.state,
+            group_epoch=state.group_epoch,
+            assignment_epoch=state.assignment_epoch,
+            topology=_described_topology(cls, state),
+            members=tuple(_described_member(cls, state, m) for m in state.members.values()),
+            topology_description_status=status,
+            assignor_name="sticky",
         )
-    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=tuple(groups))
+
+    groups = await described_groups(door, body.group_ids, described, describe, found, group_code)
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=groups)
 
 
 def _described_topology(cls: type, state: StreamsGroup) -> Any:
