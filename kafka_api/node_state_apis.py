@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -54,7 +53,7 @@ from kio.schema.errors import ErrorCode
 from kafka_api import wire
 from kafka_api.controller_files import directory_id, kafka_uuid
 from kafka_api.door import Door
-from kafka_api.errors import Caught, code_of
+from kafka_api.errors import Caught, Refused, code_of
 from partitions.controller.members import ControllerMembers
 from partitions.errors import UnknownTopic
 from partitions.metadata.service import AdminService
@@ -233,124 +232,104 @@ def quorum_answer(cls: Any, members: ControllerMembers, door: Door) -> Any:
 # -- RemoveRaftVoter --------------------------------------------------------------------------------
 
 
-async def _voter_change(
-    door: Door, request: wire.Request, verb: str
-) -> tuple[Callable[..., Any], ControllerMembers | None, Any]:
+def _voter_answer(request: wire.Request, code: ErrorCode, message: str | None = None) -> Any:
+    """An AddRaftVoter or RemoveRaftVoter answer."""
+    cls = wire.response_class(request.api_key, request.api_version)
+    return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message)
+
+
+async def _voter_change(door: Door, request: wire.Request, verb: str) -> ControllerMembers:
     """What AddRaftVoter and RemoveRaftVoter check first, as Kafka 4.4's ``KafkaRaftClient`` and its
     Add/RemoveVoterHandler do: ALTER on the cluster, the cluster id, a voter id and directory id, the
-    controller's members as its leader has them, and no other voter change under way. The answer builder,
-    then the members and None, or None and the refusal's answer."""
-    cls = wire.response_class(request.api_key, request.api_version)
+    controller's members as its leader has them, and no other voter change under way. The members, else
+    the refusal raised."""
     body = request.body
-
-    def answer(code: ErrorCode, message: str | None = None) -> Any:
-        return wire.build(cls, throttle_time=wire.NO_THROTTLE, error_code=code, error_message=message)
-
     if not door.allows(AclOperation.ALTER, CLUSTER):
-        refused = door.refusal(AclOperation.ALTER, CLUSTER)
-        return answer, None, answer(code_of(refused), str(refused))
+        raise door.refusal(AclOperation.ALTER, CLUSTER)
     if body.cluster_id is not None and body.cluster_id != door.cluster_id:
-        return (
-            answer,
-            None,
-            answer(
-                ErrorCode.inconsistent_cluster_id,
-                f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
-            ),
+        raise Refused(
+            ErrorCode.inconsistent_cluster_id,
+            f'The given id "{body.cluster_id}" doesn\'t match the cluster id "{door.cluster_id}"',
         )
     wanted = body.voter_directory_id
     if body.voter_id < 0 or wanted is None or wanted.int == 0:
-        return (
-            answer,
-            None,
-            answer(ErrorCode.invalid_request, f"{verb} voter request didn't include a valid voter"),
-        )
-    with Caught() as caught:  # no controller leader reached: the request's answer
-        members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
-    if caught.failed:
-        return answer, None, answer(caught.code, caught.message)
+        raise Refused(ErrorCode.invalid_request, f"{verb} voter request didn't include a valid voter")
+    members: ControllerMembers = await door.node.cluster.admin.call(AdminService.controller_members)
     if members.learners or members.pending is not None:  # Kafka's handlers ask this first
         busy = f"{members.learners[0]} is joining" if members.learners else members.pending
-        return (
-            answer,
-            None,
-            answer(
-                ErrorCode.request_timed_out,
-                f"Request timed out waiting for leader to handle previous voter change request ({busy})",
-            ),
+        raise Refused(
+            ErrorCode.request_timed_out,
+            f"Request timed out waiting for leader to handle previous voter change request ({busy})",
         )
-    return answer, members, None
+    return members
 
 
 async def remove_raft_voter(door: Door, request: wire.Request) -> Any:
-    answer, members, refused = await _voter_change(door, request, "Remove")
-    if members is None:
-        return refused
     body = request.body
-    wanted = body.voter_directory_id
-    keys = {directory_id(door.cluster_id, node): node for node in members.voters}
-    node = keys.get(wanted)
-    if node is None or broker_id(node) != body.voter_id or len(members.voters) < 2:
-        voters = ", ".join(
-            _replica_key(broker_id(voter), directory) for directory, voter in sorted(keys.items(), key=str)
-        )
-        return answer(
-            ErrorCode.voter_not_found,
-            f"Cannot remove voter {_replica_key(body.voter_id, wanted)} from the set of voters [{voters}]",
-        )
-    with Caught() as caught:
+    with Caught() as caught:  # every refusal and error is the request's answer
+        members = await _voter_change(door, request, "Remove")
+        wanted = body.voter_directory_id
+        keys = {directory_id(door.cluster_id, node): node for node in members.voters}
+        node = keys.get(wanted)
+        if node is None or broker_id(node) != body.voter_id or len(members.voters) < 2:
+            key = _replica_key(body.voter_id, wanted)
+            voters = ", ".join(
+                _replica_key(broker_id(voter), directory)
+                for directory, voter in sorted(keys.items(), key=str)
+            )
+            raise Refused(
+                ErrorCode.voter_not_found, f"Cannot remove voter {key} from the set of voters [{voters}]"
+            )
         await door.node.cluster.admin.call(AdminService.remove_controller_voter, node)
-    if caught.failed:
-        return answer(caught.code, caught.message)
-    return answer(ErrorCode.none)
+    return _voter_answer(request, caught.code, caught.message)
 
 
 # -- AddRaftVoter -----------------------------------------------------------------------------------
 
 
 async def add_raft_voter(door: Door, request: wire.Request) -> Any:
-    answer, members, refused = await _voter_change(door, request, "Add")
-    if members is None:
-        return refused
     body = request.body
-    wanted = body.voter_directory_id
-    key = _replica_key(body.voter_id, wanted)
-    if body.voter_id in {broker_id(voter) for voter in members.voters}:
-        voters = ", ".join(
-            _replica_key(broker_id(v), directory_id(door.cluster_id, v)) for v in members.voters
-        )
-        return answer(
-            ErrorCode.duplicate_voter,
-            f"The voter id for {key} is already part of the set of voters [{voters}].",
-        )
-    nodes = [
-        n.node_id
-        for n in door.node.metadata.nodes()
-        if n.state != "left" and broker_id(n.node_id) == body.voter_id
-        and directory_id(door.cluster_id, n.node_id) == wanted
-    ]  # fmt: skip
-    if not nodes:  # Kafka's leader finds no such replica among the observers fetching from it
-        return answer(
-            ErrorCode.request_timed_out,
-            f"Aborted add voter operation for {key}: no node of the cluster has that id and directory id "
-            "(DATA_DIR/kafka/controller.properties and meta.properties name a node as Kafka does)",
-        )
-    (node,) = nodes
-    with Caught() as caught:
+    with Caught() as caught:  # every refusal and error is the request's answer
+        members = await _voter_change(door, request, "Add")
+        wanted = body.voter_directory_id
+        key = _replica_key(body.voter_id, wanted)
+        if body.voter_id in {broker_id(voter) for voter in members.voters}:
+            voters = ", ".join(
+                _replica_key(broker_id(v), directory_id(door.cluster_id, v)) for v in members.voters
+            )
+            raise Refused(
+                ErrorCode.duplicate_voter,
+                f"The voter id for {key} is already part of the set of voters [{voters}].",
+            )
+        nodes = [
+            n.node_id
+            for n in door.node.metadata.nodes()
+            if n.state != "left" and broker_id(n.node_id) == body.voter_id
+            and directory_id(door.cluster_id, n.node_id) == wanted
+        ]  # fmt: skip
+        if not nodes:  # Kafka's leader finds no such replica among the observers fetching from it
+            raise Refused(
+                ErrorCode.request_timed_out,
+                f"Aborted add voter operation for {key}: no node of the cluster has that id and directory id "
+                "(DATA_DIR/kafka/controller.properties and meta.properties name a node as Kafka does)",
+            )
+        (node,) = nodes
         await door.node.cluster.admin.call(AdminService.add_controller_voter, node)
     if caught.failed:
-        return answer(caught.code, caught.message)
+        return _voter_answer(request, caught.code, caught.message)
     deadline = time.monotonic() + min(max(body.timeout.total_seconds(), 0.0), ADD_VOTER_WAIT_S_MAX)
     while time.monotonic() < deadline:  # a learner first: a voter once it holds the leader's log
         await asyncio.sleep(ADD_VOTER_POLL_S)
         with Caught() as caught:
             members = await door.node.cluster.admin.call(AdminService.controller_members)
         if not caught.failed and node in members.voters:
-            return answer(ErrorCode.none)
+            return _voter_answer(request, ErrorCode.none)
     with Caught():  # as Kafka's leader aborts an add whose voter did not catch up: the learner removed
         await door.node.cluster.admin.call(AdminService.remove_controller_voter, node)
-    return answer(
-        ErrorCode.request_timed_out, f"Aborted add voter operation for {key} since it is lagging behind"
+    return _voter_answer(
+        request,
+        ErrorCode.request_timed_out,
+        f"Aborted add voter operation for {key} since it is lagging behind",
     )
 
 
