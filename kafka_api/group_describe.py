@@ -14,6 +14,7 @@ from kafka_api import wire
 from kafka_api.coordinators import coordinating
 from kafka_api.door import Door
 from kafka_api.errors import Caught, Mapper, code_of
+from partitions.groups.errors import UnknownGroup
 from partitions.security.acls import AclOperation, ResourceType
 
 T = TypeVar("T")
@@ -26,20 +27,34 @@ async def described_groups(
     describe: Callable[[str], Awaitable[T]],
     found: Callable[[str, T], Any],
     mapper: Mapper = code_of,
+    not_found: Callable[[str], str] | None = None,
 ) -> tuple[Any, ...]:
     """Each named group's entry, as Kafka's describes answer it: refused (``described`` with the code and
     message) without DESCRIBE on the group; else coordinated here and ``describe``'d, any error of the two
-    the group's answer (mapped by ``mapper``); else ``found``'s entry of what ``describe`` returned."""
+    the group's answer (mapped by ``mapper``), but a group there is none of (``UnknownGroup``)
+    GROUP_ID_NOT_FOUND in ``not_found``'s words when given; else ``found``'s entry of what ``describe``
+    returned."""
     groups = []
     for name in names:
         if not door.allows(AclOperation.DESCRIBE, ResourceType.GROUP, name):
             refusal = str(door.refusal(AclOperation.DESCRIBE, ResourceType.GROUP, name))
             groups.append(described(name, ErrorCode.group_authorization_failed, refusal))
             continue
+        missing = None
         with Caught(mapper) as caught:  # every error is the group's answer
             coordinating(door, name)
-            state = await describe(name)
-        groups.append(described(name, caught.code, caught.message) if caught.failed else found(name, state))
+            try:
+                state = await describe(name)
+            except UnknownGroup:
+                if not_found is None:
+                    raise
+                missing = not_found
+        if caught.failed:
+            groups.append(described(name, caught.code, caught.message))
+        elif missing is not None:  # no such group, in Kafka's words
+            groups.append(described(name, ErrorCode.group_id_not_found, missing(name)))
+        else:
+            groups.append(found(name, state))
     return tuple(groups)
 
 

@@ -16,7 +16,6 @@ DESCRIBE on the group for a describe, as Kafka's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -37,10 +36,7 @@ from partitions.consumers.protocol import GroupService
 from partitions.data.share_records import ShareFetched
 from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
-from partitions.groups.errors import (
-    InvalidGroupRequest,
-    UnknownGroup,
-)
+from partitions.groups.errors import InvalidGroupRequest
 from partitions.groups.share.coordinator import ShareGroup
 from partitions.groups.share.partition import REJECT, RENEW
 from partitions.names import broker_id
@@ -108,14 +104,10 @@ async def share_group_describe(door: Door, request: wire.Request) -> Any:
     member_cls, assignment_cls, entry_cls = shape.member, shape.assignment, shape.entry
     described = shape.described
 
-    async def describe(name: str) -> ShareGroup | None:
-        with contextlib.suppress(UnknownGroup):  # answered by ``found`` in Kafka's words
-            return door.coordinator.share.describe(name)
-        return None
+    async def describe(name: str) -> ShareGroup:
+        return door.coordinator.share.describe(name)
 
-    def found(name: str, group: ShareGroup | None) -> Any:
-        if group is None:
-            return described(name, ErrorCode.group_id_not_found, _not_a_share_group(door, name))
+    def found(name: str, group: ShareGroup) -> Any:
         members = tuple(
             wire.build(
                 member_cls, member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.epoch,
@@ -137,7 +129,14 @@ async def share_group_describe(door: Door, request: wire.Request) -> Any:
             members=members,
         )
 
-    groups = await described_groups(door, request.body.group_ids, described, describe, found)
+    groups = await described_groups(
+        door,
+        request.body.group_ids,
+        described,
+        describe,
+        found,
+        not_found=lambda name: _not_a_share_group(door, name),
+    )
     return wire.build(shape.response, throttle_time=wire.NO_THROTTLE, groups=groups)
 
 

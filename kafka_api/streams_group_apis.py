@@ -10,7 +10,6 @@ status). READ on the group for a heartbeat, DESCRIBE for a describe, as Kafka's.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 from collections.abc import Iterable
 from typing import Any
@@ -23,7 +22,6 @@ from kafka_api.door import Door
 from kafka_api.errors import Caught, group_code, heartbeat_code
 from kafka_api.group_describe import described_groups
 from partitions.errors import InvalidName
-from partitions.groups.errors import UnknownGroup
 from partitions.groups.streams.coordinator import ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS
 from partitions.groups.streams.group import StreamsGroup, StreamsHeartbeat, StreamsMember
 from partitions.groups.streams.reconcile import EMPTY, Tasks, task_rows, tasks_of
@@ -256,14 +254,10 @@ async def streams_group_describe(door: Door, request: wire.Request) -> Any:
         values.update(found)
         return wire.build(group_cls, **values)
 
-    async def describe(name: str) -> StreamsGroup | None:
-        with contextlib.suppress(UnknownGroup):  # answered by ``found`` in Kafka's words
-            return door.coordinator.streams.describe(name)
-        return None
+    async def describe(name: str) -> StreamsGroup:
+        return door.coordinator.streams.describe(name)
 
-    def found(name: str, state: StreamsGroup | None) -> Any:
-        if state is None:
-            return described(name, ErrorCode.group_id_not_found, f"Group {name} not found.")
+    def found(name: str, state: StreamsGroup) -> Any:
         status = 1 if getattr(body, "include_topology_description", False) else 0  # NOT_STORED: none kept
         return described(
             name,
@@ -278,7 +272,15 @@ async def streams_group_describe(door: Door, request: wire.Request) -> Any:
             assignor_name="sticky",
         )
 
-    groups = await described_groups(door, body.group_ids, described, describe, found, group_code)
+    groups = await described_groups(
+        door,
+        body.group_ids,
+        described,
+        describe,
+        found,
+        group_code,
+        not_found=lambda name: f"Group {name} not found.",
+    )
     return wire.build(cls, throttle_time=wire.NO_THROTTLE, groups=groups)
 
 
