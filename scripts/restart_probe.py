@@ -97,6 +97,8 @@ def main() -> int:
                     cluster, victim, probe, args.partitions + 1, exit_s=600, open_s=600
                 )
             print(f"stop: {stopped_s:.1f} s", flush=True)
+            handed = [line for line in log_lines(root, victim)[marks[victim] :] if "leaderships in" in line]
+            print(f"the stop's controlled shutdown: {handed[0][24:] if handed else 'no line'}", flush=True)
             print(
                 f"the controller's term on {', '.join(survivors)}: {terms} before, "
                 f"{scenario.controller_terms(cluster, survivors)} after",
