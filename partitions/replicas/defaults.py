@@ -5,4 +5,4 @@ from __future__ import annotations
 
 RECOVERY_RATE_BYTES_PER_S_DEFAULT = 100 * 1024 * 1024  # all recoveries of a node together
 # a stopping node hands over its leaderships for at most this long (``partitions.replicas.handover``)
-CONTROLLED_SHUTDOWN_MS_DEFAULT = 5_000
+CONTROLLED_SHUTDOWN_MS_DEFAULT = 10_000
