@@ -38,6 +38,7 @@ from partitions.errors import UnknownPartition, UnknownTopic
 from partitions.groups.assignors import TopicPartition
 from partitions.groups.errors import InvalidGroupRequest
 from partitions.groups.share.coordinator import ShareGroup
+from partitions.groups.share.group import ShareHeartbeat
 from partitions.groups.share.partition import REJECT, RENEW
 from partitions.names import broker_id
 from partitions.security.acls import AclOperation, ResourceType
@@ -76,14 +77,18 @@ async def share_group_heartbeat(door: Door, request: wire.Request) -> Any:
         return heartbeat_answer(
             cls, ErrorCode.group_authorization_failed, str(door.refusal(READ, GROUP, body.group_id))
         )
+    hb = ShareHeartbeat(
+        member_id=body.member_id,
+        member_epoch=int(body.member_epoch),
+        subscribed=None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names),
+        rack_id=body.rack_id,
+        client_id=request.client_id or "",
+        client_host=door.session.member_host,
+    )
     with Caught(group_coordinator_code) as caught:  # every error is the heartbeat's answer
         coordinating(door, body.group_id)
         await door.coordinator.ensure_topic()
-        subscribed = None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names)
-        answer = await share.heartbeat(
-            body.group_id, body.member_id, int(body.member_epoch), subscribed, body.rack_id,
-            request.client_id or "", door.session.member_host,
-        )  # fmt: skip
+        answer = await share.heartbeat(body.group_id, hb)
     if caught.failed:  # a failed write of the group's record: a coordinator's code
         return heartbeat_answer(cls, caught.code, caught.message or "")
     assignment = None

@@ -479,6 +479,7 @@ FRONT_DOOR_MAY_USE = {
     "partitions.groups.consumer.coordinator",  # the consumer group protocol's coordinator
     "partitions.groups.consumer.topic_regex",  # what a regex resolves to and a description shows (Viewer)
     "partitions.groups.share.coordinator",  # share groups' membership (KIP-932)
+    "partitions.groups.share.group",  # a share group heartbeat (KIP-932)
     "partitions.groups.streams.coordinator",  # streams groups' coordinator (KIP-1071)
     "partitions.groups.streams.group",  # a streams group heartbeat, its answer and the group described
     "partitions.groups.streams.reconcile",  # a member's tasks (active, standby, warm-up)

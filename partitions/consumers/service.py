@@ -47,6 +47,7 @@ from partitions.groups.coordinator import GroupCoordinator
 from partitions.groups.errors import ConsumerFormatMismatch, GroupNotEmpty, StaleGeneration, UnknownGroup
 from partitions.groups.group_model import SHARE_PROTOCOL_TYPE, STREAMS_PROTOCOL_TYPE, Group, InstanceConfig
 from partitions.groups.share.coordinator import LEAVE_EPOCH
+from partitions.groups.share.group import ShareHeartbeat
 from raftlog.errors import RaftlogError
 
 ASSIGNMENT_POLL_S = 0.05  # how often a member with no partitions looks for a new assignment while it waits
@@ -414,7 +415,10 @@ class ConsumerService:
 
         had = assigned() if epoch == LEAVE_EPOCH else ()
         subscribed = None if topics is None else tuple(topics)
-        answer = await share.heartbeat(group, member, epoch, subscribed, None, client_id, client_host, "http")
+        hb = ShareHeartbeat(
+            member, epoch, subscribed, client_id=client_id, client_host=client_host, door="http"
+        )
+        answer = await share.heartbeat(group, hb)
         return ShareMembership(
             member,
             answer.member_epoch,

@@ -54,7 +54,7 @@ from partitions.groups.group_types import GroupType, Holders, check_type
 from partitions.groups.held_map import HeldMap
 from partitions.groups.live import LiveGroup
 from partitions.groups.name_locks import NameLocks
-from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareMember, assign
+from partitions.groups.share.group import SHARE_MEMBERS_MAX, ShareHeartbeat, ShareMember, assign
 from raftlog.errors import InvariantViolation
 
 SESSION_TIMEOUT_MS_DEFAULT = 45_000  # Kafka's group.share.session.timeout.ms
@@ -208,23 +208,13 @@ class ShareGroupCoordinator:
         for member in table.share_members:  # the recorded members assigned afresh
             group.members[member.member_id] = replace(member, assigned=group.assigned(member.member_id))
 
-    async def heartbeat(
-        self,
-        name: str,
-        member_id: str,
-        epoch: int | None,
-        subscribed: tuple[str, ...] | None,
-        rack_id: str | None = None,
-        client_id: str = "",
-        client_host: str = "",
-        door: str = "kafka",
-    ) -> ShareAnswer:
+    async def heartbeat(self, name: str, hb: ShareHeartbeat) -> ShareAnswer:
         """A ShareGroupHeartbeat: the group's new epoch written to the table, then answered. Heartbeats
-        of one group one at a time. ``epoch`` None: in the epoch the member was last given (an HTTP
-        member's, whose every request is a heartbeat; UnknownMember when it is not a member)."""
+        of one group one at a time. ``hb.member_epoch`` None: in the epoch the member was last given (an
+        HTTP member's, whose every request is a heartbeat; UnknownMember when it is not a member)."""
         await self._records.readable(name)
         async with self._locks.hold(name):
-            answer = self._step(name, member_id, epoch, subscribed, rack_id, client_id, client_host, door)
+            answer = self._step(name, hb)
             await self._record(name)
             return answer
 
@@ -238,17 +228,8 @@ class ShareGroupCoordinator:
                 raise
             group.recorded = group.group_epoch
 
-    def _step(
-        self,
-        name: str,
-        member_id: str,
-        epoch: int | None,
-        subscribed: tuple[str, ...] | None,
-        rack_id: str | None = None,
-        client_id: str = "",
-        client_host: str = "",
-        door: str = "kafka",
-    ) -> ShareAnswer:
+    def _step(self, name: str, hb: ShareHeartbeat) -> ShareAnswer:
+        member_id, epoch, subscribed = hb.member_id, hb.member_epoch, hb.subscribed
         if not member_id:
             raise InvalidGroupRequest("MemberId can't be empty.")
         if epoch is None:
@@ -281,7 +262,7 @@ class ShareGroupCoordinator:
             if len(group.members) >= SHARE_MEMBERS_MAX:
                 raise GroupFull(name, SHARE_MEMBERS_MAX)
             member = ShareMember(
-                member_id, 0, rack_id, client_id, client_host, tuple(subscribed or ()), door=door
+                member_id, 0, hb.rack_id, hb.client_id, hb.client_host, tuple(subscribed or ()), door=hb.door
             )
             group.members[member_id] = member
             group.group_epoch += 1
@@ -289,8 +270,8 @@ class ShareGroupCoordinator:
             raise FencedMemberEpoch(name, member_id, epoch, member.epoch)
         elif subscribed is not None and tuple(subscribed) != member.subscribed:
             group.members[member_id] = member = ShareMember(
-                member_id, member.epoch, rack_id, client_id, client_host, tuple(subscribed), member.assigned,
-                member.door,
+                member_id, member.epoch, hb.rack_id, hb.client_id, hb.client_host, tuple(subscribed),
+                member.assigned, member.door,
             )  # fmt: skip
             group.group_epoch += 1
         group.loose.discard(member_id)

@@ -1,4 +1,5 @@
-"""A share group's member (KIP-932) as its coordinator holds it and the group table records it.
+"""A share group's member (KIP-932) as its coordinator holds it and the group table records it, and its
+heartbeat (``ShareHeartbeat``) as either door hands it to the coordinator.
 
 The table records every member of a share group, with the epoch it was last given, its subscription and
 the door its requests come through, each time the group's epoch changes
@@ -45,6 +46,21 @@ class ShareMember:
         rack = None if rack_id is None else str(rack_id)
         topics = tuple(str(t) for t in subscribed)
         return cls(str(member_id), int(epoch), rack, str(client_id), str(client_host), topics, door=str(door))
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeat:
+    """A ShareGroupHeartbeat, or an HTTP member's request (its every request is a heartbeat).
+    ``member_epoch`` None: in the epoch the member was last given (an HTTP member's); ``subscribed``
+    None: unchanged since the member's last heartbeat."""
+
+    member_id: str
+    member_epoch: int | None
+    subscribed: tuple[str, ...] | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    door: str = "kafka"  # the door the member's requests come through: "kafka" or "http"
 
 
 def assign(

@@ -48,6 +48,7 @@ from partitions.groups.group_model import (
     ReadConfig,
 )
 from partitions.groups.group_types import GroupType
+from partitions.groups.share.group import ShareHeartbeat
 from partitions.groups.state import GroupChanged, GroupResult, GroupTable
 from partitions.replicas.state_machine import PartitionStateMachine
 from raftlog.consensus.errors import NoLeader, NotLeader
@@ -578,7 +579,7 @@ async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for
     log.topics["t"] = 4
     await log.ensure_topic()
     log.unready.set()
-    share = asyncio.ensure_future(coordinator.share.heartbeat("s", "m", 0, ("t",)))
+    share = asyncio.ensure_future(coordinator.share.heartbeat("s", ShareHeartbeat("m", 0, ("t",))))
     consumer = asyncio.ensure_future(coordinator.consumer.heartbeat("c", ConsumerHeartbeat(
         "", 0, None, None, 10_000, ("t",), None, frozenset())))  # fmt: skip
     classic = asyncio.ensure_future(coordinator.classic_calls.heartbeat("k", "m", 1, clock))
@@ -593,7 +594,7 @@ async def test_a_heartbeat_while_the_leader_may_not_read_its_table_yet_waits_for
     assert unknown.value.code is GroupCode.unknown_member_id  # not NOT_COORDINATOR
     log.ready.clear()
     log.unready.set()
-    refused = asyncio.ensure_future(coordinator.share.heartbeat("s2", "m", 0, ("t",)))
+    refused = asyncio.ensure_future(coordinator.share.heartbeat("s2", ShareHeartbeat("m", 0, ("t",))))
     await wait_until(lambda: log.waiting == 4, "the heartbeat waiting")
     log.ready.set()  # the wait ended, the table still not readable
     with pytest.raises(NoLeader):  # COORDINATOR_LOAD_IN_PROGRESS at the doors, as Kafka's loading one
@@ -605,7 +606,7 @@ async def test_the_classic_and_share_groups_run_here_are_held_in_the_nodes_one_m
 ) -> None:
     """``held_map``: the node's classic and share coordinators keep their groups in one map by name."""
     await log.ensure_topic()
-    assert (await coordinator.share.heartbeat("s", "m", 0, ("t",))).member_epoch == 1
+    assert (await coordinator.share.heartbeat("s", ShareHeartbeat("m", 0, ("t",)))).member_epoch == 1
     joining = coordinator.classic.join(
         "k", "", client_id="c", client_host="", protocol_type="consumer", protocols=[("range", b"")],
         session_timeout_ms=10_000, rebalance_timeout_ms=10_000, require_known_id=False, now_ms=clock(),

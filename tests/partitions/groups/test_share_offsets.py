@@ -16,6 +16,7 @@ from partitions.groups.assignors import TopicPartition as TP
 from partitions.groups.errors import GroupNotEmpty, UnknownGroup
 from partitions.groups.share import partition as share_partition
 from partitions.groups.share.coordinator import ShareGroupCoordinator
+from partitions.groups.share.group import ShareHeartbeat
 from partitions.groups.share.offsets import ShareOffsets
 from partitions.groups.share.partition import ShareOffset
 from tests.partitions.groups.share_table import ShareTable
@@ -67,7 +68,7 @@ def test_offsets_move_and_go_only_while_the_group_has_no_member() -> None:
             await offsets.describe("g", None)
         with pytest.raises(UnknownGroup):
             await offsets.delete("g", ["t"])
-        await share.heartbeat("g", "a", 0, ("t",))
+        await share.heartbeat("g", ShareHeartbeat("a", 0, ("t",)))
         with pytest.raises(GroupNotEmpty):  # NON_EMPTY_GROUP: its members are consuming
             await offsets.alter("g", {TP("t", 0): 3})
         with pytest.raises(GroupNotEmpty):
@@ -75,7 +76,7 @@ def test_offsets_move_and_go_only_while_the_group_has_no_member() -> None:
         with pytest.raises(GroupNotEmpty):
             await offsets.forget_group("g")
         assert await offsets.describe("g", None) == {}  # nothing initialized yet
-        await share.heartbeat("g", "a", -1, None)  # left: the group is empty, and still listed
+        await share.heartbeat("g", ShareHeartbeat("a", -1))  # left: the group is empty, and still listed
         assert await offsets.alter("g", {TP("t", 0): 3, TP("u", 0): 0}) == {
             TP("t", 0): None,
             TP("u", 0): None,
@@ -113,8 +114,8 @@ def test_a_deleted_share_group_is_gone_from_its_coordinator() -> None:
     share = ShareGroupCoordinator(table, Clock())
 
     async def scenario() -> None:
-        await share.heartbeat("g", "a", 0, ("t",))
-        await share.heartbeat("g", "a", -1, None)
+        await share.heartbeat("g", ShareHeartbeat("a", 0, ("t",)))
+        await share.heartbeat("g", ShareHeartbeat("a", -1))
         assert share.describe("g").members == {}
         table.table.groups = {}  # DeleteGroups forgot its record
         with pytest.raises(UnknownGroup):
