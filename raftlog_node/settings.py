@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from api.http_limits import HttpLimits
 from kafka_api.auto_topics import TopicDefaults
 from kafka_api.limits import Limits as KafkaLimits
-from partitions.broker.node import NodeConfig, PeerConfig
+from partitions.broker.node_config import NodeConfig, PeerConfig
 from partitions.errors import InvalidName
 from partitions.names import check_user_name
 from partitions.security.login_failures import LoginLimits

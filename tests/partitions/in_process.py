@@ -15,7 +15,8 @@ from aiohttp import web
 
 from api.app import build_app
 from membership import GossipConfig
-from partitions.broker.node import Node, NodeConfig, PeerConfig
+from partitions.broker.node import Node
+from partitions.broker.node_config import NodeConfig, PeerConfig
 from partitions.controller.state import CONTROLLER_GROUP, ControllerMetadata, ControllerStateMachine
 from partitions.data.service import DataService, ProduceResult
 from partitions.errors import UnknownTopic

@@ -11,7 +11,7 @@ import pathlib
 import pytest
 from serve_args import serve_args
 
-from partitions.broker.node import NodeConfig
+from partitions.broker.node_config import NodeConfig
 from partitions.peers.client import CALL_TIMEOUT_S_DEFAULT
 from raftlog.storage.defaults import RETENTION_CHECK_MS_DEFAULT
 from raftlog.storage.manager import LogManager
