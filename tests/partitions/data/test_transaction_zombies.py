@@ -96,6 +96,19 @@ def _coordinator(node: Node) -> Callable[..., Awaitable[T]]:
     return coordinator
 
 
+def _where(nodes: list[Node], tp: TopicPartition) -> str:
+    """Each replica of ``tp`` as its node sees it, and each node's transaction marker retries."""
+    rows = [
+        f"{node.node_id}: {r.group.status().role.value} in term {r.group.status().term}, leader "
+        f"{r.group.status().leader}, high watermark {r.machine.high_watermark}"
+        for node in nodes
+        for r in node.replicas
+        if (r.topic.name, r.partition) == (tp.topic, tp.partition)
+    ]
+    retries = {node.node_id: node.transactions.counters["transaction_marker_retries"] for node in nodes}
+    return f"{'; '.join(rows)}; marker retries {retries}"
+
+
 def _held_after_its_checks(
     node: Node, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[asyncio.Event, asyncio.Event]:
@@ -138,10 +151,13 @@ async def test_a_batch_that_outlived_its_transaction_is_refused_and_never_read_c
     await asyncio.wait_for(checked.wait(), 10)
     # the client gave up on the request and aborted the transaction: its marker is written meanwhile
     await coordinator(service.end_transaction, TID, pid, epoch, False)
-    await until(  # the marker is a control batch of its own
-        lambda: leader.data.offsets_now(*PAY).high_watermark == sequence + 1,
-        what="the abort marker in the partition",
-    )
+    try:
+        await until(  # the marker is a control batch of its own
+            lambda: leader.data.offsets_now(*PAY).high_watermark == sequence + 1,
+            what="the abort marker in the partition",
+        )
+    except AssertionError as exc:  # say whether the leader moved, or the marker never came (a whole run's
+        raise AssertionError(f"{exc}: {_where(nodes, PAY)}") from None  # failure said neither)
     release.set()
     with pytest.raises(InvalidTxnState, match="ended"):
         await late
