@@ -119,9 +119,12 @@ async def hand_over(
             "node %s stopping: handing over %d leaderships to %s (at most %.1f s)",
             node_id, len(plan), dict(sorted(given.items())), timeout_s,
         )  # fmt: skip
-    pending = {asyncio.ensure_future(transfer(group, to)) for group, to in plan}
+    tasks = [asyncio.ensure_future(transfer(group, to)) for group, to in plan]
+    pending = set(tasks)
     while pending:
         _, pending = await asyncio.wait(pending, timeout=PROGRESS_EVERY_S)
         if pending:
             log.info("node %s stopping: %d of %d leaderships handed over", node_id, handed, len(plan))
+    for task in tasks:
+        task.result()  # anything but a typed refusal is a bug: raised, not left in a task unread
     return HandOver(len(led), handed, dict(kept), clock() - started)

@@ -115,3 +115,16 @@ def test_what_waits_past_the_deadline_is_kept() -> None:
 
     done = asyncio.run(run())
     assert (done.led, done.handed, done.kept) == (len(groups), handover.TRANSFERS_AT_ONCE, {OUT_OF_TIME: 5})
+
+
+def test_a_transfer_that_fails_with_a_bug_is_raised_not_left_unread() -> None:
+    """A typed refusal is counted and kept; anything else is a bug the stop must not hide."""
+
+    class Broken(Group):
+        async def transfer_leadership(self, target_node_id: str | None, timeout_ms: int) -> None:
+            raise ZeroDivisionError("a bug")
+
+    groups = [Group("a", _status(n2=10, n3=10)), Broken("b", _status(n2=10, n3=10))]
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        asyncio.run(hand_over(groups, lambda node: True, 5.0, "n1"))
+    assert groups[0].asked  # the others were still handed over
