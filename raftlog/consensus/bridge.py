@@ -3,7 +3,10 @@
 A :class:`CallbackBridge` belongs to one group and one event loop. ``pending()`` returns an asyncio future
 and the plain callback to hand to the core; the callback may run on any thread (the driver thread, or the
 caller's thread for QUEUE_FULL) and resolves the future with ``loop.call_soon_threadsafe``. Pending futures
-are tracked so that closing the group fails them instead of leaving them hanging.
+are tracked so that closing the group fails them instead of leaving them hanging: a call already handed
+to the core with ``OutcomeUnknown`` (a proposal may be in the log, and a new leader commits it after this
+replica closed: answering "not done" let a client send the same record again and have it twice), a call
+made after the close with ``GroupClosed`` (nothing was handed over: not done).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from raftlog.consensus.errors import GroupClosed
+from raftlog.consensus.errors import GroupClosed, OutcomeUnknown
 from raftlog.consensus.failures import SUCCESS, error_for
 
 logger = logging.getLogger(__name__)
@@ -29,7 +32,7 @@ class CallbackBridge:
         self._loop = loop
         self._leader_hint = leader_hint
         self._lock = threading.Lock()
-        self._pending: set[asyncio.Future[object]] = set()
+        self._pending: dict[asyncio.Future[object], str] = {}  # each future's request
         self._closed_error: GroupClosed | None = None
 
     def pending(self, request: str = "proposal") -> tuple[asyncio.Future[object], CoreCallback]:
@@ -39,7 +42,7 @@ class CallbackBridge:
             if self._closed_error is not None:
                 future.set_exception(self._closed_error)
                 return future, _ignore
-            self._pending.add(future)
+            self._pending[future] = request
 
         def callback(result: object, fail_reason: int) -> None:
             # The leader hint is read here, on the driver thread, when the failure happens.
@@ -55,7 +58,7 @@ class CallbackBridge:
         self, future: asyncio.Future[object], result: object, fail_reason: int, hint: str | None, request: str
     ) -> None:
         with self._lock:
-            self._pending.discard(future)
+            self._pending.pop(future, None)
         if future.done():
             return  # the caller gave up (timeout or cancellation) before the core answered
         if fail_reason == SUCCESS:
@@ -64,19 +67,22 @@ class CallbackBridge:
             future.set_exception(error_for(self._group_id, fail_reason, hint, request))
 
     def fail_all(self, error: GroupClosed) -> None:
-        """Fail every pending future and all later ones (any thread)."""
+        """Fail every pending future with ``OutcomeUnknown`` (its call was handed to the core, which may
+        have appended it) and all later ones with ``error`` (any thread)."""
         with self._lock:
             self._closed_error = error
-            pending, self._pending = self._pending, set()
-        for future in pending:
+            pending, self._pending = self._pending, {}
+        for future, request in pending.items():
+            reason = f"the replica closed with the {request} in flight ({error})"
+            unknown = OutcomeUnknown(self._group_id, reason)
             try:
-                self._loop.call_soon_threadsafe(_fail, future, error)
+                self._loop.call_soon_threadsafe(_fail, future, unknown)
             except RuntimeError:
                 logger.warning("group %s: event loop closed; cannot fail a pending call", self._group_id)
 
     def forget(self, future: asyncio.Future[object]) -> None:
         with self._lock:
-            self._pending.discard(future)
+            self._pending.pop(future, None)
 
 
 def _fail(future: asyncio.Future[object], error: BaseException) -> None:

@@ -326,7 +326,8 @@ class ReplicaGroup:
 
     def close(self) -> None:
         """Stop this replica (idempotent): its core is destroyed on the driver thread, pending calls fail
-        with GroupClosed. No farewell to quiet followers (``RaftCore.farewell``, said when a core fails):
+        with OutcomeUnknown (a proposal may be committed by the next leader) and later ones with
+        GroupClosed. No farewell to quiet followers (``RaftCore.farewell``, said when a core fails):
         a node closes a replica it no longer holds (its topic deleted, so every replica goes; or moved
         away, which a leader never is before its leadership left) or stops, closing its connections.
         A farewell from each replica of a deleted topic woke each of its peers into an election."""
