@@ -175,6 +175,8 @@ async def test_a_retried_idempotent_batch_to_a_log_append_time_topic_gets_its_or
     retry_one_by_one = await produce(leader.data, "stamped", 0, one_by_one, 31, 0, 5000)
     assert (retry_one_by_one.base_offset, retry_one_by_one.end_offset) == (3, 5)
     assert retry_one_by_one.duplicate
+    # whichever replica leads now (one loop under a loaded machine may miss an election timeout)
+    leader = await until(lambda: partition_leader(cluster, "stamped"), what="partition leader")
     assert leader.data.offsets_now("stamped", 0).high_watermark == 5
 
     next_one = await leader.data.produce_batch(
