@@ -9,6 +9,7 @@ import json
 import pathlib
 
 import pytest
+import verdicts
 from available import assert_available
 from test_jepsen_runner import _processes_mentioning
 
@@ -66,9 +67,7 @@ def test_compacted_keys_end_with_their_last_acknowledged_write_under_faults(tmp_
     assert doors == {"http", "kafka"}
     results = json.loads((run_dir / "results.json").read_text())
     assert results["workload"] == "compact"
-    assert result.verdict == "valid", (
-        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
-    )
+    assert result.verdict == "valid", verdicts.account(run_dir)
     # availability, in place of 30 acknowledged sends (50 before a loaded run was fitted): each heal's first
     # acknowledged write within twice its nodes' ready time and an election, and the writes of the spans
     # without faults (tests/jepsen/available.py); a recovery past its bound breaks them

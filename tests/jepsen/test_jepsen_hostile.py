@@ -16,6 +16,7 @@ import zlib
 
 import cramjam
 import pytest
+import verdicts
 from planted import one_acknowledged_record_lost
 
 from api.http_limits import CONNECTIONS_PER_ADDRESS_MAX_DEFAULT
@@ -193,7 +194,7 @@ def test_a_run_under_hostile_clients_is_valid_and_the_honest_clients_are_served(
     info = json.loads((run_dir / "run.json").read_text())
     results = json.loads((run_dir / "results.json").read_text())
     assert "harness_error" not in info, info.get("harness_error")
-    assert result.verdict == "valid", f"{run_dir}: {results['verdict']} {results['reasons']}"
+    assert result.verdict == "valid", verdicts.account(run_dir)
     # the run, short as it is, holds what the checker needs to catch a loss
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
 

@@ -14,6 +14,7 @@ import pathlib
 from typing import Any
 
 import pytest
+import verdicts
 from available import assert_available
 from planted import one_acknowledged_record_lost
 
@@ -216,7 +217,7 @@ def test_a_node_started_again_on_0_1_0_after_the_level_rose_is_kept_out_and_lose
     assert "harness_error" not in info, info.get("harness_error")
     assert info["levels_raised"]["finalized"]["raftlog.version"] == 2, info["levels_raised"]
     results = json.loads((run_dir / "results.json").read_text())
-    assert result.verdict == "valid", f"{run_dir}: {results['verdict']} {results['reasons']}"
+    assert result.verdict == "valid", verdicts.account(run_dir)
 
     [shown] = results["old_release"]["windows"]
     node = shown["node"]

@@ -15,6 +15,7 @@ import sys
 import time
 
 import pytest
+import verdicts
 from available import assert_available
 from planted import one_acknowledged_record_lost
 
@@ -82,9 +83,7 @@ def test_short_fault_run_keeps_every_acknowledged_record_and_cleans_up(tmp_path:
     for node in ("n1", "n2", "n3"):
         assert (run_dir / "logs" / f"{node}.log").stat().st_size > 0
     results = json.loads((run_dir / "results.json").read_text())
-    assert result.verdict == "valid", (
-        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
-    )
+    assert result.verdict == "valid", verdicts.account(run_dir)
     assert result.exit_code == runner.EXIT_VALID
     # the pause met a leader (jepsen/read_checker.py, paused_leaders): paused past the election timeout
     # while it led, its keys taken over by other nodes in a higher term meanwhile, and asked reads just as it
@@ -241,9 +240,7 @@ def test_power_losses_on_lazy_file_systems_keep_every_acknowledged_record(tmp_pa
     assert info["restart_failures"] == []
     assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
     results = json.loads((run_dir / "results.json").read_text())
-    assert result.verdict == "valid", (
-        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
-    )
+    assert result.verdict == "valid", verdicts.account(run_dir)
     # the run, short as it is, holds what the checker needs to catch a loss
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
     # availability, in place of 20 acknowledged sends of the ~375 planned: the whole cluster's recovery

@@ -10,6 +10,7 @@ import json
 import pathlib
 
 import pytest
+import verdicts
 from planted import one_acknowledged_record_lost
 
 import raftlog
@@ -68,10 +69,7 @@ def test_a_node_restarted_on_the_previous_release_and_back_loses_nothing(tmp_pat
     sends = [op for op in history.operations if op.f == "send"]
     assert sum(1 for op in sends if op.type == "ok") >= 50, "too few acknowledged sends to mean anything"
     assert all(v["complete"] for v in info["final_read"].values()), info["final_read"]
-    results = json.loads((run_dir / "results.json").read_text())
-    assert result.verdict == "valid", (
-        f"{run_dir}: {results['verdict']} {results['reasons']} {results['anomaly_counts']}"
-    )
+    assert result.verdict == "valid", verdicts.account(run_dir)
     assert control.REPO_ROOT in info["upgrade_from"]["tree"]
     # the run, short as it is, holds what the checker needs to catch a loss
     assert one_acknowledged_record_lost(run_dir / "history.jsonl")["verdict"] == "invalid"
