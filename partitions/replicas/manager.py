@@ -16,11 +16,13 @@ state machine notifies through ``raftlog.consensus.bridge.LoopNotifier``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
@@ -51,6 +53,11 @@ _GROUP_DIR = re.compile(r"^.+-\d+\.(?P<topic_id>\d+)$")  # TopicMetadata.group_i
 # at once (milliseconds after it commits; at the next heartbeat if that announcement is lost).
 FIRST_CAMPAIGN_DELAY_MS = 200
 FIRST_CAMPAIGN_ATTEMPTS = 3
+# replicas opened at once when many open (a new topic's, a restart's): their cores are built on the driver
+# thread in one of its rounds, not one round each (a round grows with the groups already open: one open a
+# round made a 2,000-partition topic's last replicas open at a third of its first ones' pace)
+OPEN_SLICE = 32
+OPEN_THREADS = 2
 DROP_SLICE = 256  # replicas closed per round trip to the driver thread when many go at once
 DROP_YIELD_EVERY = 16  # replicas whose files are closed and renamed aside between two event-loop turns
 
@@ -134,6 +141,12 @@ class ReplicaManager:
     # directories of deleted topics may be left from before this start
     _sweep_due: bool = field(default=True, init=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    # where a replica's files are opened: its log and its Raft journal, fsyncs among them, off the event
+    # loop and several at once (the disk takes concurrent syncs at a fraction of the cost of serial ones)
+    _opener: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(OPEN_THREADS, thread_name_prefix="replica-open"),
+        init=False,
+    )
 
     def __post_init__(self, recovery_bytes_per_s: int) -> None:
         self.recoveries = Recoveries(self._raft.run, recovery_bytes_per_s)
@@ -199,6 +212,7 @@ class ReplicaManager:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.recoveries.close()
+        self._opener.shutdown(wait=False)  # cancelled opens' files are the log manager's to close
         for replica in list(self._replicas.values()):
             replica.group.close()
             replica.wake()
@@ -254,31 +268,49 @@ class ReplicaManager:
         defaults = metadata.topic_log_defaults()  # the cluster's defaults of topics' log configs
         defaults_changed, self._log_defaults = defaults != self._log_defaults, defaults
         now = time.monotonic()
+        opening: list[tuple[str, TopicMetadata, int]] = []
         for group_id, (topic, partition) in desired.items():
             existing = self._replicas.get(group_id)
             if existing is None:
-                if not self.failed.may_open(group_id, now):
-                    continue
-                try:
-                    await self._open(group_id, topic, partition, topic.log_config(defaults))
-                except (RaftlogError, OSError) as error:
-                    self._logs.close_log(group_id)
-                    self._failed(group_id, topic.name, partition, error)
-                    continue
-                self.failed.opened(group_id, time.monotonic())
+                if self.failed.may_open(group_id, now):
+                    opening.append((group_id, topic, partition))
             elif existing.topic is not topic or defaults_changed:
                 # its own configs or replica set changed, or the cluster's defaults of its configs
                 wanted = topic.log_config(defaults)
                 if wanted != existing.log.config:
                     self._logs.reconfigure(group_id, wanted)
                 existing.topic = topic
+        for start in range(0, len(opening), OPEN_SLICE):
+            if self._closing:
+                return
+            opened = await asyncio.gather(
+                *(self._open_or_fail(g, t, p, defaults) for g, t, p in opening[start : start + OPEN_SLICE]),
+                return_exceptions=True,
+            )  # every open of the slice has ended (none left running to race a retry) before one is raised
+            for outcome in opened:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         await self._sweep_deleted_topics(metadata)
+
+    async def _open_or_fail(
+        self, group_id: str, topic: TopicMetadata, partition: int, defaults: dict[str, str]
+    ) -> None:
+        """Open one replica; one that cannot open is recorded failed (retried with backoff), not raised."""
+        try:
+            await self._open(group_id, topic, partition, topic.log_config(defaults))
+        except (RaftlogError, OSError) as error:
+            self._logs.close_log(group_id)
+            self._failed(group_id, topic.name, partition, error)
+            return
+        self.failed.opened(group_id, time.monotonic())
 
     async def _open(self, group_id: str, topic: TopicMetadata, partition: int, config: LogConfig) -> None:
         # with peers, a damaged sealed segment is set aside and its records copied again from them
         peers = len(topic.replicas[partition]) > 1 or self.node_id not in topic.replicas[partition]
-        partition_log = self._logs.open_log(group_id, config, salvage=peers)
         loop = asyncio.get_running_loop()
+        partition_log = await loop.run_in_executor(
+            self._opener, functools.partial(self._logs.open_log, group_id, config, salvage=peers)
+        )
         # a restore that leaves the log behind (driver thread) starts its recovery on the event loop
         behind = LoopNotifier(loop, lambda: self._recover(group_id))
         machine = PartitionStateMachine(partition_log, on_behind=behind.notify)
@@ -289,7 +321,11 @@ class ReplicaManager:
         learners = [] if self.node_id in voters else [self.node_id]
         wanted = lambda: bool(holder) and holder[0].waiters > 0  # noqa: E731 (read on the driver thread)
         group = await self._raft.open(
-            group_id, voters, Notifying(machine, notifier.notify, wanted), learners=learners
+            group_id,
+            voters,
+            Notifying(machine, notifier.notify, wanted),
+            learners=learners,
+            opener=self._opener,
         )
         replica = Replica(topic, partition, partition_log, machine, group)
         holder.append(replica)

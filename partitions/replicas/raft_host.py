@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import replace
 from typing import TypeVar
 
@@ -83,10 +84,12 @@ class RaftHost:
         announce_commits: bool = False,
         ticked_first: bool = False,
         learners: Sequence[str] = (),
+        opener: Executor | None = None,
     ) -> ReplicaGroup:
         """This node's replica of ``group_id``; ``voters`` and ``learners`` (this node among them when it
         joins as a learner) are the configuration a new group starts from: a group reopened takes the
-        one its snapshot and journal hold."""
+        one its snapshot and journal hold. ``opener``: where its journal's files are opened (the event
+        loop's default executor when None)."""
         directory = self.group_dir(group_id)
         os.makedirs(directory, exist_ok=True)
         core = replace(
@@ -107,6 +110,7 @@ class RaftHost:
             self._discard,
             learners,
             space=self.space,
+            opener=opener,
         )
 
     async def run(self, function: Callable[[], T]) -> T:

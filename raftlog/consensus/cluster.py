@@ -3,8 +3,11 @@ leak to callers)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 
 from pysyncobj.node import Node as _PlainNodeId
 
@@ -30,11 +33,17 @@ async def open_mux_group(
     discard: Callable[[str], None] = os.unlink,
     learners: Sequence[str] = (),
     space: DiskSpace | None = None,
+    opener: Executor | None = None,
 ) -> ReplicaGroup:
     """This node's replica of ``group_id`` with a durable journal in ``journal_directory``; ``discard``
     takes away the journal's segment files it no longer needs (``FileJournal``). ``voters`` and
     ``learners``: the configuration a new group starts from (a restarted one keeps what its log says).
-    ``space``: the node's knowledge of room on its disk, shared by its journals and logs."""
+    ``space``: the node's knowledge of room on its disk, shared by its journals and logs. The journal's
+    files are opened (and a new one's synced) on ``opener``, the event loop's default executor when None:
+    never on the event loop, which serves meanwhile, nor on the driver thread, which drives every group."""
+    journal = await asyncio.get_running_loop().run_in_executor(
+        opener, functools.partial(FileJournal, journal_directory, discard=discard, space=space)
+    )
     return await ReplicaGroup.open(
         group_id,
         node_id,
@@ -42,7 +51,7 @@ async def open_mux_group(
         machine,
         driver,
         config=config,
-        journal=FileJournal(journal_directory, discard=discard, space=space),
+        journal=journal,
         transport_class=transport_class(hub, group_id),
         node_class=_PlainNodeId,
         learners=learners,

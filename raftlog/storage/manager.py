@@ -81,6 +81,7 @@ class LogManager:
         self.salvaged = 0  # logs opened after setting a damaged segment aside (raftlog.storage.salvage)
         self.space = space if space is not None else DiskSpace()
         self._logs: dict[str, Log] = {}
+        self._opening: dict[str, threading.Event] = {}  # names being opened: set once each open ended
         self._group_flushed: dict[str, Log] = {}  # those in flush mode "group": looked at every tick
         self._handles_idle_s = handles_idle_s
         self._open_logs_max = open_logs_max
@@ -103,22 +104,39 @@ class LogManager:
     def open_log(self, name: str, config: LogConfig, salvage: bool = False) -> Log:
         """Open (or create) the log called ``name`` (e.g. ``orders-0``) under the root directory.
         ``salvage``: its records can be had again elsewhere (a replica with peers), so a damaged sealed
-        segment is set aside under ``damaged_root`` rather than refused (``raftlog.storage.salvage``)."""
+        segment is set aside under ``damaged_root`` rather than refused (``raftlog.storage.salvage``).
+        Any thread: logs of different names open side by side (their files and syncs outside the lock);
+        a second call for a name being opened waits for the first and has its outcome."""
         if not _NAME.fullmatch(name) or name in (".", ".."):
             raise InvalidConfig("log name", name, "use 1-249 of [A-Za-z0-9._-]")
+        while True:
+            with self._lock:
+                existing = self._logs.get(name)
+                if existing is not None:
+                    return existing
+                opening = self._opening.get(name)
+                if opening is None:
+                    self._opening[name] = threading.Event()
+                    break
+            opening.wait()  # the other caller's open ended: opened (returned above) or failed (tried again)
+        try:
+            return self._open_new(name, config, salvage)
+        finally:
+            with self._lock:
+                self._opening.pop(name).set()
+
+    def _open_new(self, name: str, config: LogConfig, salvage: bool) -> Log:
+        damaged_to = None
+        if salvage and self._damaged_root is not None:
+            damaged_to = os.path.join(self._damaged_root, f"{name}-{self._clock()}")
+        directory = os.path.join(self.root, name)
+        # a new log marked at the level (one marker written and synced, not two), one of before the level
+        # rose fenced before any entry reaches it: the level read again once open, under the lock
+        # ``fence_all`` fences each directory under (its fence may have found this one not yet marked)
+        opened = Log.open(
+            directory, config, self._clock, self._discard, self.space, damaged_to, self._fence_level()
+        )
         with self._lock:
-            existing = self._logs.get(name)
-            if existing is not None:
-                return existing
-            damaged_to = None
-            if salvage and self._damaged_root is not None:
-                damaged_to = os.path.join(self._damaged_root, f"{name}-{self._clock()}")
-            directory = os.path.join(self.root, name)
-            # a new log marked at the level (one marker written and synced, not two), one of before the
-            # level rose fenced before any entry reaches it; the level read again after the open, which a
-            # raise meanwhile may have passed (fence_all reads the logs it knows, this one not yet)
-            level = self._fence_level()
-            opened = Log.open(directory, config, self._clock, self._discard, self.space, damaged_to, level)
             level = self._fence_level()
             if level > 1:
                 log_format.fence(directory, level)
@@ -126,7 +144,7 @@ class LogManager:
             self._logs[name] = opened
             if config.flush_mode == "group":
                 self._group_flushed[name] = opened
-            return opened
+        return opened
 
     def fence_all(self, level: int) -> int:
         """Fence every log under the root at ``level`` (``log_format.fence``: release 0.1.0 then refuses to

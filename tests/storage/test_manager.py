@@ -219,3 +219,63 @@ def test_a_new_log_is_marked_at_the_fence_level_once_and_an_older_one_is_fenced(
     assert written == [("old-0", 1), ("new-0", 2), ("old-0", 2)]
     for name in ("new-0", "old-0"):
         assert log_format.marker_level(log_format.read_marker(os.path.join(str(tmp_path), name)) or "") == 2
+
+
+def test_logs_open_side_by_side_and_a_name_being_opened_is_opened_once(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two names open at the same time (both inside ``Log.open`` at once: their files and syncs outside
+    the manager's lock); a second caller of a name being opened waits and gets the same log, and after a
+    failed open the waiting caller opens it itself."""
+    from raftlog.storage import manager as manager_module
+
+    real_open = manager_module.Log.open
+    both_inside = threading.Barrier(2, timeout=10)
+    release = {name: threading.Event() for name in ("same-0", "fails-0")}
+    calls: list[str] = []
+
+    def opening(directory: str, *args: object) -> object:
+        name = os.path.basename(directory)
+        calls.append(name)
+        if name in ("a-0", "b-0"):
+            both_inside.wait()  # a BrokenBarrierError unless the other name is being opened meanwhile
+        if name in release:
+            assert release[name].wait(10)
+            if name == "fails-0" and calls.count(name) == 1:
+                raise OSError("the first open of fails-0 fails")
+        return real_open(directory, *args)
+
+    monkeypatch.setattr(manager_module.Log, "open", opening)
+    manager = LogManager(str(tmp_path))
+    try:
+        got: dict[str, list[object]] = {}
+
+        def open_in_thread(name: str) -> threading.Thread:
+            def run() -> None:
+                try:
+                    got.setdefault(name, []).append(manager.open_log(name, LogConfig()))
+                except OSError as error:
+                    got.setdefault(name, []).append(error)
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            return thread
+
+        threads = [open_in_thread("a-0"), open_in_thread("b-0")]
+        for name in release:
+            threads.append(open_in_thread(name))
+            while calls.count(name) < 1:  # the first caller is inside Log.open
+                time.sleep(0.01)
+            threads.append(open_in_thread(name))  # waits for the first
+        for event in release.values():
+            event.set()
+        for thread in threads:
+            thread.join(20)
+        assert not any(t.is_alive() for t in threads)
+        assert [type(log).__name__ for name in ("a-0", "b-0") for log in got[name]] == ["Log", "Log"]
+        first, second = got["same-0"]
+        assert first is second and calls.count("same-0") == 1
+        assert sorted(type(outcome).__name__ for outcome in got["fails-0"]) == ["Log", "OSError"]
+        assert calls.count("fails-0") == 2 and manager.get("fails-0") is not None
+    finally:
+        manager.close()

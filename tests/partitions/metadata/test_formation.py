@@ -26,6 +26,12 @@ R3 = [["n1", "n2", "n3"]]
 FENCED = "kafka-record-batch-v2 level=2"  # a marker release 0.1.0 refuses to open
 
 
+def replicas_open(node: Node, topics: tuple[str, ...]) -> bool:
+    """Whether ``node`` holds an open replica of every partition of ``topics`` (each on every node here)."""
+    held = [node.metadata.topic(name) for name in topics]
+    return all(node.replicas.get(t.group_id(p)) is not None for t in held for p in range(t.partitions))
+
+
 def log_dirs(node: Node) -> list[str]:
     root = os.path.join(node.config.data_dir, LOGS_DIR)
     return [os.path.join(root, name) for name in os.listdir(root)] if os.path.isdir(root) else []
@@ -93,6 +99,8 @@ async def test_a_re_provisioned_node_leading_the_controller_finalizes_nothing(tm
         await n1.frontend.form_if_new()  # the operator's duty, once more on this task
         await n1.frontend.propose(CreateTopic("later", R3, {}))  # a proposal through it
         await until(lambda: all("later" in n.metadata.topics() for n in nodes), what="later applied")
+        # each replica's log opened (off the event loop: a directory being made has no marker yet)
+        await until(lambda: all(replicas_open(n, ("orders", "later")) for n in nodes), what="logs opened")
         assert all(dict(n.features.levels()) == formed_at_1 for n in nodes)
         assert all(n.frontend.metadata().features == formed_at_1 for n in nodes)
         # at level 1 the logs keep release 0.1.0's marker: any node may go back to it
