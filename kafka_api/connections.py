@@ -100,6 +100,21 @@ class Connection:
     muted_until_s: float = 0.0  # throttled by a client quota: nothing is read before (monotonic)
     # set while no answer waits for the client to read what the transport holds: nothing is read meanwhile
     answers_read: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    produces: int = 0  # Produces read whose answer is not yet written out (acks=0: not yet handled)
+    # set while ``produces`` is 0: a draining listener closes the connection then (``kafka_api.draining``)
+    produces_answered: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.produces_answered.set()
+
+    def produce_read(self) -> None:
+        self.produces += 1
+        self.produces_answered.clear()
+
+    def produce_answered(self) -> None:
+        self.produces -= 1
+        if self.produces == 0:
+            self.produces_answered.set()
 
     def idle_since_s(self) -> float | None:
         """Since when nothing of the connection is being read or answered; None while something is (or
@@ -139,6 +154,7 @@ class Answer:
     future: asyncio.Future[Any]
     off_loop: bool = False
     written: asyncio.Future[None] | None = None
+    produce: bool = False  # a Produce's: a draining listener waits for it (``Connection.produces``)
 
 
 # What a connection's transport buffers of its answers, beyond which the sender waits for the client to

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api.answers import Answers
 from kafka_api.auto_topics import TOPIC_DEFAULTS, AutoTopics, TopicDefaults
+from kafka_api.draining import Draining
 from kafka_api.errors import Refused
 from kafka_api.fetch_sessions import FetchSessions
 from kafka_api.security import Security, Session
@@ -79,6 +80,8 @@ class Door:
     share_sessions: ShareSessions = field(default_factory=ShareSessions)  # the listener's (KIP-932)
     # the connection's large answers, one at a time, their bytes in the listener's budget (kafka_api.answers)
     answers: Answers = field(default_factory=Answers)
+    # the listener's Produces while its node stops (kafka_api.draining), shared by every connection
+    draining: Draining = field(default_factory=Draining)
 
     @property
     def groups(self) -> ClassicGroups:

@@ -32,6 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_api import wire
 from kafka_api.door import Door, clamp_timeout
+from kafka_api.draining import STOPPING_MESSAGE
 from kafka_api.errors import Caught, code_of, outcome_of
 from kafka_api.pacing import ITEMS_PER_TURN, Pacer
 from kafka_api.topics import topic_names_by_id
@@ -46,6 +47,11 @@ Topic = tuple[str | None, uuid.UUID | None]  # a topic as the answer names it: i
 
 
 async def produce(door: Door, request: wire.Request) -> Any:
+    with door.draining.producing():  # a stopping listener waits for it before it closes
+        return await _produce(door, request)
+
+
+async def _produce(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "TopicProduceResponse")
@@ -54,6 +60,8 @@ async def produce(door: Door, request: wire.Request) -> Any:
     refusal: tuple[ErrorCode, str] | None = None
     if body.acks not in ACKS:
         refusal = ErrorCode.invalid_required_acks, f"acks {body.acks}: must be -1 (all), 0 or 1"
+    elif door.draining.stopping:  # nothing more appended here (kafka_api.draining)
+        refusal = ErrorCode.not_leader_or_follower, STOPPING_MESSAGE
     session = door.session
     producer = Producer(session.principal, session.host, body.transactional_id)
     data = door.node.local.data

@@ -92,6 +92,7 @@ DEFAULT_LIMITS = Limits()
 # request's. Smaller frames stay on the loop, where the thread hop (~90 us) would cost more than the work.
 OFF_LOOP_FRAME_BYTES = 256 * 1024
 METADATA_KEY = 3
+PRODUCE_KEY = 0
 FAILED_AUTHENTICATION_LINGER_S = 0.1  # Kafka's connections.failed.authentication.delay.ms
 
 
@@ -122,6 +123,7 @@ class KafkaServer:
         self._handlers: set[asyncio.Task[Any]] = set()  # kept to the end even if their connection closed
         self._ticker: asyncio.Future[None] | None = None
         self._connected = asyncio.Event()  # set while a connection is open: the tick has work only then
+        self._all_closed = asyncio.Event()  # set when the last open connection closed
         self._throttled = Throttled(LOG_INTERVAL_S)
         self._login_required = door.security.require_auth
         door.share_sessions.per_connection_max = limits.share_sessions_per_connection_max
@@ -202,6 +204,28 @@ class KafkaServer:
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
 
+    async def drain(self, timeout_s: float) -> int:
+        """A stop's first step, before the node leaves the cluster (``kafka_api.draining``: why): no new
+        connection, nothing more read from the open ones, a Produce whose handling begins from now on
+        appends nothing, and each connection closed once it answered what it read (waited for at most
+        ``timeout_s``; then the others are closed as ``close`` does). How many Produces were still being
+        handled when the wait ended."""
+        self.door.draining.stopping = True
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._open.values()):
+            if connection.receiver is not None:
+                connection.receiver.cancel()  # ``_connection`` answers what it read, then closes it
+        try:
+            async with asyncio.timeout(timeout_s):
+                while self._open:
+                    await self._all_closed.wait()
+        except TimeoutError:
+            pass
+        unanswered = self.door.draining.in_flight
+        await self.close()
+        return unanswered
+
     async def close(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
@@ -255,6 +279,7 @@ class KafkaServer:
         connection.answers_read.set()
         self._open[writer] = connection
         self._connected.set()
+        self._all_closed.clear()
         self._per_address.setdefault(address, {})[connection] = None
         if self._login_required:
             self._unauthenticated.setdefault(address, {})[connection] = None
@@ -298,6 +323,7 @@ class KafkaServer:
         self._open.pop(connection.writer, None)
         if not self._open:
             self._connected.clear()
+            self._all_closed.set()
         connection.door.share_sessions.disconnected(connection.door.session)  # as Kafka's, they end with it
         self._forget_unauthenticated(connection)
         held = self._per_address.get(connection.address)
@@ -323,8 +349,8 @@ class KafkaServer:
             await asyncio.sleep(throttle_ms / 1000)
             writer.transport.abort()
             return
-        connection = self._admit(writer, address)
-        if connection is None:
+        connection = None if self.door.draining.stopping else self._admit(writer, address)
+        if connection is None:  # refused (logged, counted), or accepted just as the listener began draining
             writer.transport.abort()
             return
         sock = writer.get_extra_info("socket")
@@ -352,6 +378,14 @@ class KafkaServer:
                     answers.put_nowait(None)
                     await sender
                     await asyncio.sleep(close.linger_s)
+            elif receiver.cancelled() and connection.cut is None and self.door.draining.stopping:
+                # the listener drains (``drain``): its Produces read are answered first (with what came
+                # before them), not what waits after them (a JoinGroup may wait for a whole rebalance)
+                answered = asyncio.ensure_future(connection.produces_answered.wait())
+                try:
+                    await asyncio.wait((sender, answered), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    answered.cancel()
         except ConnectionError:
             pass
         finally:
@@ -502,7 +536,10 @@ class KafkaServer:
         task.add_done_callback(ended)
         task.add_done_callback(self._timer(api.name))
         if key not in SASL_APIS:
-            answers.put_nowait(Answer(correlation_id, task, large or key == METADATA_KEY, written))
+            if key == PRODUCE_KEY:
+                connection.produce_read()
+            produce = key == PRODUCE_KEY
+            answers.put_nowait(Answer(correlation_id, task, large or key == METADATA_KEY, written, produce))
             return None
         # one at a time: the next request is judged by its outcome; a login past a user bound is answered
         # as a failed authentication, saying which bound
@@ -599,6 +636,8 @@ class KafkaServer:
             if response is None:  # acks=0
                 if item.written is not None:
                     connection.door.answers.written_out(item.written)
+                if item.produce:
+                    connection.produce_answered()
                 continue
             try:
                 if item.off_loop:
@@ -620,7 +659,9 @@ class KafkaServer:
                 if writer.transport.is_closing():
                     return "done"  # the client went: the event loop refuses writes to a closed transport
                 raise
-            written = item.written
+            written, produce = item.written, item.produce
             del item, frame, response  # not held while the next answer is awaited
             if written is not None:
                 connection.door.answers.written_out(written)
+            if produce:
+                connection.produce_answered()

@@ -237,8 +237,9 @@ TUNING = (
            "together (a replica whose log is behind the snapshot it installed)",
            default=RECOVERY_RATE_MIB_DEFAULT, low=1, high=1 << 20),
     Option("--controlled-shutdown-ms",
-           "a stop (SIGTERM) first hands the leadership of every partition and of the controller this node "
-           "leads to another replica, for at most this long, so they move without an election timeout "
+           "a stop (SIGTERM) first closes the Kafka listener once the produces it read are answered, then "
+           "hands the leadership of every partition and of the controller this node leads to another "
+           "replica, each step for at most this long, so they move without an election timeout "
            "(Kafka's controlled.shutdown.enable; 0: none, the others elect as after a crash)",
            default=CONTROLLED_SHUTDOWN_MS_DEFAULT, low=0, high=600_000),
     Option("--journal-compaction-min-mib",

@@ -210,7 +210,13 @@ async def serve(settings: ServeSettings) -> None:
         stall_watch.cancel()
         memory_giver.cancel()
         log.info("node %s stopping", config.node_id)
-        handed = await node.hand_over()  # before the doors close: their clients are told the new leaders
+        # the Kafka listener first, before the node leaves the cluster: no produce may be in flight to it
+        # when clients drop it from their metadata (kafka_api.draining); the HTTP door serves through the
+        # handover, its clients told the new leaders
+        if kafka is not None:
+            unanswered = await kafka_server.drain(config.controlled_shutdown_ms / 1000)
+            log.info("node %s: Kafka listener closed (%d produces unanswered)", config.node_id, unanswered)
+        handed = await node.hand_over()
         log.info("node %s: %s", config.node_id, handed.describe())
     finally:
         refused = (

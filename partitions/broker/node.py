@@ -503,7 +503,8 @@ class Node:
         """A stop's first step, Kafka's controlled shutdown (``partitions.replicas.handover``): gossip LEFT,
         so the other nodes route nothing more here and hand this one no leadership, then the leadership of
         every group this node leads to another voter that may lead (alive, connected, not in maintenance,
-        with every door), within ``controlled_shutdown_ms``. Only then do the doors and ``close`` follow."""
+        with every door), within ``controlled_shutdown_ms``. Only then do the HTTP door and ``close``
+        follow; the Kafka listener drained before it (``KafkaServer.drain``, ``raftlog_node.serve``)."""
         timeout_s = self.config.controlled_shutdown_ms / 1000
         if self._closed:
             return HandOver(0, 0)
