@@ -21,7 +21,9 @@ from tests.waiting import wait_for
 
 from .cluster import ProcessCluster
 
-pytestmark = pytest.mark.slow
+# the run's bound only catches a hang the steps' own waits do not (the topic's replicas opening, SETTLE_S;
+# the restart's exit and reopening; the deletion's 120 s): their sum, not the suite's default of 300 s
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 BIG = 2000  # partitions x 3 replicas: 2,001 replicas per node with the probe topic
 SETTLE_S = 240.0
@@ -87,11 +89,26 @@ def held_back(before: dict[str, dict[float, float]], after: dict[str, dict[float
     return "; ".join(parts)
 
 
-def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> bool:
-    try:
-        return all(metrics(cluster.url(n)).get("raftlog_partition_replicas") == count for n in node_ids)
-    except OSError:
-        return False
+@dataclass
+class OpenReplicas:
+    """Each node's open replicas (None: its /metrics did not answer); true once each holds ``count``. A
+    wait that runs out prints it: how far each node got."""
+
+    count: int
+    by_node: dict[str, float | None]
+
+    def __bool__(self) -> bool:
+        return all(held == self.count for held in self.by_node.values())
+
+
+def replicas_open(cluster: ProcessCluster, node_ids: list[str], count: int) -> OpenReplicas:
+    by_node: dict[str, float | None] = {}
+    for node_id in node_ids:
+        try:
+            by_node[node_id] = metrics(cluster.url(node_id)).get("raftlog_partition_replicas")
+        except OSError:
+            by_node[node_id] = None
+    return OpenReplicas(count, by_node)
 
 
 # A probe waits for the node's own answer: a node answers every produce within its produce timeout, 200
