@@ -207,9 +207,9 @@ class KafkaServer:
     async def drain(self, timeout_s: float) -> int:
         """A stop's first step, before the node leaves the cluster (``kafka_api.draining``: why): no new
         connection, nothing more read from the open ones, a Produce whose handling begins from now on
-        appends nothing, and each connection closed once it answered what it read (waited for at most
-        ``timeout_s``; then the others are closed as ``close`` does). How many Produces were still being
-        handled when the wait ended."""
+        appends nothing, and each connection closed once the Produces it read are answered, with what it
+        read before them (waited for at most ``timeout_s``; then the others are closed as ``close`` does).
+        How many Produces were still being handled when the wait ended."""
         self.door.draining.stopping = True
         if self._server is not None:
             self._server.close()
@@ -536,9 +536,9 @@ class KafkaServer:
         task.add_done_callback(ended)
         task.add_done_callback(self._timer(api.name))
         if key not in SASL_APIS:
-            if key == PRODUCE_KEY:
-                connection.produce_read()
             produce = key == PRODUCE_KEY
+            if produce:
+                connection.produce_read()
             answers.put_nowait(Answer(correlation_id, task, large or key == METADATA_KEY, written, produce))
             return None
         # one at a time: the next request is judged by its outcome; a login past a user bound is answered
