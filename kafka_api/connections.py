@@ -107,11 +107,11 @@ class Connection:
     def __post_init__(self) -> None:
         self.produces_answered.set()
 
-    def produce_read(self) -> None:
+    def read_a_produce(self) -> None:
         self.produces += 1
         self.produces_answered.clear()
 
-    def produce_answered(self) -> None:
+    def answered_a_produce(self) -> None:
         self.produces -= 1
         if self.produces == 0:
             self.produces_answered.set()

@@ -538,7 +538,7 @@ class KafkaServer:
         if key not in SASL_APIS:
             produce = key == PRODUCE_KEY
             if produce:
-                connection.produce_read()
+                connection.read_a_produce()
             answers.put_nowait(Answer(correlation_id, task, large or key == METADATA_KEY, written, produce))
             return None
         # one at a time: the next request is judged by its outcome; a login past a user bound is answered
@@ -637,7 +637,7 @@ class KafkaServer:
                 if item.written is not None:
                     connection.door.answers.written_out(item.written)
                 if item.produce:
-                    connection.produce_answered()
+                    connection.answered_a_produce()
                 continue
             try:
                 if item.off_loop:
@@ -664,4 +664,4 @@ class KafkaServer:
             if written is not None:
                 connection.door.answers.written_out(written)
             if produce:
-                connection.produce_answered()
+                connection.answered_a_produce()
