@@ -232,6 +232,7 @@ def test_logs_open_side_by_side_and_a_name_being_opened_is_opened_once(
     real_open = manager_module.Log.open
     both_inside = threading.Barrier(2, timeout=10)
     release = {name: threading.Event() for name in ("same-0", "fails-0")}
+    entered = {name: threading.Event() for name in release}
     calls: list[str] = []
 
     def opening(directory: str, *args: object) -> object:
@@ -240,6 +241,7 @@ def test_logs_open_side_by_side_and_a_name_being_opened_is_opened_once(
         if name in ("a-0", "b-0"):
             both_inside.wait()  # a BrokenBarrierError unless the other name is being opened meanwhile
         if name in release:
+            entered[name].set()
             assert release[name].wait(10)
             if name == "fails-0" and calls.count(name) == 1:
                 raise OSError("the first open of fails-0 fails")
@@ -264,8 +266,7 @@ def test_logs_open_side_by_side_and_a_name_being_opened_is_opened_once(
         threads = [open_in_thread("a-0"), open_in_thread("b-0")]
         for name in release:
             threads.append(open_in_thread(name))
-            while calls.count(name) < 1:  # the first caller is inside Log.open
-                time.sleep(0.01)
+            assert entered[name].wait(10), f"the first caller of {name} inside Log.open"
             threads.append(open_in_thread(name))  # waits for the first
         for event in release.values():
             event.set()
