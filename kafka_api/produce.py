@@ -19,7 +19,9 @@ partitions, nothing of it written; the others go on. A request's appends begin `
 time, yielding to the event loop between turns, and are waited for as many at a time (a wait on 100,000
 at once ran 100,000 callbacks in one turn of the loop); an append's error is kept as its code and words
 until answered (``errors.outcome_of``), nothing of its traceback. The connection's next Produce begins
-its appends once this one began all of its own (``Door.produce_order``).
+its appends once this one began all of its own (``Door.produce_order``). Once the listener drains (its
+node stopping, ``kafka_api.draining``), a Produce is answered NOT_LEADER_OR_FOLLOWER for each partition,
+nothing of it written.
 """
 
 from __future__ import annotations
