@@ -14,25 +14,13 @@ the client refreshes its metadata and sends it to the partition's next leader.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 STOPPING_MESSAGE = "this node is stopping: its partitions' leadership moves to other nodes"
 
 
 class Draining:
     """Shared by every connection's door of one listener (the event loop's alone): ``stopping`` once the
-    listener drains (a Produce then appends nothing), and how many Produces are being handled."""
+    listener drains, a Produce then appending nothing. What each connection still owes is its own
+    (``Connection.produces``)."""
 
     def __init__(self) -> None:
         self.stopping = False
-        self.in_flight = 0
-
-    @contextmanager
-    def producing(self) -> Iterator[None]:
-        """Around a Produce's handling: from its first step to its answer."""
-        self.in_flight += 1
-        try:
-            yield
-        finally:
-            self.in_flight -= 1

@@ -49,11 +49,6 @@ Topic = tuple[str | None, uuid.UUID | None]  # a topic as the answer names it: i
 
 
 async def produce(door: Door, request: wire.Request) -> Any:
-    with door.draining.producing():  # a stopping listener waits for it before it closes
-        return await _produce(door, request)
-
-
-async def _produce(door: Door, request: wire.Request) -> Any:
     body = request.body
     cls = wire.response_class(request.api_key, request.api_version)
     topic_cls = wire.sibling(cls, "TopicProduceResponse")

@@ -209,7 +209,7 @@ class KafkaServer:
         connection, nothing more read from the open ones, a Produce whose handling begins from now on
         appends nothing, and each connection closed once the Produces it read are answered, with what it
         read before them (waited for at most ``timeout_s``; then the others are closed as ``close`` does).
-        How many Produces were still being handled when the wait ended."""
+        How many Produces read were still unanswered when the wait ended."""
         self.door.draining.stopping = True
         if self._server is not None:
             self._server.close()
@@ -222,7 +222,7 @@ class KafkaServer:
                     await self._all_closed.wait()
         except TimeoutError:
             pass
-        unanswered = self.door.draining.in_flight
+        unanswered = sum(connection.produces for connection in self._open.values())
         await self.close()
         return unanswered
 

@@ -84,29 +84,33 @@ def _answer(raw: RawKafka, value: bytes) -> Any:
     return raw.call(0, PRODUCE_VERSION, _produce_request(value)).responses[0].partition_responses[0]
 
 
-def _hold_produces(listening: Listening, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
-    """Every produce through the node's data plane waits for the returned event before it appends."""
+def _hold_produces(
+    listening: Listening, monkeypatch: pytest.MonkeyPatch
+) -> tuple[asyncio.Event, asyncio.Event]:
+    """Every produce through the node's data plane waits for the first returned event before it appends;
+    the second is set once one does."""
     data = listening.node.local.data
-    release = asyncio.Event()
+    release, held_one = asyncio.Event(), asyncio.Event()
     appending = data.produce_batch
 
     async def held(*args: Any, **kwargs: Any) -> Any:
+        held_one.set()
         await release.wait()
         return await appending(*args, **kwargs)
 
     monkeypatch.setattr(data, "produce_batch", held)
-    return release
+    return release, held_one
 
 
 async def test_a_produce_in_flight_is_answered_before_its_connection_closes_the_others_close_at_once(
     listening: Listening, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server, draining = listening.server, listening.server.door.draining
+    server = listening.server
     producing, idle = RawKafka(listening.address), RawKafka(listening.address)
     try:
-        release = _hold_produces(listening, monkeypatch)
+        release, held_one = _hold_produces(listening, monkeypatch)
         in_flight = asyncio.ensure_future(asyncio.to_thread(_answer, producing, b"begun before the stop"))
-        await until(lambda: draining.in_flight == 1, what="the produce in flight")
+        await asyncio.wait_for(held_one.wait(), 30)  # the produce in flight
         drain = asyncio.ensure_future(server.drain(30.0))
         assert await asyncio.to_thread(idle.closed_by_server), "a connection with no produce closes at once"
         with pytest.raises(ConnectionRefusedError):  # no new connection
@@ -146,12 +150,12 @@ async def test_a_produce_handled_once_the_listener_drains_appends_nothing(listen
 async def test_a_produce_that_does_not_end_within_the_bound_is_counted_and_the_listener_closes(
     listening: Listening, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server, draining = listening.server, listening.server.door.draining
+    server = listening.server
     raw = RawKafka(listening.address)
     try:
-        _hold_produces(listening, monkeypatch)  # never released
+        _, held_one = _hold_produces(listening, monkeypatch)  # never released
         in_flight = asyncio.ensure_future(asyncio.to_thread(_answer, raw, b"never appended"))
-        await until(lambda: draining.in_flight == 1, what="the produce in flight")
+        await asyncio.wait_for(held_one.wait(), 30)  # the produce in flight
         assert await server.drain(0.2) == 1
         with pytest.raises(ConnectionError):  # the connection closed without an answer
             await in_flight
